@@ -1,0 +1,1 @@
+//! The op catalog, loaded from data files (stub; being written).

@@ -1,0 +1,92 @@
+//! Diagnostics: one serializable type for every finding the compiler reports — syntax errors,
+//! type errors, verifier findings, coverage limits — rendered rustc-style for people and as JSON
+//! lines for machines (`--message-format json`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::span::Span;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    /// Blocks the program (pre-compile gate).
+    Error,
+    /// Reported, does not block.
+    Warning,
+    /// A non-blocking optimization suggestion.
+    Hint,
+    /// An analysis could not decide; never counted as a pass.
+    CoverageLimit,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Hint => "hint",
+            Severity::CoverageLimit => "coverage-limit",
+        }
+    }
+}
+
+/// A marked span with a short message. The primary label is where the problem is; secondary
+/// labels point at the declarations involved (the other role, the barrier, the buffer).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// Stable code, e.g. `E0101` (syntax), `E0201` (types), `V-SAFE-001` (verifier rules).
+    pub code: String,
+    pub severity: Severity,
+    pub message: String,
+    pub primary: Label,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secondary: Vec<Label>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(code: impl Into<String>, message: impl Into<String>, span: Span, label: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            code: code.into(),
+            severity: Severity::Error,
+            message: message.into(),
+            primary: Label { span, message: label.into() },
+            secondary: Vec::new(),
+            notes: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn with_severity(mut self, severity: Severity) -> Diagnostic {
+        self.severity = severity;
+        self
+    }
+
+    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
+        self.secondary.push(Label { span, message: message.into() });
+        self
+    }
+
+    pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}

@@ -1,0 +1,16 @@
+//! Cake: a typed, hardware-explicit GPU schedule language and its compiler.
+//!
+//! Stages, each a module whose dependencies point one way:
+//! `syntax` (text → AST, AST → canonical text) → `check` (AST → typed `ir`, using the op
+//! `catalog` and the `target` table) → later stages (verifier, cost model, lowering).
+//! `diag` and `span` are shared by all of them.
+
+pub mod catalog;
+pub mod check;
+pub mod diag;
+pub mod ir;
+pub mod pred;
+pub mod render;
+pub mod span;
+pub mod syntax;
+pub mod target;

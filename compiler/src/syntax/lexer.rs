@@ -1,0 +1,1 @@
+//! Lexer (stub; being written).

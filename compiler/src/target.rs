@@ -1,0 +1,1 @@
+//! Target capability table, loaded from data (stub; being written).
