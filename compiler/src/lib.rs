@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod check;
+pub mod codes;
 pub mod diag;
 pub mod ir;
 pub mod pred;

@@ -1,1 +1,494 @@
-fn main() {}
+//! The `cake` command line: `cake check`, `cake fmt`, `cake explain`.
+//!
+//! Exit status: 0 clean; 1 findings (an error-severity diagnostic, or `fmt --check` found a file
+//! to reformat); 2 usage or I/O error (bad arguments, a file missing, unreadable, not UTF-8, not
+//! writable). Human diagnostics go to stderr; with `--message-format json`, stdout carries one
+//! JSON object per diagnostic and nothing else.
+
+use std::fs;
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cake::diag::{Diagnostic, Severity};
+use cake::render;
+use cake::span::{line_col, Span};
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(
+    name = "cake",
+    version,
+    about = "Cake IR: check, format and explain GPU kernel schedule programs (.cake files)",
+    after_help = "Exit status: 0 clean, 1 findings, 2 usage or I/O error."
+)]
+struct Cli {
+    /// How diagnostics are printed: `human` (rustc style, on stderr) or `json` (one JSON object
+    /// per diagnostic and line, on stdout).
+    #[arg(long, global = true, value_enum, default_value_t = MessageFormat::Human)]
+    message_format: MessageFormat,
+
+    /// When to color human output: `auto` colors when stderr is a terminal (and NO_COLOR is unset).
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto)]
+    color: ColorWhen,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum MessageFormat {
+    Human,
+    Json,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Parse and type-check .cake files (`-` reads standard input).
+    Check {
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Rewrite .cake files in canonical format (`-` formats standard input to standard output).
+    Fmt {
+        /// Rewrite nothing; print a diff of each file that would change and exit 1 if any would.
+        #[arg(long)]
+        check: bool,
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Explain a diagnostic code, e.g. `cake explain E0101`.
+    Explain {
+        /// The code to explain.
+        #[arg(required_unless_present = "list", conflicts_with = "list", value_name = "CODE")]
+        code: Option<String>,
+        /// List every documented code with its title.
+        #[arg(long)]
+        list: bool,
+    },
+}
+
+/// The outcome of a command, ordered by severity: the worst one decides the exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Status {
+    Clean = 0,
+    Findings = 1,
+    Failure = 2,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let color = match cli.color {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    };
+    let mut out = Reporter::new(cli.message_format, color);
+    let status = match cli.command {
+        Command::Check { files } => check(&mut out, &files),
+        Command::Fmt { check, files } => fmt(&mut out, &files, check),
+        Command::Explain { code, list } => explain(cli.message_format, code.as_deref(), list),
+    };
+    ExitCode::from(status as u8)
+}
+
+// ---------------------------------------------------------------------------------------------
+// cake check
+
+fn check(out: &mut Reporter, files: &[PathBuf]) -> Status {
+    let mut status = Status::Clean;
+    for path in files {
+        let name = display_name(path);
+        let source = match read_source(path, &name) {
+            Ok(s) => s,
+            Err(d) => {
+                out.unlocated(&name, &d);
+                status = status.max(Status::Failure);
+                continue;
+            }
+        };
+        let result = cake::check::check_source(&source);
+        out.located(&name, &source, &result.diagnostics);
+        if result.diagnostics.iter().any(Diagnostic::is_error) {
+            status = status.max(Status::Findings);
+        }
+    }
+    out.summary();
+    status
+}
+
+// ---------------------------------------------------------------------------------------------
+// cake fmt
+
+fn fmt(out: &mut Reporter, files: &[PathBuf], check_only: bool) -> Status {
+    let mut status = Status::Clean;
+    let mut would_change = 0usize;
+    for path in files {
+        let name = display_name(path);
+        let source = match read_source(path, &name) {
+            Ok(s) => s,
+            Err(d) => {
+                out.unlocated(&name, &d);
+                status = status.max(Status::Failure);
+                continue;
+            }
+        };
+        let file = match cake::syntax::parse(&source) {
+            Ok(f) => f,
+            Err(diags) => {
+                out.located(&name, &source, &diags);
+                status = status.max(Status::Findings);
+                continue;
+            }
+        };
+        let formatted = cake::syntax::print(&file);
+
+        // Never write text we cannot read back or that lost a comment: a printer bug must not
+        // destroy a file.
+        if let Err(diags) = cake::syntax::parse(&formatted) {
+            out.unlocated(&name, &reparse_failure(&name, &formatted, &diags));
+            status = status.max(Status::Failure);
+            continue;
+        }
+        if comments(&source) != comments(&formatted) {
+            let d = Diagnostic::error(
+                "E0004",
+                format!("internal error: formatting `{name}` would lose or change a comment; the file is left unchanged"),
+                Span::default(),
+                "",
+            )
+            .with_help("this is a bug in `cake fmt`; please report it with the input file");
+            out.unlocated(&name, &d);
+            status = status.max(Status::Failure);
+            continue;
+        }
+
+        let is_stdin = is_stdin(path);
+        if check_only {
+            if formatted != source {
+                would_change += 1;
+                status = status.max(Status::Findings);
+                out.not_formatted(&name, &source, &formatted);
+            }
+        } else if is_stdin {
+            out.stdout(&formatted);
+        } else if formatted != source {
+            if let Err(e) = write_atomically(path, &formatted) {
+                let d = Diagnostic::error("E0003", format!("cannot write `{name}`: {e}"), Span::default(), "")
+                    .with_note(format!("`{name}` is unchanged"))
+                    .with_help("check that the file's directory is writable and the disk is not full");
+                out.unlocated(&name, &d);
+                status = status.max(Status::Failure);
+            }
+        }
+    }
+    if check_only && would_change > 0 {
+        out.human_stderr(&format!(
+            "{would_change} {} would be reformatted; run `cake fmt` on {} to rewrite\n",
+            plural(would_change, "file", "files"),
+            if would_change == 1 { "it" } else { "them" }
+        ));
+    }
+    if out.errors > 0 {
+        out.summary();
+    }
+    status
+}
+
+fn reparse_failure(name: &str, formatted: &str, diags: &[Diagnostic]) -> Diagnostic {
+    let mut d = Diagnostic::error(
+        "E0004",
+        format!("internal error: the formatted text of `{name}` does not parse; the file is left unchanged"),
+        Span::default(),
+        "",
+    );
+    for inner in diags.iter().take(3) {
+        let r = render::clamp_span(formatted, inner.primary.span);
+        let (line, col) = line_col(formatted, r.start);
+        d = d.with_note(format!("in the formatted text at {line}:{col}: [{}] {}", inner.code, inner.message));
+    }
+    d.with_help("this is a bug in `cake fmt`; please report it with the input file")
+}
+
+/// The text of every `#` comment (Cake has no string literals, so `#` always starts one), trimmed
+/// and sorted: formatting may move comments and re-indent them, never drop or edit them.
+fn comments(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> =
+        text.lines().filter_map(|l| l.split_once('#')).map(|(_, c)| c.trim()).filter(|c| !c.is_empty()).collect();
+    out.sort_unstable();
+    out
+}
+
+/// Replace `path` by `contents` without a window where the file is missing or half-written:
+/// write a temporary file in the same directory, flush it to disk, then rename it over the
+/// original (atomic on POSIX). On any failure the original is untouched and the temporary removed.
+fn write_atomically(path: &Path, contents: &str) -> io::Result<()> {
+    // Write through symbolic links rather than replacing the link with a regular file.
+    let target = fs::canonicalize(path)?;
+    let dir = target.parent().ok_or_else(|| io::Error::other("the file has no parent directory"))?;
+    let file_name = target.file_name().ok_or_else(|| io::Error::other("not a file path"))?;
+    let permissions = fs::metadata(&target)?.permissions();
+
+    let mut attempt = 0u32;
+    let (tmp_path, mut tmp) = loop {
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(file_name);
+        tmp_name.push(format!(".cake-fmt-{}-{attempt}.tmp", std::process::id()));
+        let candidate = dir.join(tmp_name);
+        match fs::OpenOptions::new().write(true).create_new(true).open(&candidate) {
+            Ok(f) => break (candidate, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    let result = (|| {
+        tmp.write_all(contents.as_bytes())?;
+        tmp.sync_all()?;
+        drop(tmp);
+        fs::set_permissions(&tmp_path, permissions)?;
+        fs::rename(&tmp_path, &target)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp_path);
+    }
+    result
+}
+
+/// A unified diff from the file's text to the formatted text.
+fn unified_diff(name: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(name, &format!("{name} (formatted)"))
+        .to_string()
+}
+
+/// The span of the first line of `old` that formatting changes (for the E0005 diagnostic).
+fn first_difference(old: &str, new: &str) -> Span {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let first_line =
+        diff.ops().iter().find(|op| op.tag() != similar::DiffTag::Equal).map_or(0, |op| op.old_range().start);
+    let mut offset = 0usize;
+    for (i, line) in old.split_inclusive('\n').enumerate() {
+        if i == first_line {
+            let text = line.trim_end_matches(['\n', '\r']);
+            return Span::new(offset, offset + text.len());
+        }
+        offset += line.len();
+    }
+    Span::new(old.len(), old.len())
+}
+
+// ---------------------------------------------------------------------------------------------
+// cake explain
+
+fn explain(format: MessageFormat, code: Option<&str>, list: bool) -> Status {
+    let stdout = io::stdout();
+    let mut stdout = stdout.lock();
+    if list {
+        for doc in cake::codes::all() {
+            let line = match format {
+                MessageFormat::Human => format!("{:<12} {}", doc.code, doc.title.trim()),
+                MessageFormat::Json => {
+                    serde_json::json!({ "code": doc.code, "title": doc.title.trim(), "file": doc.file }).to_string()
+                }
+            };
+            let _ = writeln!(stdout, "{line}");
+        }
+        return Status::Clean;
+    }
+    let code = code.unwrap_or_default();
+    // TODO(catalog): LANGUAGE.md promises `cake explain OP` for op catalog entries; fall back to the
+    // catalog here once `cake::catalog` offers a lookup.
+    match cake::codes::lookup(code) {
+        Some(doc) => {
+            let text = match format {
+                MessageFormat::Human => cake::codes::format_doc(&doc),
+                MessageFormat::Json => format!("{}\n", serde_json::to_string(&doc).unwrap_or_default()),
+            };
+            let _ = stdout.write_all(text.as_bytes());
+            Status::Clean
+        }
+        None => {
+            let _ = writeln!(
+                io::stderr(),
+                "error: no documentation for code `{code}`\n  = help: run `cake explain --list` to see every documented code"
+            );
+            Status::Failure
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading sources
+
+fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+fn display_name(path: &Path) -> String {
+    if is_stdin(path) {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Read a whole source file (or standard input for `-`) as UTF-8. Failures become E0001 / E0002
+/// diagnostics naming the file and what to do.
+fn read_source(path: &Path, name: &str) -> Result<String, Box<Diagnostic>> {
+    let bytes = if is_stdin(path) {
+        let mut buf = Vec::new();
+        io::stdin().lock().read_to_end(&mut buf).map(|_| buf)
+    } else {
+        fs::read(path)
+    };
+    let bytes = bytes.map_err(|e| {
+        let help = match e.kind() {
+            io::ErrorKind::NotFound => "check the path; `cake` takes paths of `.cake` files, or `-` for standard input",
+            io::ErrorKind::PermissionDenied => {
+                "check the file's permissions (the current user must be able to read it)"
+            }
+            _ if path.is_dir() => "pass the `.cake` files inside the directory, e.g. `cake check dir/*.cake`",
+            _ => "check that the path names a readable `.cake` file",
+        };
+        Box::new(Diagnostic::error("E0001", format!("cannot read `{name}`: {e}"), Span::default(), "").with_help(help))
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let prefix = std::str::from_utf8(&bytes[..valid]).unwrap_or("");
+        let (line, col) = line_col(prefix, prefix.len());
+        let bad = bytes.get(valid).map_or(String::new(), |b| format!(" (0x{b:02X})"));
+        Box::new(
+            Diagnostic::error("E0002", format!("`{name}` is not valid UTF-8"), Span::default(), "")
+                .with_note(format!("the first invalid byte{bad} is at line {line}, column {col} (byte offset {valid})"))
+                .with_help("Cake sources are UTF-8 text; re-save the file as UTF-8 (e.g. `iconv -f LATIN1 -t UTF-8`)"),
+        )
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+/// Prints diagnostics in the chosen format and counts them for the summary line. Write errors
+/// (a closed pipe) are ignored: there is nobody left to tell.
+struct Reporter {
+    format: MessageFormat,
+    color: bool,
+    errors: usize,
+    warnings: usize,
+    hints: usize,
+    coverage_limits: usize,
+}
+
+impl Reporter {
+    fn new(format: MessageFormat, color: bool) -> Reporter {
+        Reporter { format, color, errors: 0, warnings: 0, hints: 0, coverage_limits: 0 }
+    }
+
+    fn count(&mut self, d: &Diagnostic) {
+        match d.severity {
+            Severity::Error => self.errors += 1,
+            Severity::Warning => self.warnings += 1,
+            Severity::Hint => self.hints += 1,
+            Severity::CoverageLimit => self.coverage_limits += 1,
+        }
+    }
+
+    /// Diagnostics with spans into `source`.
+    fn located(&mut self, name: &str, source: &str, diags: &[Diagnostic]) {
+        diags.iter().for_each(|d| self.count(d));
+        match self.format {
+            MessageFormat::Human => {
+                let text = render::render_human(name, source, diags, self.color);
+                let _ = io::stderr().write_all(text.as_bytes());
+            }
+            MessageFormat::Json => {
+                let mut lines = String::new();
+                for d in diags {
+                    lines.push_str(&render::render_json_line(name, source, d));
+                    lines.push('\n');
+                }
+                self.stdout(&lines);
+            }
+        }
+    }
+
+    /// A diagnostic about a whole file (could not be read or written).
+    fn unlocated(&mut self, name: &str, d: &Diagnostic) {
+        self.count(d);
+        match self.format {
+            MessageFormat::Human => {
+                let _ = io::stderr().write_all(render::render_human_unlocated(d, self.color).as_bytes());
+            }
+            MessageFormat::Json => self.stdout(&format!("{}\n", render::render_json_line_unlocated(name, d))),
+        }
+    }
+
+    /// `fmt --check` found a difference: a diff on stdout (human) or an E0005 line (JSON).
+    fn not_formatted(&mut self, name: &str, source: &str, formatted: &str) {
+        let diff = unified_diff(name, source, formatted);
+        match self.format {
+            MessageFormat::Human => self.stdout(&format!("would reformat {name}\n{diff}")),
+            MessageFormat::Json => {
+                let d = Diagnostic::error(
+                    "E0005",
+                    format!("`{name}` is not in canonical format"),
+                    first_difference(source, formatted),
+                    "first line `cake fmt` would change",
+                )
+                .with_note(diff)
+                .with_help(format!("run `cake fmt {name}` to rewrite it"));
+                self.located(name, source, std::slice::from_ref(&d));
+            }
+        }
+    }
+
+    fn stdout(&self, text: &str) {
+        let mut out = io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+
+    /// Text for people only: on stderr, and only in human mode.
+    fn human_stderr(&self, text: &str) {
+        if self.format == MessageFormat::Human {
+            let _ = io::stderr().write_all(text.as_bytes());
+        }
+    }
+
+    /// `2 errors, 1 warning` (plus hints and coverage limits when there are any), human mode only.
+    fn summary(&self) {
+        let mut parts = vec![
+            format!("{} {}", self.errors, plural(self.errors, "error", "errors")),
+            format!("{} {}", self.warnings, plural(self.warnings, "warning", "warnings")),
+        ];
+        if self.hints > 0 {
+            parts.push(format!("{} {}", self.hints, plural(self.hints, "hint", "hints")));
+        }
+        if self.coverage_limits > 0 {
+            parts.push(format!(
+                "{} {}",
+                self.coverage_limits,
+                plural(self.coverage_limits, "coverage limit", "coverage limits")
+            ));
+        }
+        self.human_stderr(&format!("{}\n", parts.join(", ")));
+    }
+}
+
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}

@@ -168,7 +168,7 @@ pub enum StmtKind {
     If { cond: Expr, then_block: Block, else_block: Option<Block> },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum BinOp {
     Mul,
     Div,
@@ -222,7 +222,7 @@ impl BinOp {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum UnOp {
     Neg,
     Not,

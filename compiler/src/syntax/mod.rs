@@ -4,6 +4,7 @@ pub mod ast;
 pub mod lexer;
 pub mod parser;
 pub mod printer;
+pub mod visit;
 
 pub use parser::parse;
 pub use printer::print;

@@ -1,0 +1,46 @@
+# shellcheck shell=bash
+# Shared helpers for scripts/*.sh and .ci/run. Source it (bash); it runs nothing by itself.
+#
+#   phase NAME CMD [ARGS...]   run CMD as a named, timed phase; returns CMD's exit status
+#   phase_summary              print every phase with its time and status, and the total
+#   cake_use_toolchain         run scripts/setup-cuda-toolchain.sh and source its env.sh
+
+CAKE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CAKE_PHASES=()
+CAKE_PHASES_FAILED=0
+_cake_t0=${EPOCHREALTIME:-$SECONDS}
+
+_cake_now() { echo "${EPOCHREALTIME:-$SECONDS}"; }
+# Seconds between two timestamps, one decimal ("12.3").
+_cake_elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+phase() {
+  local name=$1 start rc secs
+  shift
+  printf '\n==> %s\n' "$name"
+  start=$(_cake_now)
+  if "$@"; then rc=0; else rc=$?; fi
+  secs=$(_cake_elapsed "$start" "$(_cake_now)")
+  if [ "$rc" = 0 ]; then
+    printf '<== %s: ok (%ss)\n' "$name" "$secs"
+    CAKE_PHASES+=("$(printf '%8ss  ok      %s' "$secs" "$name")")
+  else
+    printf '<== %s: FAILED, exit %s (%ss)\n' "$name" "$rc" "$secs"
+    CAKE_PHASES+=("$(printf '%8ss  FAILED  %s (exit %s)' "$secs" "$name" "$rc")")
+    CAKE_PHASES_FAILED=$((CAKE_PHASES_FAILED + 1))
+  fi
+  return "$rc"
+}
+
+phase_summary() {
+  local line
+  printf '\n%s\n' "---- ${1:-timings} ----"
+  for line in "${CAKE_PHASES[@]}"; do echo "$line"; done
+  printf '%8ss  total\n' "$(_cake_elapsed "$_cake_t0" "$(_cake_now)")"
+}
+
+cake_use_toolchain() {
+  bash "$CAKE_ROOT/scripts/setup-cuda-toolchain.sh" "$@" || return
+  # shellcheck disable=SC1091
+  . "$CAKE_ROOT/.toolchain/cuda/env.sh"
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The project's test command (README "Run the tests"). On a fresh machine it first installs the
+# CUDA compile toolchain (so compile-tier tests find ptxas and NVRTC), then runs every workspace
+# test and the doc tests. Exits non-zero if anything fails.
+#
+#   bash scripts/test.sh              # everything
+#   bash scripts/test.sh -E 'test(x)' # extra arguments go to the test runner (nextest or cargo test)
+#
+# Environment: CAKE_SKIP_TOOLCHAIN=1 runs without the CUDA toolchain (compile-tier tests then
+# report themselves skipped). CI=true adds --locked (Cargo.lock must be up to date).
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$CAKE_ROOT"
+
+if [ "${CAKE_SKIP_TOOLCHAIN:-0}" = 1 ]; then
+  echo "CAKE_SKIP_TOOLCHAIN=1: running without the CUDA toolchain"
+else
+  phase "setup: CUDA toolchain" cake_use_toolchain || {
+    phase_summary
+    echo "test.sh: the CUDA toolchain set-up failed (see above). To run the tests without it," >&2
+    echo "         set CAKE_SKIP_TOOLCHAIN=1 (compile-tier tests are then skipped)." >&2
+    exit 1
+  }
+fi
+
+cargo_flags=()
+if [ "${CI:-}" = true ]; then
+  cargo_flags+=(--locked)
+  export CARGO_INCREMENTAL=0 # a clean build gains nothing from incremental artifacts
+fi
+
+if cargo nextest --version >/dev/null 2>&1; then
+  if phase "build: workspace tests" cargo nextest run --workspace "${cargo_flags[@]}" --no-run; then
+    phase "test: workspace (cargo nextest)" \
+      cargo nextest run --workspace "${cargo_flags[@]}" --no-fail-fast "$@" || true
+  fi
+else
+  echo "cargo-nextest not found: using cargo test"
+  # --lib --bins --tests: everything but the doc tests, which have their own phase below.
+  targets=(--lib --bins --tests)
+  if phase "build: workspace tests" cargo test --workspace "${cargo_flags[@]}" "${targets[@]}" --no-run; then
+    phase "test: workspace (cargo test)" \
+      cargo test --workspace "${cargo_flags[@]}" "${targets[@]}" --no-fail-fast "$@" || true
+  fi
+fi
+# nextest does not run doc tests; cargo test --doc does.
+phase "test: doc tests" cargo test --workspace "${cargo_flags[@]}" --doc || true
+
+phase_summary "scripts/test.sh"
+if [ "$CAKE_PHASES_FAILED" != 0 ]; then
+  echo "test.sh: $CAKE_PHASES_FAILED phase(s) failed" >&2
+  exit 1
+fi
+echo "test.sh: all tests passed"

@@ -1,0 +1,1 @@
+# expect: syntax error: empty program, expected `kernel NAME target TARGET`

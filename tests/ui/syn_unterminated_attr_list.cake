@@ -1,0 +1,8 @@
+# expect: syntax error: expected `,` or `]` in the `tma` box list, found `swizzle`
+kernel gemm_bf16_ws target sm_90a
+
+dim M multiple_of 128
+dim K multiple_of 64
+
+in A: bf16[M, K] tma [128, 64 swizzle 128B
+in B: bf16[M, K] tma [256, 64] swizzle 128B
