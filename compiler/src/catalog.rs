@@ -534,7 +534,11 @@ const RESERVED: &[&str] = &[
 ];
 
 /// Facts of the constraint language whose first argument is a param.
-const PARAM_FACTS: &[&str] = &["dtype", "rank", "dim", "numel", "bytes", "scope", "space", "swizzle", "box", "value"];
+const PARAM_FACTS: &[&str] =
+    &["dtype", "rank", "dim", "numel", "bytes", "scope", "space", "swizzle", "box", "value", "has_tma", "is_literal", "same_shape"];
+
+/// Facts all of whose arguments are params.
+const PARAM_PAIR_FACTS: &[&str] = &["same_shape"];
 
 impl Catalog {
     /// The built-in catalog (parsed and validated once against the built-in target table).
@@ -856,10 +860,15 @@ fn parse_constraint(text: &str, params: &[ParamDef]) -> Result<PExpr, String> {
         if problem.is_some() || !PARAM_FACTS.contains(&name) {
             return;
         }
-        match args.first() {
-            Some(PExpr::Sym(p)) if params.iter().any(|q| &q.name == p) => {}
-            Some(other) => problem = Some(format!("`{name}({other}, ...)` does not name a param")),
-            None => problem = Some(format!("`{name}()` needs a param")),
+        let checked = if PARAM_PAIR_FACTS.contains(&name) { args.len() } else { 1 };
+        if args.is_empty() {
+            problem = Some(format!("`{name}()` needs a param"));
+        }
+        for arg in args.iter().take(checked) {
+            match arg {
+                PExpr::Sym(p) if params.iter().any(|q| &q.name == p) => {}
+                other => problem = Some(format!("`{name}(...)`: `{other}` does not name a param")),
+            }
         }
     });
     match problem {

@@ -6,7 +6,7 @@
 //! lacks are errors naming both. Codes: E02xx names and declarations, E03xx types and operations,
 //! E04xx targets. Every code is documented in `compiler/diagnostics/types.toml`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::catalog::{Catalog, OpDef, OpForm, ParamKind, ResultRule};
 use crate::diag::Diagnostic;
@@ -15,6 +15,7 @@ use crate::pred::{self, Facts, Value};
 use crate::span::Span;
 use crate::syntax::ast::{self, AttrValue, BinOp, ExprKind as AK, UnOp};
 use crate::target::{TargetInfo, TargetTable};
+use crate::verify::Validated;
 
 /// What `cake check` learns about one source text.
 pub struct CheckOutput {
@@ -22,19 +23,30 @@ pub struct CheckOutput {
     pub file: Option<ast::File>,
     /// The typed IR, when the syntax tree also type-checked without errors.
     pub module: Option<Module>,
-    /// Every finding, in source order within each stage.
+    /// The verified program, when it also passed every verifier gate.
+    pub validated: Option<Validated>,
+    /// Every finding: syntax, then types, then the verifier's.
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Parse and type-check one `.cake` source text against the built-in catalog and targets.
+/// Parse, type-check and verify one `.cake` source text against the built-in catalog, targets
+/// and verifier rules — everything `cake check` does.
 pub fn check_source(source: &str) -> CheckOutput {
-    match crate::syntax::parse(source) {
-        Ok(file) => {
-            let (module, diagnostics) = check_file(&file, Catalog::builtin(), TargetTable::builtin());
-            CheckOutput { file: Some(file), module, diagnostics }
+    let file = match crate::syntax::parse(source) {
+        Ok(file) => file,
+        Err(diagnostics) => return CheckOutput { file: None, module: None, validated: None, diagnostics },
+    };
+    let targets = TargetTable::builtin();
+    let (module, mut diagnostics) = check_file(&file, Catalog::builtin(), targets);
+    let mut validated = None;
+    if let Some(m) = &module {
+        if let Some(target) = targets.get(&m.target) {
+            let out = crate::verify::verify(m.clone(), target);
+            diagnostics.extend(out.findings);
+            validated = out.validated;
         }
-        Err(diagnostics) => CheckOutput { file: None, module: None, diagnostics },
     }
+    CheckOutput { file: Some(file), module, validated, diagnostics }
 }
 
 /// Type-check a parsed file. The module is returned only when there are no errors.
@@ -48,6 +60,8 @@ pub fn check_file(file: &ast::File, catalog: &Catalog, targets: &TargetTable) ->
         scopes: Vec::new(),
         diags: Vec::new(),
         role: None,
+        poisoned: HashSet::new(),
+        missing_ops: HashSet::new(),
     };
     c.file(file);
     let failed = c.diags.iter().any(Diagnostic::is_error);
@@ -95,6 +109,11 @@ struct Checker<'a> {
     diags: Vec<Diagnostic>,
     /// The role whose body is being checked.
     role: Option<Handle<RoleDecl>>,
+    /// Declarations that failed to check: uses of them are silent errors, so one mistake is
+    /// reported once.
+    poisoned: HashSet<String>,
+    /// Ops already reported as missing on the target (reported at their first use only).
+    missing_ops: HashSet<String>,
 }
 
 /// Checked attributes of one declaration, by key.
@@ -359,6 +378,22 @@ impl<'a> Checker<'a> {
     }
 
     fn item(&mut self, item: &ast::Item) {
+        let errors_before = self.error_count();
+        self.item_inner(item);
+        // A declaration that had errors is poisoned: its uses check silently as errors, so one
+        // mistake is reported once, at the declaration.
+        if self.error_count() > errors_before {
+            if let Some(name) = item_name(item) {
+                self.poisoned.insert(name.name.clone());
+            }
+        }
+    }
+
+    fn error_count(&self) -> usize {
+        self.diags.iter().filter(|d| d.is_error()).count()
+    }
+
+    fn item_inner(&mut self, item: &ast::Item) {
         match &item.kind {
             ast::ItemKind::Dim { name, attrs } => {
                 let at = self.attrs("a dim", attrs, &["multiple_of"]);
@@ -423,6 +458,8 @@ impl<'a> Checker<'a> {
                     let decl = ViewDecl { name: name.name.clone(), dtype, shape, region, offset, swizzle };
                     let h = self.m.views.append(decl, decl_spans(item, name, attrs));
                     self.define(name, Global::View(h));
+                } else {
+                    self.poisoned.insert(name.name.clone());
                 }
             }
             ast::ItemKind::Role { name, attrs } => self.role_decl(item, name, attrs),
@@ -467,6 +504,8 @@ impl<'a> Checker<'a> {
                     let decl = PipelineDecl { name: name.name.clone(), stages, producer, consumer };
                     let h = self.m.pipelines.append(decl, decl_spans(item, name, attrs));
                     self.define(name, Global::Pipeline(h));
+                } else {
+                    self.poisoned.insert(name.name.clone());
                 }
             }
             ast::ItemKind::On { role, body } => self.on(item, role, body),
@@ -1009,6 +1048,9 @@ impl<'a> Checker<'a> {
         if let Some(l) = self.lookup_local(&id.name) {
             return (ExprKind::Local(l), self.m.locals[l].ty.clone());
         }
+        if self.poisoned.contains(&id.name) {
+            return (ExprKind::Bool(false), Type::Error);
+        }
         match self.globals.get(&id.name).map(|g| g.0) {
             Some(Global::Dim(d)) => (ExprKind::Dim(d), Type::Scalar(DType::I32)),
             Some(Global::Const(c)) => (ExprKind::Int(self.m.consts[c].value), Type::Literal { float: false }),
@@ -1284,7 +1326,7 @@ impl<'a> Checker<'a> {
         }
         if let Some(t) = self.target {
             let missing: Vec<&String> = op.requires.iter().filter(|f| !t.has(f)).collect();
-            if !missing.is_empty() {
+            if !missing.is_empty() && self.missing_ops.insert(op.name.clone()) {
                 let having: Vec<&str> = self.targets.names().into_iter().filter(|n| self.targets.get(n).is_some_and(|t| op.requires.iter().all(|f| t.has(f)))).collect();
                 let missing: Vec<String> = missing.iter().map(|f| format!("`{f}`")).collect();
                 self.err(

@@ -15,3 +15,4 @@ pub mod render;
 pub mod span;
 pub mod syntax;
 pub mod target;
+pub mod verify;

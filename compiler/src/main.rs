@@ -64,9 +64,10 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
-    /// Explain a diagnostic code, e.g. `cake explain E0101`.
+    /// Explain a diagnostic code (`cake explain E0101`) or an operation of the op catalog
+    /// (`cake explain wgmma`).
     Explain {
-        /// The code to explain.
+        /// The diagnostic code or operation name to explain.
         #[arg(required_unless_present = "list", conflicts_with = "list", value_name = "CODE")]
         code: Option<String>,
         /// List every documented code with its title.
@@ -160,7 +161,9 @@ fn fmt(out: &mut Reporter, files: &[PathBuf], check_only: bool) -> Status {
         if comments(&source) != comments(&formatted) {
             let d = Diagnostic::error(
                 "E0004",
-                format!("internal error: formatting `{name}` would lose or change a comment; the file is left unchanged"),
+                format!(
+                    "internal error: formatting `{name}` would lose or change a comment; the file is left unchanged"
+                ),
                 Span::default(),
                 "",
             )
@@ -305,25 +308,85 @@ fn explain(format: MessageFormat, code: Option<&str>, list: bool) -> Status {
         return Status::Clean;
     }
     let code = code.unwrap_or_default();
-    // TODO(catalog): LANGUAGE.md promises `cake explain OP` for op catalog entries; fall back to the
-    // catalog here once `cake::catalog` offers a lookup.
-    match cake::codes::lookup(code) {
-        Some(doc) => {
-            let text = match format {
-                MessageFormat::Human => cake::codes::format_doc(&doc),
-                MessageFormat::Json => format!("{}\n", serde_json::to_string(&doc).unwrap_or_default()),
-            };
-            let _ = stdout.write_all(text.as_bytes());
-            Status::Clean
-        }
-        None => {
-            let _ = writeln!(
-                io::stderr(),
-                "error: no documentation for code `{code}`\n  = help: run `cake explain --list` to see every documented code"
-            );
-            Status::Failure
+    if let Some(doc) = cake::codes::lookup(code) {
+        let text = match format {
+            MessageFormat::Human => cake::codes::format_doc(&doc),
+            MessageFormat::Json => format!("{}\n", serde_json::to_string(&doc).unwrap_or_default()),
+        };
+        let _ = stdout.write_all(text.as_bytes());
+        return Status::Clean;
+    }
+    // Not a diagnostic code: an operation of the op catalog (LANGUAGE.md: `cake explain OP`).
+    if let Some(op) = cake::catalog::Catalog::builtin().get(code.trim()) {
+        let text = match format {
+            MessageFormat::Human => format_op(op),
+            MessageFormat::Json => format!("{}\n", serde_json::to_string(op).unwrap_or_default()),
+        };
+        let _ = stdout.write_all(text.as_bytes());
+        return Status::Clean;
+    }
+    let _ = writeln!(
+        io::stderr(),
+        "error: `{code}` is neither a documented diagnostic code nor an operation of the op catalog\n  \
+         = help: run `cake explain --list` to see every documented code; operations are listed in compiler/catalog/*.toml"
+    );
+    Status::Failure
+}
+
+/// `cake explain OP`: an op catalog entry for people.
+fn format_op(op: &cake::catalog::OpDef) -> String {
+    let mut s = format!("{}: {} ({} operation, {})\n", op.name, op.summary.trim(), op.class.as_str(), op.file);
+    let params: Vec<String> = op
+        .params
+        .iter()
+        .map(|p| {
+            let mut t = if p.named { format!("{}=", p.name) } else { p.name.clone() };
+            t.push_str(&format!(": {}", p.kind.as_str()));
+            if let Some(a) = p.access {
+                t.push_str(&format!(" {}", a.as_str()));
+            }
+            if let Some(d) = &p.default {
+                t.push_str(&format!(" = {d}"));
+            } else if p.optional {
+                t.push_str(" (optional)");
+            }
+            t
+        })
+        .collect();
+    s.push_str(&format!("\n    {}({})\n", op.name, params.join(", ")));
+    let docs: Vec<String> =
+        op.params.iter().filter_map(|p| p.doc.as_ref().map(|d| format!("    {}: {}", p.name, d.trim()))).collect();
+    if !docs.is_empty() {
+        s.push_str(&format!("\nParameters:\n{}\n", docs.join("\n")));
+    }
+    if !op.type_rule.is_empty() {
+        s.push_str("\nType rule (all must hold):\n");
+        for rule in &op.type_rule {
+            s.push_str(&format!("    {rule}\n"));
         }
     }
+    s.push_str(&format!("\nResult: {}\n", op.result));
+    if !op.requires.is_empty() {
+        s.push_str(&format!("Requires target features: {}\n", op.requires.join(", ")));
+    }
+    for r in &op.requires_when {
+        s.push_str(&format!("Requires when `{}`: {}\n", r.when, r.features.join(", ")));
+    }
+    for (title, text) in [("Hardware", op.hardware.as_str()), ("Lowering", op.lowering.as_str())] {
+        if !text.trim().is_empty() {
+            s.push_str(&format!("\n{title}:\n"));
+            for line in text.trim().lines() {
+                s.push_str(&format!("    {line}\n"));
+            }
+        }
+    }
+    if let Some(example) = op.example.as_deref().filter(|e| !e.trim().is_empty()) {
+        s.push_str("\nExample:\n");
+        for line in example.trim_matches('\n').lines() {
+            s.push_str(&format!("    {line}\n"));
+        }
+    }
+    s
 }
 
 // ---------------------------------------------------------------------------------------------

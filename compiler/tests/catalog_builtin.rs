@@ -357,6 +357,11 @@ impl Facts for ArgFacts {
             "box" if a.box_.is_empty() => Value::Int(0),
             "box" => index(&a.box_)?,
             "value" => a.value.map(Value::Int).ok_or("not a constant")?,
+            "has_tma" => Value::Bool(!a.box_.is_empty()),
+            "same_shape" => {
+                let Some(Value::Sym(q)) = args.get(1) else { return Err("same_shape: second param".into()) };
+                Value::Bool(self.0.get(q.as_str()).ok_or_else(|| format!("no arg `{q}`"))?.shape == a.shape)
+            }
             _ => return Err(format!("unknown fact {name}")),
         })
     }

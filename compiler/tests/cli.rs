@@ -290,6 +290,17 @@ fn explain_known_code() {
 }
 
 #[test]
+fn explain_operation_from_the_catalog() {
+    let o = run(&["explain", "wgmma"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("wgmma: ") && out.contains("Type rule"), "{out}");
+    let o = run(&["explain", "--message-format", "json", "wgmma"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["name"], "wgmma");
+}
+
+#[test]
 fn explain_unknown_code_exits_2() {
     let o = run(&["explain", "E9999"]);
     assert_eq!(code(&o), 2);

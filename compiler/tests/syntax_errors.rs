@@ -110,11 +110,52 @@ fn unterminated_block_at_end_of_file_and_at_next_body() {
 }
 
 #[test]
+fn blocks_open_at_end_of_file_are_one_error() {
+    let src = format!("{HEAD}on r {{\n    for t in tiles {{\n        if c {{\n            f()\n");
+    let errs = errors(&src);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    let e = &errs[0];
+    assert_eq!((e.code.as_str(), at(&src, e.primary.span)), ("E0102", "{"));
+    assert_eq!(e.primary.span.start as usize, src.find("c {").unwrap() + 2);
+    // The end of file, then the two enclosing blocks.
+    assert_eq!(e.secondary.len(), 3, "{e:#?}");
+}
+
+#[test]
+fn too_deep_is_reported_once_and_parsing_resynchronizes() {
+    let n = 300;
+    let src = format!("{HEAD}on r {{\n{}{}}}\non s {{\n    f(\n}}\n", "if c {\n".repeat(n), "}\n".repeat(n));
+    let codes: Vec<_> = errors(&src).into_iter().map(|e| e.code).collect();
+    assert_eq!(codes, ["E0112", "E0109"]);
+}
+
+#[test]
+fn missing_range_end_or_value_before_the_next_key() {
+    let src = format!("{HEAD}role mma: warpgroup 1.. regs 232\n");
+    let e = &errors(&src)[0];
+    assert_eq!((e.code.as_str(), at(&src, e.primary.span)), ("E0107", ".."));
+    assert_eq!(at(&src, e.secondary[0].span), "regs");
+    let src = format!("{HEAD}smem a: f32[4] stages swizzle 128B\n");
+    let e = &errors(&src)[0];
+    assert_eq!((e.code.as_str(), at(&src, e.primary.span)), ("E0116", "stages"));
+    assert_eq!(at(&src, e.secondary[0].span), "swizzle");
+}
+
+#[test]
+fn assignment_in_condition_suggests_comparison() {
+    let e = &errors(&body("    if k % 3 = 0 {\n    }"))[0];
+    assert_eq!(e.code, "E0101");
+    assert!(e.help.as_ref().unwrap().contains("`==`"));
+}
+
+#[test]
 fn missing_open_brace_does_not_cascade() {
     let src = body("    for kb in 0..4\n        f()\n    }");
     let errs = errors(&src);
     assert_eq!(errs.len(), 1, "{errs:#?}");
     assert_eq!(errs[0].code, "E0101");
+    let src = format!("{HEAD}on r\n    f()\n");
+    assert_eq!(errors(&src).len(), 1, "a body missing both braces is one error");
     let src = body("    if c\n    {\n        f()\n    }");
     let errs = errors(&src);
     assert_eq!(errs.len(), 1, "{errs:#?}");

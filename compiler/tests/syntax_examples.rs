@@ -41,7 +41,8 @@ fn print_is_idempotent_and_round_trips() {
     for (path, src) in examples() {
         let mut ast = parse(&src).unwrap();
         let once = print(&ast);
-        let mut reparsed = parse(&once).unwrap_or_else(|e| panic!("{}: printed form does not parse: {e:#?}", path.display()));
+        let mut reparsed =
+            parse(&once).unwrap_or_else(|e| panic!("{}: printed form does not parse: {e:#?}", path.display()));
         assert_eq!(print(&reparsed), once, "{}: print is not idempotent", path.display());
         ast.strip_spans();
         reparsed.strip_spans();

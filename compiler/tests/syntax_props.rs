@@ -17,7 +17,11 @@ use proptest::test_runner::FileFailurePersistence;
 
 fn config(cases: u32) -> ProptestConfig {
     // No persistence files: the tests run in a shared workspace.
-    ProptestConfig { cases, failure_persistence: Some(Box::new(FileFailurePersistence::Off)), ..ProptestConfig::default() }
+    ProptestConfig {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Off)),
+        ..ProptestConfig::default()
+    }
 }
 
 /// Every diagnostic is a syntax error with a code in E0101–E0199, a span inside the source on
@@ -75,9 +79,59 @@ proptest! {
 }
 
 const TOKEN_SOUP: &[&str] = &[
-    "on", "r", "{", "}", "(", ")", "[", "]", "\n", "\n", "\n", "for", "i", "in", "0", "..", "4", "if", "else", "let",
-    "reg", "x", "=", "==", ":", ":+", ",", "f", "+", "-", "*", "!", "&&", "<<", "#c\n", "dim", "smem", "a:", "f32[4]",
-    "stages", "persistent", "role", "warp", "1..3", "128B", "1.5", "0x40", "inf", "true", ".", "t.m", "@", "1e",
+    "on",
+    "r",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "\n",
+    "\n",
+    "\n",
+    "for",
+    "i",
+    "in",
+    "0",
+    "..",
+    "4",
+    "if",
+    "else",
+    "let",
+    "reg",
+    "x",
+    "=",
+    "==",
+    ":",
+    ":+",
+    ",",
+    "f",
+    "+",
+    "-",
+    "*",
+    "!",
+    "&&",
+    "<<",
+    "#c\n",
+    "dim",
+    "smem",
+    "a:",
+    "f32[4]",
+    "stages",
+    "persistent",
+    "role",
+    "warp",
+    "1..3",
+    "128B",
+    "1.5",
+    "0x40",
+    "inf",
+    "true",
+    ".",
+    "t.m",
+    "@",
+    "1e",
 ];
 
 // ------------------------------------------------------------------ (b) mutated examples
@@ -197,7 +251,8 @@ fn ex(kind: ExprKind) -> Expr {
     Expr { kind, span: sp() }
 }
 
-const NAMES: &[&str] = &["a", "b", "M", "K", "t", "acc", "x_1", "_y", "bf16", "f32", "tiles", "load", "persistent", "warp", "B"];
+const NAMES: &[&str] =
+    &["a", "b", "M", "K", "t", "acc", "x_1", "_y", "bf16", "f32", "tiles", "load", "persistent", "warp", "B"];
 
 fn name() -> impl Strategy<Value = Ident> {
     prop::sample::select(NAMES).prop_map(id)
@@ -217,15 +272,29 @@ fn trivia() -> impl Strategy<Value = Trivia> {
 }
 
 const BINOPS: &[BinOp] = &[
-    BinOp::Mul, BinOp::Div, BinOp::Rem, BinOp::Add, BinOp::Sub, BinOp::Shl, BinOp::Shr, BinOp::Lt, BinOp::Le,
-    BinOp::Gt, BinOp::Ge, BinOp::Eq, BinOp::Ne, BinOp::And, BinOp::Or,
+    BinOp::Mul,
+    BinOp::Div,
+    BinOp::Rem,
+    BinOp::Add,
+    BinOp::Sub,
+    BinOp::Shl,
+    BinOp::Shr,
+    BinOp::Lt,
+    BinOp::Le,
+    BinOp::Gt,
+    BinOp::Ge,
+    BinOp::Eq,
+    BinOp::Ne,
+    BinOp::And,
+    BinOp::Or,
 ];
 
 fn leaf_expr() -> impl Strategy<Value = Expr> {
     prop_oneof![
         (0i64..100_000).prop_map(|v| ex(ExprKind::Int(v))),
         Just(i64::MAX).prop_map(|v| ex(ExprKind::Int(v))),
-        prop::sample::select(&["1.0", "2.5e-3", "1e9", "0.5", "3E+2", "10.25"][..]).prop_map(|s| ex(ExprKind::Float(s.into()))),
+        prop::sample::select(&["1.0", "2.5e-3", "1e9", "0.5", "3E+2", "10.25"][..])
+            .prop_map(|s| ex(ExprKind::Float(s.into()))),
         (0u64..1_000_000).prop_map(|v| ex(ExprKind::Bytes(v))),
         any::<bool>().prop_map(|b| ex(ExprKind::Bool(b))),
         Just(ex(ExprKind::Inf)),
@@ -241,7 +310,11 @@ fn raw_expr() -> impl Strategy<Value = Expr> {
             (inner.clone(), inner.clone()).prop_map(|(start, len)| IndexItem::Window { start, len }),
             Just(IndexItem::Full(sp())),
         ];
-        let arg = (prop::option::weighted(0.3, name()), inner.clone()).prop_map(|(name, value)| Arg { name, value, span: sp() });
+        let arg = (prop::option::weighted(0.3, name()), inner.clone()).prop_map(|(name, value)| Arg {
+            name,
+            value,
+            span: sp(),
+        });
         prop_oneof![
             (inner.clone(), name()).prop_map(|(b, f)| ex(ExprKind::Field { base: Box::new(b), field: f })),
             (inner.clone(), prop::collection::vec(item, 1..4))
@@ -249,10 +322,16 @@ fn raw_expr() -> impl Strategy<Value = Expr> {
             (name(), prop::collection::vec(arg, 0..4)).prop_map(|(func, args)| ex(ExprKind::Call { func, args })),
             (prop::sample::select(&[UnOp::Neg, UnOp::Not][..]), inner.clone())
                 .prop_map(|(op, e)| ex(ExprKind::Unary { op, operand: Box::new(e) })),
-            (prop::sample::select(BINOPS), inner.clone(), inner.clone())
-                .prop_map(|(op, l, r)| ex(ExprKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) })),
-            (prop::sample::select(BINOPS), inner.clone(), inner.clone())
-                .prop_map(|(op, l, r)| ex(ExprKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) })),
+            (prop::sample::select(BINOPS), inner.clone(), inner.clone()).prop_map(|(op, l, r)| ex(ExprKind::Binary {
+                op,
+                lhs: Box::new(l),
+                rhs: Box::new(r)
+            })),
+            (prop::sample::select(BINOPS), inner.clone(), inner.clone()).prop_map(|(op, l, r)| ex(ExprKind::Binary {
+                op,
+                lhs: Box::new(l),
+                rhs: Box::new(r)
+            })),
             inner.prop_map(|e| ex(ExprKind::Paren(Box::new(e)))),
         ]
     })
@@ -351,8 +430,11 @@ fn expr() -> impl Strategy<Value = Expr> {
 }
 
 fn type_expr() -> impl Strategy<Value = TypeExpr> {
-    (name(), prop::option::of(prop::collection::vec(expr(), 1..3)))
-        .prop_map(|(dtype, shape)| TypeExpr { dtype, shape, span: sp() })
+    (name(), prop::option::of(prop::collection::vec(expr(), 1..3))).prop_map(|(dtype, shape)| TypeExpr {
+        dtype,
+        shape,
+        span: sp(),
+    })
 }
 
 fn attr_value() -> impl Strategy<Value = AttrValue> {
@@ -419,13 +501,19 @@ fn block_of(stmts: Vec<Stmt>, end_comments: Vec<String>) -> Block {
 fn stmt() -> impl Strategy<Value = Stmt> {
     let leaf = (simple_stmt(), trivia()).prop_map(|(kind, trivia)| Stmt { kind, trivia, span: sp() });
     leaf.prop_recursive(4, 24, 4, |inner| {
-        let block = (prop::collection::vec(inner, 0..4), prop::collection::vec(comment(), 0..2)).prop_map(|(s, c)| block_of(s, c)).boxed();
+        let block = (prop::collection::vec(inner, 0..4), prop::collection::vec(comment(), 0..2))
+            .prop_map(|(s, c)| block_of(s, c))
+            .boxed();
         let iter = prop_oneof![
             (expr(), expr()).prop_map(|(lo, hi)| ForIter::Range { lo, hi }),
             name().prop_map(ForIter::Tiles),
         ];
-        let for_stmt = (name(), iter, attrs("for"), block.clone())
-            .prop_map(|(var, iter, attrs, body)| StmtKind::For { var, iter, attrs, body });
+        let for_stmt = (name(), iter, attrs("for"), block.clone()).prop_map(|(var, iter, attrs, body)| StmtKind::For {
+            var,
+            iter,
+            attrs,
+            body,
+        });
         let if_stmt = (expr(), block.clone(), prop::option::of(block))
             .prop_map(|(cond, then_block, else_block)| StmtKind::If { cond, then_block, else_block });
         (prop_oneof![for_stmt, if_stmt], trivia()).prop_map(|(kind, trivia)| Stmt { kind, trivia, span: sp() })
@@ -496,4 +584,3 @@ proptest! {
         prop_assert_eq!(got, want, "{}", text);
     }
 }
-

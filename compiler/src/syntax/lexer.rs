@@ -313,16 +313,15 @@ impl Lexer<'_> {
         self.pos += ch.len_utf8().max(1);
         self.push(TokenKind::Error, start);
         let span = Span::new(start, self.pos);
-        let shown = if ch.is_control() || (ch.is_whitespace() && ch != ' ') { format!("{:?}", ch) } else { format!("`{ch}`") };
+        let shown =
+            if ch.is_control() || (ch.is_whitespace() && ch != ' ') { format!("{:?}", ch) } else { format!("`{ch}`") };
         let help = match ch {
             ';' => "statements end at the end of the line; remove the `;`".to_string(),
             '&' => "logical and is written `&&`".to_string(),
             '|' => "logical or is written `||`".to_string(),
             '"' | '\'' => "Cake has no string literals; names are written bare".to_string(),
             '^' | '~' => "Cake has no bitwise operators besides `<<` and `>>`".to_string(),
-            c if !c.is_ascii() => {
-                "only ASCII may appear outside comments; put prose in a `#` comment".to_string()
-            }
+            c if !c.is_ascii() => "only ASCII may appear outside comments; put prose in a `#` comment".to_string(),
             _ => "remove it; tokens are names, numbers, and the operators listed in LANGUAGE.md".to_string(),
         };
         self.errors.push(
@@ -425,9 +424,9 @@ fn classify_number(text: &str, hex: bool, float: bool) -> Result<TokenKind, Numb
         if clean.is_empty() {
             return Err(NumberError::Malformed("write hex digits after `0x`, e.g. `0x40`"));
         }
-        return i64::from_str_radix(&clean, 16)
-            .map(TokenKind::Int)
-            .map_err(|_| NumberError::TooLarge("integers must fit in a signed 64-bit value (at most 0x7fff_ffff_ffff_ffff)"));
+        return i64::from_str_radix(&clean, 16).map(TokenKind::Int).map_err(|_| {
+            NumberError::TooLarge("integers must fit in a signed 64-bit value (at most 0x7fff_ffff_ffff_ffff)")
+        });
     }
     let mantissa_end = text.find(|c: char| !(c.is_ascii_digit() || c == '_' || c == '.')).unwrap_or(text.len());
     if float {
@@ -437,24 +436,23 @@ fn classify_number(text: &str, hex: bool, float: bool) -> Result<TokenKind, Numb
             return Err(NumberError::Malformed(HELP_SUFFIX));
         }
         if text.contains('_') {
-            return Err(NumberError::Malformed("underscores are allowed only in integers; write the float without them, e.g. `1024.0`"));
+            return Err(NumberError::Malformed(
+                "underscores are allowed only in integers; write the float without them, e.g. `1024.0`",
+            ));
         }
         return Ok(TokenKind::Float);
     }
     let (digits, suffix) = text.split_at(mantissa_end);
     let clean: String = digits.chars().filter(|&c| c != '_').collect();
     match suffix {
-        "" => clean
-            .parse::<i64>()
-            .map(TokenKind::Int)
-            .map_err(|_| NumberError::TooLarge("integers must fit in a signed 64-bit value (at most 9223372036854775807)")),
+        "" => clean.parse::<i64>().map(TokenKind::Int).map_err(|_| {
+            NumberError::TooLarge("integers must fit in a signed 64-bit value (at most 9223372036854775807)")
+        }),
         "B" => clean
             .parse::<u64>()
             .map(TokenKind::Bytes)
             .map_err(|_| NumberError::TooLarge("byte counts must fit in an unsigned 64-bit value")),
-        s if s.starts_with(['e', 'E']) => {
-            Err(NumberError::Malformed("an exponent needs digits: `1e9`, `2.5e-3`"))
-        }
+        s if s.starts_with(['e', 'E']) => Err(NumberError::Malformed("an exponent needs digits: `1e9`, `2.5e-3`")),
         _ => Err(NumberError::Malformed(HELP_SUFFIX)),
     }
 }
@@ -527,9 +525,8 @@ mod tests {
         assert_eq!(
             kinds("a :+ b << >> <= >= == != && || ! = .. : . , ( ) [ ] { } < > + - * / %"),
             vec![
-                Ident, ColonPlus, Ident, Shl, Shr, Le, Ge, EqEq, Ne, AndAnd, OrOr, Bang, Eq, DotDot, Colon, Dot,
-                Comma, LParen, RParen, LBracket, RBracket, LBrace, RBrace, Lt, Gt, Plus, Minus, Star, Slash,
-                Percent, Eof
+                Ident, ColonPlus, Ident, Shl, Shr, Le, Ge, EqEq, Ne, AndAnd, OrOr, Bang, Eq, DotDot, Colon, Dot, Comma,
+                LParen, RParen, LBracket, RBracket, LBrace, RBrace, Lt, Gt, Plus, Minus, Star, Slash, Percent, Eof
             ]
         );
         assert_eq!(kinds("kernel inout in inner"), vec![Kernel, InOut, In, Ident, Eof]);

@@ -5,8 +5,10 @@
 //!   line (so `if c { f() }` is accepted; the printer expands it);
 //! - inside `(...)` and `[...]` newlines and comments are skipped; comments found there move to
 //!   the enclosing node's leading comments, the only place the tree can hold them;
-//! - a comment after a block's `{` is the trailing comment of the node that opens the block; a
-//!   comment after its closing `}` becomes the last of the block's end comments.
+//! - a comment after a block's `{` is the trailing comment of the node that opens the block (after
+//!   `else {`, where the tree has no slot, it leads the block's first statement); a comment after
+//!   its closing `}` becomes the last of the block's end comments;
+//! - a blank line before the first statement of a block, or before the header, is not recorded.
 //!
 //! Error recovery: a failed declaration or statement is reported and skipped to the end of its
 //! line (skipping any `{ ... }` opened on that line as a whole); a failed `for`/`if`/`on` header
@@ -93,6 +95,8 @@ pub fn parse(source: &str) -> Result<File, Vec<Diagnostic>> {
         lex_errors,
         fresh_line: false,
         abort_to_items: false,
+        too_deep_reported: false,
+        unclosed_at_eof: None,
     };
     let file = p.parse_file();
     let mut errors = p.errors;
@@ -101,8 +105,10 @@ pub fn parse(source: &str) -> Result<File, Vec<Diagnostic>> {
         match file {
             Some(file) => return Ok(file),
             // Unreachable: a missing file always comes with an error. Stay total regardless.
-            None => errors.push(Diagnostic::error(MISSING_HEADER, "no kernel header", Span::default(), "")
-                .with_help("start the file with a header line such as `kernel gemm target sm_90a`")),
+            None => errors.push(
+                Diagnostic::error(MISSING_HEADER, "no kernel header", Span::default(), "")
+                    .with_help("start the file with a header line such as `kernel gemm target sm_90a`"),
+            ),
         }
     }
     errors.sort_by_key(|d| (d.primary.span.start, d.primary.span.end));
@@ -140,6 +146,11 @@ struct Parser<'a> {
     /// Set when an unclosed `(`/`[` was detected at the start of a line: recovery then resumes
     /// on that line instead of skipping it.
     fresh_line: bool,
+    /// Nesting too deep is reported once per file; deeper levels fail silently.
+    too_deep_reported: bool,
+    /// The one "unterminated block" error for blocks still open at the end of the file (index
+    /// into `errors`); outer open blocks add a label to it rather than an error each.
+    unclosed_at_eof: Option<usize>,
     /// Set when a block turned out to be unterminated at a declaration: every open block gives
     /// up and the item loop resumes at that declaration.
     abort_to_items: bool,
@@ -198,6 +209,12 @@ fn is_place(e: &Expr) -> bool {
         ExprKind::Field { base, .. } | ExprKind::Index { base, .. } => is_place(base),
         _ => false,
     }
+}
+
+fn attr_value_help(key: &str) -> String {
+    format!(
+        "write `{key} VALUE`: an expression (`4`, `128B`, `load`), a range (`1..3`) or a list (`[128, 64]`); only `persistent` takes no value"
+    )
 }
 
 const DECLARATION_HELP: &str = "a declaration starts with one of `dim`, `const`, `scalar`, `in`, `out`, `inout`, `grid`, `smem`, `view`, `role`, `barrier`, `pipeline`, `on`";
@@ -294,8 +311,13 @@ impl<'a> Parser<'a> {
             return failed;
         }
         let found = tok.describe(self.src);
-        let diag = Diagnostic::error(code, format!("expected {expected}, found {found}"), tok.span, format!("expected {expected}"))
-            .with_help(help);
+        let diag = Diagnostic::error(
+            code,
+            format!("expected {expected}, found {found}"),
+            tok.span,
+            format!("expected {expected}"),
+        )
+        .with_help(help);
         self.report(diag)
     }
 
@@ -319,7 +341,8 @@ impl<'a> Parser<'a> {
         // A token that starts a line no deeper than the opening line is the next statement, not
         // a continuation: the delimiter was left open. (A deeper line is a continuation with a
         // mistake in it, reported as such.)
-        let next_statement = self.starts_line() && self.line_indent(tok.span.start) <= self.line_indent(open_span.start);
+        let next_statement =
+            self.starts_line() && self.line_indent(tok.span.start) <= self.line_indent(open_span.start);
         if matches!(tok.kind, Eof | LBrace | RBrace) || next_statement {
             self.fresh_line = next_statement;
             let close = closer_of(open).text().unwrap_or_default();
@@ -331,7 +354,9 @@ impl<'a> Parser<'a> {
                 format!("this `{open_text}` is never closed"),
             )
             .with_secondary(self.after_prev(), format!("expected `{close}` here"))
-            .with_help(format!("add `{close}` after the last item; a line break inside `{open_text}...{close}` does not end it"));
+            .with_help(format!(
+                "add `{close}` after the last item; a line break inside `{open_text}...{close}` does not end it"
+            ));
             return Some(self.report(diag));
         }
         None
@@ -341,12 +366,18 @@ impl<'a> Parser<'a> {
     #[inline(never)]
     fn unmatched_closer(&mut self, tok: Token) -> Failed {
         let text = self.text(tok.span);
-        let mut diag = Diagnostic::error(UNMATCHED_CLOSER, format!("unmatched `{text}`"), tok.span, "nothing open here to close");
+        let mut diag =
+            Diagnostic::error(UNMATCHED_CLOSER, format!("unmatched `{text}`"), tok.span, "nothing open here to close");
         if let Some(&(open, open_span)) = self.delims.last() {
             let want = closer_of(open).text().unwrap_or_default();
-            diag = Diagnostic::error(UNMATCHED_CLOSER, format!("mismatched `{text}`"), tok.span, format!("expected `{want}`"))
-                .with_secondary(open_span, format!("to close this `{}`", open.text().unwrap_or_default()))
-                .with_help(format!("close with `{want}`, or remove the stray `{text}`"));
+            diag = Diagnostic::error(
+                UNMATCHED_CLOSER,
+                format!("mismatched `{text}`"),
+                tok.span,
+                format!("expected `{want}`"),
+            )
+            .with_secondary(open_span, format!("to close this `{}`", open.text().unwrap_or_default()))
+            .with_help(format!("close with `{want}`, or remove the stray `{text}`"));
         } else {
             diag = diag.with_help(format!("remove the `{text}`, or add the opening delimiter it was meant to close"));
         }
@@ -378,8 +409,13 @@ impl<'a> Parser<'a> {
             return self.unexpected(EXPECTED_NAME, what, help);
         }
         let word = self.text(tok.span);
-        let diag = Diagnostic::error(EXPECTED_NAME, format!("expected {what}, found keyword `{word}`"), tok.span, "reserved keyword")
-            .with_help(format!("`{word}` is a reserved keyword and cannot be a name; choose another name, e.g. `{word}_`"));
+        let diag = Diagnostic::error(
+            EXPECTED_NAME,
+            format!("expected {what}, found keyword `{word}`"),
+            tok.span,
+            "reserved keyword",
+        )
+        .with_help(format!("`{word}` is a reserved keyword and cannot be a name; choose another name, e.g. `{word}_`"));
         self.report(diag)
     }
 
@@ -395,6 +431,9 @@ impl<'a> Parser<'a> {
     #[cold]
     #[inline(never)]
     fn too_deep(&mut self, span: Span) -> Failed {
+        if std::mem::replace(&mut self.too_deep_reported, true) {
+            return Failed;
+        }
         let diag = Diagnostic::error(
             TOO_DEEP,
             format!("nesting is deeper than {MAX_NESTING} levels"),
@@ -589,7 +628,8 @@ impl<'a> Parser<'a> {
         self.expect(TokenKind::Target, HELP)?;
         let target = self.ident("a target such as `sm_90a`", HELP)?;
         let span = start.to(target.span);
-        let trailing = self.end_line("the header line ends after the target; put declarations on the following lines")?;
+        let trailing =
+            self.end_line("the header line ends after the target; put declarations on the following lines")?;
         Ok((trailing, kernel, target, span))
     }
 
@@ -633,7 +673,7 @@ impl<'a> Parser<'a> {
                 let name = self.ident("the tile space's name", "write `grid tiles[m = M / 128, n = N / 128]`")?;
                 let (axes, _, _) = self.delimited(
                     LBracket,
-                    "the tile space's axes",
+                    "the next axis",
                     "a tile space names its axes: `grid tiles[m = M / 128, n = N / 128]`",
                     Parser::axis,
                 )?;
@@ -692,8 +732,13 @@ impl<'a> Parser<'a> {
             }
             RBrace => return Err(self.unmatched_closer(tok)),
             Kernel => {
-                let diag = Diagnostic::error(UNKNOWN_DECLARATION, "a second kernel header", tok.span, "only the first line may be a header")
-                    .with_help("a file holds one kernel; start a new file for another kernel");
+                let diag = Diagnostic::error(
+                    UNKNOWN_DECLARATION,
+                    "a second kernel header",
+                    tok.span,
+                    "only the first line may be a header",
+                )
+                .with_help("a file holds one kernel; start a new file for another kernel");
                 return Err(self.report(diag));
             }
             Reg | Let | For | If | Else => {
@@ -708,8 +753,13 @@ impl<'a> Parser<'a> {
                 return Err(self.report(diag));
             }
             Ident if matches!(self.peek2_raw(), LParen | Eq | Dot | LBracket) => {
-                let diag = Diagnostic::error(UNKNOWN_DECLARATION, "statement outside a role body", tok.span, "expected a declaration")
-                    .with_help("statements belong inside an `on ROLE { ... }` body");
+                let diag = Diagnostic::error(
+                    UNKNOWN_DECLARATION,
+                    "statement outside a role body",
+                    tok.span,
+                    "expected a declaration",
+                )
+                .with_help("statements belong inside an `on ROLE { ... }` body");
                 return Err(self.report(diag));
             }
             Ident => {
@@ -748,13 +798,23 @@ impl<'a> Parser<'a> {
     }
 
     fn type_expr(&mut self) -> PResult<TypeExpr> {
-        let dtype = self.ident("a type such as `f32` or `bf16[M, K]`", "write a dtype, optionally with a shape: `f32`, `bf16[128, 64]`")?;
+        let dtype = self.ident(
+            "a type such as `f32` or `bf16[M, K]`",
+            "write a dtype, optionally with a shape: `f32`, `bf16[128, 64]`",
+        )?;
         let mut span = dtype.span;
         let shape = if self.at(TokenKind::LBracket) {
-            let (dims, close, _) =
-                self.delimited(TokenKind::LBracket, "a dimension", "dimensions are separated by `,`: `bf16[M, K]`", Parser::expr_h)?;
+            let (dims, close, _) = self.delimited(
+                TokenKind::LBracket,
+                "the next dimension",
+                "dimensions are separated by `,`: `bf16[M, K]`",
+                Parser::expr_h,
+            )?;
             if dims.is_empty() {
-                return Err(self.empty_brackets(close, "a tensor type needs at least one dimension: `f32[64]`; a scalar type has no brackets: `f32`"));
+                return Err(self.empty_brackets(
+                    close,
+                    "a tensor type needs at least one dimension: `f32[64]`; a scalar type has no brackets: `f32`",
+                ));
             }
             span = span.to(close);
             Some(dims)
@@ -767,7 +827,8 @@ impl<'a> Parser<'a> {
     #[cold]
     #[inline(never)]
     fn empty_brackets(&mut self, close: Span, help: &str) -> Failed {
-        let diag = Diagnostic::error(EMPTY_BRACKETS, "empty brackets", close, "expected at least one item before `]`").with_help(help);
+        let diag = Diagnostic::error(EMPTY_BRACKETS, "empty brackets", close, "expected at least one item before `]`")
+            .with_help(help);
         self.report(diag)
     }
 
@@ -783,7 +844,11 @@ impl<'a> Parser<'a> {
                 Ident => {}
                 _ => {
                     let context = if until_brace { "an attribute or `{`" } else { "an attribute or end of line" };
-                    return Err(self.unexpected(EXPECTED_ATTR, context, "attributes are `key value` pairs, e.g. `stages 4 swizzle 128B`; `persistent` stands alone"));
+                    return Err(self.unexpected(
+                        EXPECTED_ATTR,
+                        context,
+                        "attributes are `key value` pairs, e.g. `stages 4 swizzle 128B`; `persistent` stands alone",
+                    ));
                 }
             }
             self.bump();
@@ -794,39 +859,84 @@ impl<'a> Parser<'a> {
                 let next = self.peek();
                 match next.kind {
                     LBracket => {
-                        let (items, close, _) =
-                            self.delimited(LBracket, "a list item", "list items are separated by `,`: `[128, 64]`", Parser::expr_h)?;
+                        let (items, close, _) = self.delimited(
+                            LBracket,
+                            "the next item",
+                            "list items are separated by `,`: `[128, 64]`",
+                            Parser::expr_h,
+                        )?;
                         AttrValue::List(items, next.span.to(close))
                     }
                     k if can_start_expression(k) => {
                         let lo = self.expr()?;
-                        if self.at(DotDot) {
+                        let dots = self.peek();
+                        let (value, range) = if dots.kind == DotDot {
                             self.bump();
                             let hi = self.expr()?;
-                            AttrValue::Range(lo, hi)
+                            (AttrValue::Range(lo, hi), Some(dots.span))
                         } else {
-                            AttrValue::Expr(lo)
+                            (AttrValue::Expr(lo), None)
+                        };
+                        // A bare name followed by something only a value can be: the value was
+                        // missing and the name is the next key (`stages regs 232`, `1.. regs 4`).
+                        if let AttrValue::Expr(last) | AttrValue::Range(_, last) = &value {
+                            let after = self.peek().kind;
+                            if let ExprKind::Name(name) = &last.kind {
+                                if can_start_expression(after) && after != Ident || after == LBracket {
+                                    return Err(self.missing_value_before_key(&key, range, name.span));
+                                }
+                            }
                         }
+                        value
                     }
-                    _ => {
-                        let diag = Diagnostic::error(
-                            MISSING_ATTR_VALUE,
-                            format!("attribute `{}` needs a value", key.name),
-                            key.span,
-                            "no value follows",
-                        )
-                        .with_secondary(next.span, format!("expected a value before {}", next.describe(self.src)))
-                        .with_help(format!(
-                            "write `{} VALUE`: an expression (`4`, `128B`, `load`), a range (`1..3`) or a list (`[128, 64]`); only `persistent` takes no value",
-                            key.name
-                        ));
-                        return Err(self.report(diag));
-                    }
+                    _ => return Err(self.missing_value(&key, next)),
                 }
             };
             let span = key.span.to(self.after_prev());
             attrs.push(Attr { key, value, span });
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn missing_value(&mut self, key: &Ident, next: Token) -> Failed {
+        let diag = Diagnostic::error(
+            MISSING_ATTR_VALUE,
+            format!("attribute `{}` needs a value", key.name),
+            key.span,
+            "no value follows",
+        )
+        .with_secondary(next.span, format!("expected a value before {}", next.describe(self.src)))
+        .with_help(attr_value_help(&key.name));
+        self.report(diag)
+    }
+
+    /// `key NAME value` where NAME was taken as `key`'s value, or `key lo.. NAME value` where it
+    /// was taken as the range's end: the value (or the end) is missing. `dots` is the `..` of a
+    /// range.
+    #[cold]
+    #[inline(never)]
+    fn missing_value_before_key(&mut self, key: &Ident, dots: Option<Span>, name: Span) -> Failed {
+        let next_key = self.text(name);
+        let diag = match dots {
+            Some(dots) => Diagnostic::error(
+                EXPECTED_EXPRESSION,
+                format!("the range of `{}` has no end", key.name),
+                dots,
+                "expected the end of the range after `..`",
+            )
+            .with_secondary(name, format!("`{next_key}` looks like the next attribute"))
+            .with_help(format!("ranges are half-open and need both bounds: `{} 1..3`", key.name)),
+            None => Diagnostic::error(
+                MISSING_ATTR_VALUE,
+                format!("attribute `{}` needs a value", key.name),
+                key.span,
+                "no value follows",
+            )
+            .with_secondary(name, format!("`{next_key}` looks like the next attribute"))
+            .with_help(attr_value_help(&key.name)),
+        };
+        self.report(diag)
     }
 
     /// `open item, item, ... close` with newlines allowed inside and an optional trailing comma.
@@ -854,7 +964,14 @@ impl<'a> Parser<'a> {
                 self.bump();
             } else if !self.at(close) {
                 let expected = format!("`,` or `{}`", close.text().unwrap_or_default());
-                return Err(self.unexpected(UNEXPECTED_TOKEN, &expected, &format!("{help}; to continue, write `,` before {what}")));
+                return Err(self.unexpected(
+                    UNEXPECTED_TOKEN,
+                    &expected,
+                    &format!(
+                        "{help}; close the list with `{}`, or write `,` before {what}",
+                        close.text().unwrap_or_default()
+                    ),
+                ));
             }
         }
         let close_tok = self.bump();
@@ -866,24 +983,55 @@ impl<'a> Parser<'a> {
 
     /// `{ stmts }`. Returns the block and the comment on the line of its `{`, if any.
     fn block(&mut self) -> PResult<(Block, Option<String>)> {
-        let open = match self.peek().kind {
-            TokenKind::LBrace => self.bump().span,
+        let tok = self.peek();
+        let (open, implicit) = match tok.kind {
+            TokenKind::LBrace => (self.bump().span, false),
             TokenKind::Newline | TokenKind::Comment => self.missing_open_brace(),
-            _ => return Err(self.unexpected(UNEXPECTED_TOKEN, "`{`", "a block starts with `{` at the end of the header line")),
+            TokenKind::Eq => {
+                let help = "a condition compares with `==`; `=` assigns, and only as a statement";
+                return Err(self.unexpected(UNEXPECTED_TOKEN, "`{`", help));
+            }
+            _ => {
+                return Err(self.unexpected(
+                    UNEXPECTED_TOKEN,
+                    "`{`",
+                    "a block starts with `{` at the end of the header line",
+                ))
+            }
         };
-        self.enter(open)?;
-        let result = self.block_body(open);
+        if self.enter(open).is_err() {
+            // Skip the whole block, so its `}` does not close an enclosing block early.
+            self.skip_to_matching_brace(implicit);
+            return Err(Failed);
+        }
+        let result = self.block_body(open, implicit);
         self.depth -= 1;
         result
+    }
+
+    /// Move past the `}` that closes the block just opened (raw tokens, counting braces).
+    fn skip_to_matching_brace(&mut self, implicit: bool) {
+        let mut open = 1usize;
+        while open > 0 {
+            match self.toks[self.pos].kind {
+                TokenKind::Eof => return,
+                TokenKind::LBrace => open += 1,
+                TokenKind::RBrace => open -= 1,
+                // An implicitly opened block has no `}` of its own to find; its line is all.
+                TokenKind::Newline if implicit && open == 1 => return,
+                _ => {}
+            }
+            self.pos += 1;
+        }
     }
 
     /// The header line ended without `{`. Report it, then carry on as if it were there, so the
     /// block's `}` does not show up as unmatched: a `{` alone on the next line is taken as the
     /// opener, otherwise the block opens implicitly at the end of the header. Returns the span
-    /// to use for the opener.
+    /// to use for the opener and whether it is implicit (no `{` in the source).
     #[cold]
     #[inline(never)]
-    fn missing_open_brace(&mut self) -> Span {
+    fn missing_open_brace(&mut self) -> (Span, bool) {
         let at = self.peek();
         let mut next = self.pos;
         while matches!(self.toks[next].kind, TokenKind::Newline | TokenKind::Comment) {
@@ -895,20 +1043,24 @@ impl<'a> Parser<'a> {
                 .with_secondary(self.after_prev(), "move `{` here")
                 .with_help("a newline ends the header; write the `{` at the end of the header line: `for i in 0..N {`")
         } else {
-            Diagnostic::error(UNEXPECTED_TOKEN, format!("expected `{{`, found {}", at.describe(self.src)), at.span, "expected `{`")
+            // Point at the end of the line, or just before a comment that ends it.
+            let span = if at.kind == TokenKind::Comment { self.after_prev() } else { at.span };
+            Diagnostic::error(UNEXPECTED_TOKEN, "expected `{` at the end of the header line", span, "expected `{`")
                 .with_help("a block starts with `{` at the end of the header line: `for i in 0..N {`")
         };
         self.report(diag);
         if own_line.kind == TokenKind::LBrace {
             self.pos = next + 1;
             self.prev_end = own_line.span.end as usize;
-            own_line.span
+            (own_line.span, false)
         } else {
-            self.after_prev()
+            (self.after_prev(), true)
         }
     }
 
-    fn block_body(&mut self, open: Span) -> PResult<(Block, Option<String>)> {
+    /// The statements after `{` (or after a header missing its `{`, when `implicit`: the error
+    /// is reported already, so the block's own end-of-file or `on` errors are not).
+    fn block_body(&mut self, open: Span, implicit: bool) -> PResult<(Block, Option<String>)> {
         let mut opener = None;
         let tok = self.toks[self.pos];
         if tok.kind == TokenKind::Comment {
@@ -935,10 +1087,17 @@ impl<'a> Parser<'a> {
                     let block = Block { stmts, end_comments: trivia.leading, span: open.to(tok.span) };
                     return Ok((block, opener));
                 }
-                TokenKind::Eof => return Err(self.unterminated_block(open, tok)),
+                TokenKind::Eof => {
+                    if !implicit {
+                        self.unterminated_block(open, tok);
+                    }
+                    return Err(Failed);
+                }
                 TokenKind::On | TokenKind::Kernel => {
                     // A role body cannot hold another one: the `}` above is missing.
-                    self.unterminated_block(open, tok);
+                    if !implicit {
+                        self.unterminated_block(open, tok);
+                    }
                     self.abort_to_items = true;
                     return Err(Failed);
                 }
@@ -969,6 +1128,16 @@ impl<'a> Parser<'a> {
     #[cold]
     #[inline(never)]
     fn unterminated_block(&mut self, open: Span, found: Token) -> Failed {
+        if found.kind == TokenKind::Eof {
+            // Blocks are left innermost first: the first reports, the enclosing ones add labels.
+            if let Some(diag) = self.unclosed_at_eof.and_then(|i| self.errors.get_mut(i)) {
+                diag.secondary.push(crate::diag::Label { span: open, message: "this `{` is not closed either".into() });
+                return Failed;
+            }
+            if !self.halted() {
+                self.unclosed_at_eof = Some(self.errors.len());
+            }
+        }
         let diag = Diagnostic::error(UNTERMINATED_BLOCK, "unterminated block", open, "this `{` is never closed");
         let diag = if found.kind == TokenKind::Eof {
             diag.with_secondary(found.span, "the file ends here").with_help("add `}` after the block's last statement")
@@ -983,8 +1152,15 @@ impl<'a> Parser<'a> {
     #[inline(never)]
     fn declaration_in_block(&mut self, tok: Token) -> Failed {
         let word = self.text(tok.span);
-        let diag = Diagnostic::error(DECL_IN_BLOCK, format!("`{word}` declaration inside a block"), tok.span, "declarations are not statements")
-            .with_help("declarations go at the top level, before the `on` bodies; inside a block use `let`, `reg` or a statement");
+        let diag = Diagnostic::error(
+            DECL_IN_BLOCK,
+            format!("`{word}` declaration inside a block"),
+            tok.span,
+            "declarations are not statements",
+        )
+        .with_help(
+            "declarations go at the top level, before the `on` bodies; inside a block use `let`, `reg` or a statement",
+        );
         self.report(diag)
     }
 
@@ -1064,8 +1240,13 @@ impl<'a> Parser<'a> {
     #[cold]
     #[inline(never)]
     fn dangling_else(&mut self, tok: Token) -> Failed {
-        let diag = Diagnostic::error(DANGLING_ELSE, "`else` without a preceding `if` block on its line", tok.span, "`else` must follow `}`")
-            .with_help("write `} else {` on one line, right after the `if` block's closing brace");
+        let diag = Diagnostic::error(
+            DANGLING_ELSE,
+            "`else` without a preceding `if` block on its line",
+            tok.span,
+            "`else` must follow `}`",
+        )
+        .with_help("write `} else {` on one line, right after the `if` block's closing brace");
         self.report(diag)
     }
 
@@ -1091,11 +1272,15 @@ impl<'a> Parser<'a> {
     #[inline(never)]
     fn not_a_statement(&mut self, target: &Expr) -> Failed {
         let help = match &target.kind {
-            ExprKind::Name(n) => format!("to call the operation, write `{}()`; to bind a value, write `let NAME = ...`", n.name),
+            ExprKind::Name(n) => {
+                format!("to call the operation, write `{}()`; to bind a value, write `let NAME = ...`", n.name)
+            }
             ExprKind::Binary { op: BinOp::Eq, .. } => "to assign, write a single `=`: `x = value`".to_string(),
             _ => "only operation calls stand alone as statements; bind the value with `let NAME = ...`".to_string(),
         };
-        let diag = Diagnostic::error(EXPECTED_STATEMENT, "expression is not a statement", target.span, "this value is unused").with_help(help);
+        let diag =
+            Diagnostic::error(EXPECTED_STATEMENT, "expression is not a statement", target.span, "this value is unused")
+                .with_help(help);
         self.report(diag)
     }
 
@@ -1142,8 +1327,13 @@ impl<'a> Parser<'a> {
     #[cold]
     #[inline(never)]
     fn bad_for_iter(&mut self, span: Span) -> Failed {
-        let diag = Diagnostic::error(BAD_FOR_ITER, "a `for` loop walks a range or a tile space", span, "not a range or a tile space name")
-            .with_help("write a half-open range `for i in LO..HI` or the grid's name `for t in tiles`");
+        let diag = Diagnostic::error(
+            BAD_FOR_ITER,
+            "a `for` loop walks a range or a tile space",
+            span,
+            "not a range or a tile space name",
+        )
+        .with_help("write a half-open range `for i in LO..HI` or the grid's name `for t in tiles`");
         self.report(diag)
     }
 
@@ -1191,7 +1381,11 @@ impl<'a> Parser<'a> {
             self.closing_comment(&mut block);
             Ok(block)
         } else {
-            Err(self.unexpected(UNEXPECTED_TOKEN, "`{` or `if` after `else`", "write `else { ... }` or `else if COND { ... }`"))
+            Err(self.unexpected(
+                UNEXPECTED_TOKEN,
+                "`{` or `if` after `else`",
+                "write `else { ... }` or `else if COND { ... }`",
+            ))
         }
     }
 
@@ -1265,7 +1459,7 @@ impl<'a> Parser<'a> {
     fn index(&mut self, base: Expr, height: Height) -> PResult<(Expr, Height)> {
         let (items, close, h) = self.delimited(
             TokenKind::LBracket,
-            "an index",
+            "the next index item",
             "index items are `i`, `start :+ len` or `:`, separated by `,`",
             Parser::index_item,
         )?;
@@ -1283,9 +1477,14 @@ impl<'a> Parser<'a> {
     #[cold]
     #[inline(never)]
     fn call_of_non_name(&mut self, paren: Token, callee: Span) -> Failed {
-        let diag = Diagnostic::error(UNEXPECTED_TOKEN, "only operations can be called", paren.span, "call of a value that is not an operation name")
-            .with_secondary(callee, "this is not an operation name")
-            .with_help("operations are called by name: `op(args)`; fields and indexed values cannot be called");
+        let diag = Diagnostic::error(
+            UNEXPECTED_TOKEN,
+            "only operations can be called",
+            paren.span,
+            "call of a value that is not an operation name",
+        )
+        .with_secondary(callee, "this is not an operation name")
+        .with_help("operations are called by name: `op(args)`; fields and indexed values cannot be called");
         self.report(diag)
     }
 
@@ -1352,8 +1551,12 @@ impl<'a> Parser<'a> {
     fn call(&mut self) -> PResult<(Expr, Height)> {
         let tok = self.bump();
         let func = Ident { name: self.text(tok.span).to_string(), span: tok.span };
-        let (args, close, h) =
-            self.delimited(TokenKind::LParen, "an argument", "arguments are separated by `,`: `op(a, b, axis=1)`", Parser::arg)?;
+        let (args, close, h) = self.delimited(
+            TokenKind::LParen,
+            "the next argument",
+            "arguments are separated by `,`: `op(a, b, axis=1)`",
+            Parser::arg,
+        )?;
         let span = tok.span.to(close);
         let h = self.check_height(h + 1, span)?;
         Ok((Expr { kind: ExprKind::Call { func, args }, span }, h))

@@ -221,9 +221,10 @@ impl Printer {
         self.out.push_str(" else ");
         match else_block.stmts.as_slice() {
             // `else if` when the tree holds nothing that form cannot show.
-            [inner] if else_block.end_comments.is_empty()
-                && inner.trivia.leading.is_empty()
-                && matches!(inner.kind, StmtKind::If { .. }) =>
+            [inner]
+                if else_block.end_comments.is_empty()
+                    && inner.trivia.leading.is_empty()
+                    && matches!(inner.kind, StmtKind::If { .. }) =>
             {
                 self.if_chain(inner)
             }

@@ -29,7 +29,10 @@ impl Item {
     pub fn strip_spans(&mut self) {
         self.span = Span::default();
         match &mut self.kind {
-            ItemKind::Dim { name, attrs } | ItemKind::Role { name, attrs } | ItemKind::Barrier { name, attrs } | ItemKind::Pipeline { name, attrs } => {
+            ItemKind::Dim { name, attrs }
+            | ItemKind::Role { name, attrs }
+            | ItemKind::Barrier { name, attrs }
+            | ItemKind::Pipeline { name, attrs } => {
                 name.strip_spans();
                 strip_attrs(attrs);
             }
