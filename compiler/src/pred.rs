@@ -77,6 +77,14 @@ impl fmt::Display for Value {
 /// authoring error — and `Ok(Value::Unknown)` for a fact that exists but is undecidable here.
 pub trait Facts {
     fn fact(&self, name: &str, args: &[Value]) -> Result<Value, String>;
+
+    /// What a bare word means. `None` (the default) keeps it a literal symbol — a parameter name,
+    /// a dtype, a scope — as the op catalog's type rules expect. An engine whose facts are
+    /// nullary (the verifier's rules: `smem_bytes <= target_smem_max`) answers them here.
+    fn symbol(&self, name: &str) -> Option<Value> {
+        let _ = name;
+        None
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,7 +117,7 @@ pub fn eval(e: &PExpr, facts: &dyn Facts) -> Result<Value, String> {
         PExpr::Int(i) => Value::Int(*i),
         PExpr::Sym(s) if s == "true" => Value::Bool(true),
         PExpr::Sym(s) if s == "false" => Value::Bool(false),
-        PExpr::Sym(s) => Value::Sym(s.clone()),
+        PExpr::Sym(s) => facts.symbol(s).unwrap_or_else(|| Value::Sym(s.clone())),
         PExpr::Fact { name, args } => {
             let args = args.iter().map(|a| eval(a, facts)).collect::<Result<Vec<_>, _>>()?;
             facts.fact(name, &args)?
