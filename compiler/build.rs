@@ -23,6 +23,9 @@ fn main() {
     embed_toml_dir("catalog", "CATALOG_TOML", "embedded_catalog.rs");
     // Verifier rules, one file per rule in category folders (read by `src/verify/rules.rs`).
     embed_toml_tree("rules", "RULES_TOML", "embedded_rules.rs");
+    // Cost-model parameters per target, `calibration/<target>.toml` at the workspace root (read by
+    // `src/cost/calibration.rs`).
+    embed_toml_dir("../calibration", "CALIBRATION_TOML", "embedded_calibration.rs");
     // Add further data directories here (catalog, rules, ...), one call each.
 }
 

@@ -8,10 +8,15 @@
 pub mod catalog;
 pub mod check;
 pub mod codes;
+pub mod corpus;
+pub mod cost;
 pub mod diag;
 pub mod ir;
+pub mod lower;
+pub mod nvrtc;
 pub mod pred;
 pub mod render;
+pub mod runtime;
 pub mod span;
 pub mod syntax;
 pub mod target;

@@ -64,6 +64,25 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
+    /// The kernel corpus: `gate` (run tiers, classify against a baseline), `merge` (join shard
+    /// results), `list`, `show`.
+    Corpus(cake::corpus::cli::CorpusArgs),
+    /// Predict a program's time at a shape and name its bottleneck (`cake cost FILE --shape
+    /// M=8192,N=8192,K=8192`); the target must be calibrated (`calibration/<target>.toml`).
+    Cost(cake::cost::cli::CostArgs),
+    /// Run a program on the GPU over shapes × input distributions, check every output against
+    /// its workload's oracle, time it, and write a run record per run (`.cake/evidence/runs/`).
+    /// Exit: 0 all passed, 1 a run failed or the program has errors, 2 usage, 3 no GPU (skipped).
+    Run(cake::runtime::cli::RunArgs),
+    /// Time a program at its workload's headline shape against a baseline (cuBLAS for GEMM)
+    /// measured in the same run; checks the output too and writes run records.
+    Bench(cake::runtime::cli::BenchArgs),
+    /// (internal) Execute one run job in this process; `cake run` / `cake bench` spawn it.
+    #[command(name = "__run-child", hide = true)]
+    RunChild(cake::runtime::cli::RunChildArgs),
+    /// (internal) Print this machine's GPU as JSON.
+    #[command(name = "__probe-gpu", hide = true)]
+    ProbeGpu,
     /// Explain a diagnostic code (`cake explain E0101`) or an operation of the op catalog
     /// (`cake explain wgmma`).
     Explain {
@@ -96,6 +115,14 @@ fn main() -> ExitCode {
         Command::Check { files } => check(&mut out, &files),
         Command::Fmt { check, files } => fmt(&mut out, &files, check),
         Command::Explain { code, list } => explain(cli.message_format, code.as_deref(), list),
+        Command::Run(args) => return ExitCode::from(cake::runtime::cli::run(args, color)),
+        Command::Bench(args) => return ExitCode::from(cake::runtime::cli::bench(args, color)),
+        Command::RunChild(args) => return ExitCode::from(cake::runtime::cli::run_child(args)),
+        Command::ProbeGpu => return ExitCode::from(cake::runtime::cli::probe_gpu()),
+        Command::Corpus(args) => return ExitCode::from(cake::corpus::cli::main(args)),
+        Command::Cost(args) => {
+            return ExitCode::from(cake::cost::cli::main(args, cli.message_format == MessageFormat::Json, color))
+        }
     };
     ExitCode::from(status as u8)
 }

@@ -10,11 +10,17 @@
 //!
 //! A module that passes every gate becomes [`Validated`]; lowering accepts nothing else.
 
+pub mod facts;
 pub mod protocol;
+pub mod rules;
 
+use crate::catalog::Catalog;
 use crate::diag::Diagnostic;
 use crate::ir::Module;
 use crate::target::TargetInfo;
+
+pub use facts::{ConstructKind, FactSet, ModuleFacts};
+pub use rules::{Rule, RuleError, RuleSet};
 
 /// A module that passed the verifier's pre-compile gates on its target. Only the verifier (or
 /// the explicitly named [`Validated::assume_verified_unsafe`]) constructs one.
@@ -46,11 +52,28 @@ pub struct VerifyOutput {
     pub validated: Option<Validated>,
 }
 
-/// Run every gate on a type-checked module for its target.
+/// Run every gate on a type-checked module for its target, with the built-in rules.
 pub fn verify(module: Module, target: &TargetInfo) -> VerifyOutput {
-    let findings: Vec<Diagnostic> = Vec::new();
-    let _ = target;
+    verify_with(module, target, RuleSet::builtin())
+}
+
+/// Run every gate with a given rule set (the built-in rules plus a directory, a proposal's
+/// rules, ...): compute the facts, evaluate every rule, run the protocol analysis, merge.
+/// Findings are sorted by primary span, then code.
+pub fn verify_with(module: Module, target: &TargetInfo, rules: &RuleSet) -> VerifyOutput {
+    let facts = facts::compute(&module, target, Catalog::builtin());
+    let mut findings = rules.evaluate(&facts);
+    findings.extend(protocol::analyze(&module, target));
+    findings.sort_by(|a, b| {
+        (a.primary.span.start, a.primary.span.end, &a.code, &a.message).cmp(&(b.primary.span.start, b.primary.span.end, &b.code, &b.message))
+    });
+    findings.dedup_by(|a, b| a.code == b.code && a.primary.span == b.primary.span && a.message == b.message);
     let blocked = findings.iter().any(Diagnostic::is_error);
     let validated = (!blocked).then(|| Validated { module, findings: findings.clone(), unverified: false });
     VerifyOutput { findings, validated }
+}
+
+/// The facts the rules see for a module (for `cake facts`-style tooling and the evolution engine).
+pub fn module_facts(module: &Module, target: &TargetInfo) -> ModuleFacts {
+    facts::compute(module, target, Catalog::builtin())
 }

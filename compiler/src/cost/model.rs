@@ -1,0 +1,871 @@
+//! Combining the per-role work into a predicted time (see the module docs of `cost`).
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::ir::*;
+use crate::target::TargetInfo;
+
+use super::calibration::{Calibration, P};
+use super::walk::{self, Ctx, Read, RoleWork, Work};
+use super::*;
+
+/// A time split by what it is spent on, ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Split {
+    tensor: f64,
+    memory: f64,
+    epilogue: f64,
+    sync: f64,
+}
+
+impl Split {
+    fn tensor(x: f64) -> Split {
+        Split { tensor: x, ..Split::default() }
+    }
+    fn memory(x: f64) -> Split {
+        Split { memory: x, ..Split::default() }
+    }
+    fn epilogue(x: f64) -> Split {
+        Split { epilogue: x, ..Split::default() }
+    }
+    fn sync(x: f64) -> Split {
+        Split { sync: x, ..Split::default() }
+    }
+    fn total(self) -> f64 {
+        self.tensor + self.memory + self.epilogue + self.sync
+    }
+    fn scale(self, f: f64) -> Split {
+        Split { tensor: self.tensor * f, memory: self.memory * f, epilogue: self.epilogue * f, sync: self.sync * f }
+    }
+    fn add(self, o: Split) -> Split {
+        Split {
+            tensor: self.tensor + o.tensor,
+            memory: self.memory + o.memory,
+            epilogue: self.epilogue + o.epilogue,
+            sync: self.sync + o.sync,
+        }
+    }
+}
+
+/// The first of the largest (ties keep the earlier: resources are listed before paths).
+fn max_split(items: impl IntoIterator<Item = Split>) -> Split {
+    items.into_iter().fold(None, |best: Option<Split>, s| match best {
+        Some(b) if b.total() >= s.total() => Some(b),
+        _ => Some(s),
+    })
+    .unwrap_or_default()
+}
+
+/// The reuse analysis of one global operand (a tensor read through windows that depend on one
+/// set of tile axes).
+#[derive(Clone, Debug)]
+struct Operand {
+    tensor: usize,
+    mask: u32,
+    readers: f64,
+    miss: f64,
+    /// Delivery rate to one SM, bytes per ns.
+    bw_sm: f64,
+    requested: f64,
+    dram: f64,
+}
+
+struct Model<'a, 'c> {
+    ctx: &'c Ctx<'a>,
+    operands: Vec<Operand>,
+    dram_sm: f64,
+    l2_sm: f64,
+    ingest: f64,
+}
+
+impl Model<'_, '_> {
+    fn p(&self, p: P) -> f64 {
+        self.ctx.p(p)
+    }
+
+    fn operand(&self, r: &Read) -> Option<&Operand> {
+        self.operands.iter().find(|o| o.tensor == r.tensor && o.mask == r.mask)
+    }
+
+    /// (memory time, L2 time, DRAM time) of a piece of work on one SM, ns.
+    fn mem(&self, w: &Work) -> (f64, f64, f64) {
+        let mut l2 = w.write_l2_bytes / self.l2_sm;
+        let mut dram = w.write_bytes / self.dram_sm;
+        let mut bytes = 0.0;
+        for r in &w.reads {
+            bytes += r.bytes;
+            match self.operand(r) {
+                Some(o) => {
+                    l2 += r.bytes / o.bw_sm;
+                    dram += r.bytes * o.miss / self.dram_sm;
+                }
+                None => {
+                    l2 += r.bytes / self.l2_sm;
+                    dram += r.bytes / self.dram_sm;
+                }
+            }
+        }
+        let ingest = bytes / self.ingest;
+        (l2.max(dram).max(ingest), l2, dram)
+    }
+
+    /// Byte-weighted miss ratio of some reads.
+    fn miss(&self, reads: &[Read]) -> f64 {
+        let total: f64 = reads.iter().map(|r| r.bytes).sum();
+        if total <= 0.0 {
+            return 1.0;
+        }
+        reads.iter().map(|r| r.bytes * self.operand(r).map_or(1.0, |o| o.miss)).sum::<f64>() / total
+    }
+
+    /// Issue time of a piece of work on one SM (all its thread-level operations), ns, split by unit.
+    fn issue(&self, w: &Work) -> [f64; 4] {
+        [
+            w.alu / (self.p(P::AluElemsPerSPerSm) * 1e-9),
+            w.sfu / (self.p(P::SfuElemsPerSPerSm) * 1e-9),
+            w.shfl / (self.p(P::ShflElemsPerSPerSm) * 1e-9),
+            w.lsu / (self.p(P::LsuElemsPerSPerSm) * 1e-9),
+        ]
+    }
+
+    fn epi(&self, w: &Work) -> f64 {
+        self.issue(w).iter().sum()
+    }
+
+    /// One group's own serial path through a piece of work.
+    fn own(&self, w: &Work, role: &RoleDecl) -> Split {
+        let units = (f64::from(role.threads()) / 128.0).max(1.0 / 32.0);
+        let [alu, sfu, shfl, lsu] = self.issue(w);
+        let alu = if w.alu > 0.0 { alu / self.p(P::SingleWarpIssueEfficiency) } else { 0.0 };
+        Split {
+            tensor: w.tensor_own_ns,
+            memory: 0.0,
+            epilogue: (alu + sfu + shfl + lsu) / units,
+            sync: w.latency_ns + w.sync_ns + w.issue_ns,
+        }
+    }
+
+    /// TMA latency of a stage of `bytes` whose reads miss L2 with ratio `miss`, ns.
+    fn tma_latency(&self, bytes: f64, miss: f64) -> f64 {
+        miss * self.p(P::TmaLatencyDramNs) + (1.0 - miss) * self.p(P::TmaLatencyL2Ns) + bytes / self.ingest
+    }
+}
+
+struct Occ {
+    occupancy: Occupancy,
+    tiles: f64,
+    blocks_per_sm: f64,
+    active: f64,
+    smem: u64,
+}
+
+fn occupancy(ctx: &Ctx<'_>, target: &TargetInfo) -> Result<Occ, CostError> {
+    let m = ctx.m;
+    let sms = ctx.p(P::SmCount);
+    let threads = m.threads_per_block().max(32);
+    let mbarriers: u64 = m.pipelines.iter().map(|(_, p)| 2 * u64::from(p.stages)).sum::<u64>()
+        + m.barriers.iter().map(|(_, b)| u64::from(b.stages.max(1))).sum::<u64>();
+    let smem = m.smem_bytes().div_ceil(8) * 8 + 8 * mbarriers;
+    let big = m.smem.iter().max_by_key(|(_, s)| s.total_bytes()).map(|(h, _)| m.smem.span(h).item);
+    if smem > u64::from(target.smem_per_block_max) {
+        return Err(CostError::DoesNotFit {
+            reason: format!(
+                "the block needs {smem} B of shared memory; `{}` allows {} B per block",
+                target.name, target.smem_per_block_max
+            ),
+            span: big.unwrap_or_default(),
+        });
+    }
+    let covered: u64 = m.roles.iter().map(|(_, r)| u64::from(r.threads())).sum();
+    let needs_default = m.roles.iter().any(|(_, r)| r.regs.is_none()) || u64::from(threads) > covered;
+    let default_regs = if needs_default { ctx.p(P::DefaultRegsPerThread) as u64 } else { 0 };
+    let regs: u64 = m.roles.iter().map(|(_, r)| u64::from(r.threads()) * r.regs.map_or(default_regs, u64::from)).sum::<u64>()
+        + u64::from(threads).saturating_sub(covered) * default_regs;
+    let reserved = u64::from(target.smem_per_sm.saturating_sub(target.smem_per_block_max));
+    let limits = [
+        ("shared memory", u64::from(target.smem_per_sm) / (smem + reserved).max(1)),
+        ("registers", u64::from(target.regs_per_sm) / regs.max(1)),
+        ("threads", u64::from(target.max_threads_per_sm) / u64::from(threads)),
+        ("block limit", 32),
+    ];
+    let (limited_by, bps) = limits.iter().copied().min_by_key(|&(_, n)| n).expect("non-empty");
+    if bps == 0 {
+        return Err(CostError::DoesNotFit {
+            reason: format!("one block needs more {limited_by} than an SM of `{}` has", target.name),
+            span: m.roles.iter().next().map(|(h, _)| m.roles.span(h).item).unwrap_or_default(),
+        });
+    }
+    let (tiles, persistent) = match m.grid.iter().next() {
+        Some((h, g)) => {
+            let mut t: f64 = 1.0;
+            for (i, &e) in ctx.tile_extents.iter().enumerate() {
+                if e <= 0 {
+                    return Err(CostError::DoesNotFit {
+                        reason: format!("tile axis `{}` has extent {e} at these dims: the tile space is empty", g.axes[i].name),
+                        span: m.grid.span(h).item,
+                    });
+                }
+                t *= e as f64;
+            }
+            (t, g.persistent)
+        }
+        None => (1.0, false),
+    };
+    let bps_eff = if persistent { 1.0 } else { bps as f64 };
+    let grid_blocks = if persistent { sms } else { tiles };
+    let active = sms.min(tiles).max(1.0);
+    // Tiles of the busiest block (persistent) or SM (one block per tile), and the mean.
+    let (max_per, mean_per) = ((tiles / sms).ceil().max(1.0), tiles / active);
+    Ok(Occ {
+        occupancy: Occupancy {
+            threads_per_block: threads,
+            smem_bytes_per_block: smem,
+            regs_per_block: regs,
+            blocks_per_sm: bps_eff as u32,
+            limited_by: if persistent { "persistent grid: one block per SM".into() } else { limited_by.into() },
+            tiles: tiles as u64,
+            persistent,
+            grid_blocks: grid_blocks as u64,
+            active_sms: active as u32,
+            tiles_per_block_max: max_per as u64,
+            tiles_per_block_mean: mean_per,
+            waves: tiles / (sms * bps_eff),
+            tail_efficiency: (mean_per / max_per).min(1.0),
+        },
+        tiles,
+        blocks_per_sm: bps_eff,
+        active,
+        smem,
+    })
+}
+
+/// Distinct values of the tile-axis projection `mask` over the first `c` tiles in the
+/// lowering's order (last axis fastest).
+fn distinct(extents: &[i64], mask: u32, c: u64) -> f64 {
+    if mask == 0 {
+        return 1.0;
+    }
+    let c = c.min(1 << 16);
+    let mut keys: Vec<u64> = Vec::with_capacity(c as usize);
+    for l in 0..c {
+        let mut rest = l;
+        let mut key = 0u64;
+        for (i, &e) in extents.iter().enumerate().rev() {
+            let e = e.max(1) as u64;
+            let idx = rest % e;
+            rest /= e;
+            if mask & (1 << i) != 0 {
+                key = key.wrapping_mul(1 << 20).wrapping_add(idx);
+            }
+        }
+        keys.push(key);
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    keys.len() as f64
+}
+
+pub(super) fn run(
+    m: &Module,
+    cal: &Calibration,
+    target: &TargetInfo,
+    dims: Vec<i64>,
+    named: &BTreeMap<String, i64>,
+) -> Result<Estimate, CostError> {
+    let tile_extents: Vec<i64> = m.grid().map_or(Vec::new(), |g| g.axes.iter().map(|a| a.extent.eval(&dims).unwrap_or(0)).collect());
+    let ctx = Ctx { m, cal, dims, tile_extents, used: Cell::new(0), notes: RefCell::new(BTreeSet::new()) };
+    let occ = occupancy(&ctx, target)?;
+    let roles = walk::walk(&ctx);
+    let sms = ctx.p(P::SmCount);
+
+    // ---- reuse analysis over global operands ---------------------------------------------
+    let per_tile = |w: &RoleWork| {
+        let mut t = w.rest.clone();
+        if let Some(ml) = &w.main {
+            t.add_scaled(&ml.iter, ml.iters);
+        }
+        t
+    };
+    let mut tile_work = Work::default();
+    for r in &roles {
+        tile_work.add_scaled(&per_tile(r), 1.0);
+        tile_work.add_scaled(&r.cta, 1.0 / occ.occupancy.tiles_per_block_mean.max(1.0));
+    }
+    let concurrent = occ.tiles.min(occ.active * occ.blocks_per_sm).max(1.0);
+    let cap = ctx.p(P::L2Bytes) * ctx.p(P::L2ReuseFraction);
+    let (l2_bw, l2_shared_bw) = (ctx.p(P::L2BytesPerS), ctx.p(P::L2SharedBytesPerS));
+    let ingest = ctx.p(P::SmIngestBytesPerS) * 1e-9;
+    let mut ops: Vec<(Operand, f64)> = tile_work
+        .reads
+        .iter()
+        .map(|r| {
+            let d = distinct(&ctx.tile_extents, r.mask, concurrent as u64);
+            let all: f64 = ctx
+                .tile_extents
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| r.mask & (1 << i) != 0)
+                .map(|(_, &e)| e.max(1) as f64)
+                .product();
+            let readers = (concurrent / d).max(1.0);
+            let requested = r.bytes * occ.tiles;
+            let unique = (all * r.bytes).min(requested);
+            let t = ((readers - 1.0) / 3.0).clamp(0.0, 1.0);
+            let bw_sm = ((l2_bw + (l2_shared_bw - l2_bw) * t) / occ.active * 1e-9).min(ingest);
+            (Operand { tensor: r.tensor, mask: r.mask, readers, miss: 1.0, bw_sm, requested, dram: requested }, unique)
+        })
+        .collect();
+    // Operands whose distinct windows fit in the usable L2 come from DRAM once (smallest first);
+    // the others once per wave.
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.sort_by(|&a, &b| ops[a].1.total_cmp(&ops[b].1));
+    let mut resident = 0.0;
+    for i in order {
+        let (o, unique) = &mut ops[i];
+        o.dram = if resident + *unique <= cap {
+            resident += *unique;
+            *unique
+        } else {
+            unique.max(o.requested / o.readers)
+        };
+        o.miss = if o.requested > 0.0 { (o.dram / o.requested).min(1.0) } else { 1.0 };
+    }
+    let model = Model {
+        ctx: &ctx,
+        operands: ops.into_iter().map(|(o, _)| o).collect(),
+        dram_sm: ctx.p(P::DramBytesPerS) / occ.active * 1e-9,
+        l2_sm: (l2_bw / occ.active * 1e-9).min(ingest),
+        ingest,
+    };
+
+    // ---- main loops ----------------------------------------------------------------------
+    let (handoff, issue) = if m.pipelines.is_empty() {
+        (0.0, 0.0)
+    } else {
+        (ctx.p(P::MbarrierHandoffNs), ctx.p(P::TmaIssueNs))
+    };
+    let role_of = |h: Handle<RoleDecl>| &m.roles[h];
+    // Per role: the iteration split of its main loop on its own.
+    let iter_split: Vec<Option<Split>> = roles
+        .iter()
+        .map(|r| {
+            r.main.as_ref().map(|ml| {
+                let it = &ml.iter;
+                max_split([
+                    Split::tensor(it.tensor_ns),
+                    Split::epilogue(model.epi(it)),
+                    Split::memory(model.mem(it).0),
+                    model.own(it, role_of(r.role)),
+                ])
+            })
+        })
+        .collect();
+    // Roles coupled through a pipeline handed off in both main loops advance together.
+    let n = roles.len();
+    let mut group: Vec<usize> = (0..n).collect();
+    fn find(g: &mut [usize], i: usize) -> usize {
+        let mut i = i;
+        while g[i] != i {
+            g[i] = g[g[i]];
+            i = g[i];
+        }
+        i
+    }
+    let idx_of = |h: Handle<RoleDecl>| roles.iter().position(|r| r.role == h);
+    for (_, p) in m.pipelines.iter() {
+        if let (Some(a), Some(b)) = (idx_of(p.producer), idx_of(p.consumer)) {
+            if roles[a].main.is_some() && roles[b].main.is_some() {
+                let (ra, rb) = (find(&mut group, a), find(&mut group, b));
+                group[ra] = rb;
+            }
+        }
+    }
+    let roots: Vec<usize> = (0..n).map(|i| find(&mut group, i)).collect();
+    let mut t_nb: Vec<Split> = vec![Split::default(); n];
+    for i in 0..n {
+        if iter_split[i].is_some() {
+            let members = (0..n).filter(|&j| roots[j] == roots[i]);
+            t_nb[i] = max_split(members.filter_map(|j| iter_split[j]));
+        }
+    }
+
+    // Pipelines: main-loop round trips (bubbles per iteration) and fills.
+    let mut bubble_iter = vec![0.0f64; n];
+    let mut facts: Vec<PipelineFacts> = Vec::new();
+    let mut fill = 0.0f64;
+    let mut per_tile_pipes: Vec<(Handle<PipelineDecl>, f64, f64, f64)> = Vec::new(); // (pipe, handoffs/tile, bytes, latency part)
+    for (ph, p) in m.pipelines.iter() {
+        let (Some(pi), Some(ci)) = (idx_of(p.producer), idx_of(p.consumer)) else { continue };
+        let k = ph.index();
+        let (prod, cons) = (&roles[pi], &roles[ci]);
+        let prod_work = |w: &Work| w.pipes.get(k).cloned().unwrap_or_default();
+        let main_waits = cons.main.as_ref().map_or(0.0, |ml| prod_work(&ml.iter).waits);
+        let rest_waits = prod_work(&cons.rest).waits;
+        let cta_waits = prod_work(&cons.cta).waits;
+        // Where the producer fills this pipeline.
+        let mut pc = prod_work(&prod.rest);
+        if let Some(ml) = &prod.main {
+            let it = prod_work(&ml.iter);
+            pc.acquires += it.acquires * ml.iters;
+            pc.tma_bytes += it.tma_bytes * ml.iters;
+            pc.tma_loads += it.tma_loads * ml.iters;
+            for r in &it.reads {
+                walk::add_read(&mut pc.reads, Read { bytes: r.bytes * ml.iters, ..r.clone() });
+            }
+        }
+        let cta_pc = prod_work(&prod.cta);
+        if pc.acquires <= 0.0 && cta_pc.acquires > 0.0 {
+            pc = cta_pc;
+        }
+        let acquires = pc.acquires.max(1.0);
+        let bytes = pc.tma_bytes / acquires;
+        let loads = pc.tma_loads / acquires;
+        let miss = model.miss(&pc.reads);
+        let lat = model.tma_latency(bytes, miss);
+        let cold = model.tma_latency(bytes, 1.0);
+        let stages = f64::from(p.stages.max(1));
+        if main_waits > 0.0 {
+            let ml = cons.main.as_ref().expect("waits in main");
+            let interval = t_nb[ci].total() / main_waits;
+            let round_trip = 2.0 * handoff + loads * issue + lat + interval;
+            let bubble = (round_trip / stages - interval).max(0.0);
+            for j in 0..n {
+                if roots[j] == roots[ci] {
+                    bubble_iter[j] = bubble_iter[j].max(bubble * main_waits);
+                }
+            }
+            fill = fill.max(handoff + loads * issue + cold);
+            facts.push(PipelineFacts {
+                pipeline: p.name.clone(),
+                stages: p.stages,
+                bytes_per_stage: bytes,
+                handoffs_per_tile: main_waits * ml.iters,
+                in_main_loop: true,
+                interval_ns: interval,
+                round_trip_ns: round_trip,
+                stages_needed: if interval > 0.0 { (round_trip / interval).ceil().max(1.0) as u32 } else { 1 },
+                bubble_ns_per_handoff: bubble,
+            });
+        } else if rest_waits > 0.0 {
+            fill = fill.max(handoff + loads * issue + cold);
+            per_tile_pipes.push((ph, rest_waits, bytes, 2.0 * handoff + loads * issue + lat));
+        } else if cta_waits > 0.0 {
+            fill = fill.max(handoff + loads * issue + cold);
+            facts.push(PipelineFacts {
+                pipeline: p.name.clone(),
+                stages: p.stages,
+                bytes_per_stage: bytes,
+                handoffs_per_tile: 0.0,
+                in_main_loop: false,
+                interval_ns: 0.0,
+                round_trip_ns: 2.0 * handoff + loads * issue + cold,
+                stages_needed: 1,
+                bubble_ns_per_handoff: 0.0,
+            });
+        }
+    }
+    // cp.async pipelines without a pipeline declaration (one role loads and computes).
+    for (i, r) in roles.iter().enumerate() {
+        let Some(ml) = &r.main else { continue };
+        let it = &ml.iter;
+        if it.cp_async_bytes > 0.0 && it.cp_async_waits > 0.0 {
+            let miss = model.miss(&it.reads);
+            let lat = ctx.p(P::LoadLatencyNs) + miss * (ctx.p(P::TmaLatencyDramNs) - ctx.p(P::TmaLatencyL2Ns)).max(0.0);
+            let c = lat + it.cp_async_bytes / model.ingest + t_nb[i].total();
+            let bound = c / f64::from(it.cp_async_depth.max(1));
+            bubble_iter[i] = bubble_iter[i].max((bound - t_nb[i].total()).max(0.0));
+            fill = fill.max(lat + it.cp_async_bytes / model.ingest);
+        }
+    }
+
+    // ---- per tile ------------------------------------------------------------------------
+    let mut paths: Vec<(Split, f64)> = Vec::with_capacity(n);
+    for (i, r) in roles.iter().enumerate() {
+        let role = role_of(r.role);
+        let mut s = model.own(&r.rest, role);
+        let mut b = 0.0;
+        if let Some(ml) = &r.main {
+            s = s.add(t_nb[i].scale(ml.iters));
+            b = bubble_iter[i] * ml.iters;
+        }
+        paths.push((s, b));
+    }
+    let mem_tile = model.mem(&tile_work);
+    let issue_tile = model.issue(&tile_work);
+    let res_tile = max_split([
+        Split::tensor(tile_work.tensor_ns),
+        Split::memory(mem_tile.0),
+        Split::epilogue(issue_tile.iter().sum()),
+    ]);
+    let (path_tile, path_bubble) =
+        paths.iter().copied().fold((Split::default(), 0.0), |best, (s, b)| if s.total() + b > best.0.total() + best.1 { (s, b) } else { best });
+    let persistent = occ.occupancy.persistent;
+    // Persistent blocks run one tile after another; the tile takes its longest constraint.
+    let (mut tile_split, mut tile_bubble) =
+        if !persistent || res_tile.total() >= path_tile.total() + path_bubble { (res_tile, 0.0) } else { (path_tile, path_bubble) };
+    let tile_time_nb = tile_split.total() + tile_bubble;
+    // Pipelines handed off once (or a few times) per tile: a round trip per hand-off.
+    for &(ph, handoffs, bytes, lat) in &per_tile_pipes {
+        let p = &m.pipelines[ph];
+        let interval = (if persistent { tile_time_nb } else { path_tile.total() + path_bubble }) / handoffs;
+        let round_trip = lat + interval;
+        let bubble = (round_trip / f64::from(p.stages.max(1)) - interval).max(0.0);
+        facts.push(PipelineFacts {
+            pipeline: p.name.clone(),
+            stages: p.stages,
+            bytes_per_stage: bytes,
+            handoffs_per_tile: handoffs,
+            in_main_loop: false,
+            interval_ns: interval,
+            round_trip_ns: round_trip,
+            stages_needed: if interval > 0.0 { (round_trip / interval).ceil().max(1.0) as u32 } else { 1 },
+            bubble_ns_per_handoff: bubble,
+        });
+        tile_bubble += bubble * handoffs;
+    }
+    // Report pipelines in declaration order.
+    facts.sort_by_key(|f| m.pipelines.iter().position(|(_, p)| p.name == f.pipeline));
+    let per_tile_bubbles: f64 = tile_bubble - if tile_split == path_tile && persistent { path_bubble } else { 0.0 };
+
+    // ---- per block and per kernel ----------------------------------------------------------
+    let cta_split = max_split(roles.iter().map(|r| model.own(&r.cta, role_of(r.role)))).add(Split::sync(ctx.p(P::CtaPrologueNs)));
+    let launch = ctx.p(P::LaunchOverheadNs);
+    let waves_launched = if persistent { 1.0 } else { (occ.tiles / (sms * occ.blocks_per_sm)).ceil() };
+    let launch_ns = launch + (waves_launched - 1.0).max(0.0) * ctx.p(P::CtaWaveNs);
+    let n_tiles = occ.occupancy.tiles_per_block_max as f64;
+    // Tiles one block slot runs in sequence: all of the busiest block's (persistent), or one per
+    // round of co-resident blocks.
+    let rounds = if persistent { n_tiles } else { (n_tiles / occ.blocks_per_sm).ceil() };
+    let (critical, bubble_total, fill_total) = if persistent {
+        (tile_split.scale(n_tiles).add(cta_split), tile_bubble * n_tiles, fill)
+    } else {
+        let path_round = path_tile.add(cta_split);
+        let path_time = rounds * (path_round.total() + path_bubble + per_tile_bubbles + fill);
+        let res_time = n_tiles * res_tile.total();
+        if res_time >= path_time {
+            tile_split = res_tile;
+            (res_tile.scale(n_tiles), 0.0, fill)
+        } else {
+            tile_split = path_tile;
+            (path_round.scale(rounds), (path_bubble + per_tile_bubbles) * rounds, fill * rounds)
+        }
+    };
+    let ms = 1e-6;
+    let components = Components {
+        tensor_core_ms: critical.tensor * ms,
+        memory_ms: critical.memory * ms,
+        epilogue_ms: critical.epilogue * ms,
+        sync_latency_ms: critical.sync * ms,
+        fill_bubble_ms: (bubble_total + fill_total) * ms,
+        launch_ms: launch_ns * ms,
+    };
+    let predicted_ms = components.total_ms();
+
+    // ---- reports ---------------------------------------------------------------------------
+    let resources = Resources {
+        tensor_core_ms: tile_work.tensor_ns * n_tiles * ms,
+        memory_ms: mem_tile.0 * n_tiles * ms,
+        l2_ms: mem_tile.1 * n_tiles * ms,
+        dram_ms: mem_tile.2 * n_tiles * ms,
+        issue_ms: issue_tile.iter().sum::<f64>() * n_tiles * ms,
+        alu_ms: issue_tile[0] * n_tiles * ms,
+        sfu_ms: issue_tile[1] * n_tiles * ms,
+        shfl_ms: issue_tile[2] * n_tiles * ms,
+        lsu_ms: issue_tile[3] * n_tiles * ms,
+    };
+    let role_busy: Vec<RoleBusy> = roles
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let role = role_of(r.role);
+            let mut busy = model.own(&r.rest, role).total();
+            if let Some(ml) = &r.main {
+                busy += ml.iters * model.own(&ml.iter, role).total();
+            }
+            let cta = model.own(&r.cta, role).total() * if persistent { 1.0 } else { rounds };
+            let busy_ms = (busy * rounds + cta) * ms;
+            let path_ms = ((paths[i].0.total() + paths[i].1) * rounds + cta) * ms;
+            let unit = match role.unit {
+                RoleUnit::Warp => "warp",
+                RoleUnit::Warpgroup => "warpgroup",
+            };
+            let warps = if role.count == 1 {
+                format!("{unit} {}", role.first)
+            } else {
+                format!("{unit} {}..{}", role.first, role.first + role.count)
+            };
+            RoleBusy {
+                role: role.name.clone(),
+                warps,
+                threads: role.threads(),
+                busy_ms,
+                path_ms,
+                utilization: if predicted_ms > 0.0 { busy_ms / predicted_ms } else { 0.0 },
+                main_loop_iters_per_tile: r.main.as_ref().map_or(0.0, |ml| ml.iters),
+            }
+        })
+        .collect();
+    let grid_blocks = occ.occupancy.grid_blocks as f64;
+    let flops: f64 = roles.iter().map(|r| per_tile(r).flops * occ.tiles + r.cta.flops * grid_blocks).sum();
+    let write_bytes: f64 = roles.iter().map(|r| per_tile(r).write_bytes * occ.tiles + r.cta.write_bytes * grid_blocks).sum();
+    let traffic = Traffic {
+        tensor_flops: flops,
+        l2_to_sm_bytes: model.operands.iter().map(|o| o.requested).sum(),
+        dram_read_bytes: model.operands.iter().map(|o| o.dram).sum(),
+        dram_write_bytes: write_bytes,
+        operands: model
+            .operands
+            .iter()
+            .map(|o| OperandTraffic {
+                tensor: m.tensors.iter().nth(o.tensor).map_or_else(String::new, |(_, t)| t.name.clone()),
+                requested_bytes: o.requested,
+                dram_bytes: o.dram,
+                concurrent_readers: o.readers,
+            })
+            .collect(),
+    };
+
+    let bottleneck = components.bottleneck();
+    let share = if predicted_ms > 0.0 { components.class_ms(bottleneck) / predicted_ms } else { 0.0 };
+    let mut notes: Vec<String> = Vec::new();
+    if let Some(second) = Bottleneck::ALL
+        .iter()
+        .copied()
+        .filter(|&b| b != bottleneck)
+        .max_by(|&a, &b| components.class_ms(a).total_cmp(&components.class_ms(b)))
+    {
+        let (w, s) = (components.class_ms(bottleneck), components.class_ms(second));
+        if s >= 0.9 * w && w > 0.0 {
+            notes.push(format!("close call: {second} is {:.0}% of {bottleneck} ({s:.4} vs {w:.4} ms)", 100.0 * s / w));
+        }
+    }
+
+    let mut est = Estimate {
+        kernel: m.name.clone(),
+        target: m.target.clone(),
+        dims: named.iter().filter(|(k, _)| m.dims.iter().any(|(_, d)| &d.name == *k)).map(|(k, v)| (k.clone(), *v)).collect(),
+        predicted_ms,
+        bottleneck,
+        bottleneck_share: share,
+        components,
+        resources,
+        roles: role_busy,
+        pipelines: facts,
+        occupancy: occ.occupancy.clone(),
+        traffic,
+        tflops: (flops > 0.0 && predicted_ms > 0.0).then(|| flops / (predicted_ms * 1e-3) / 1e12),
+        hints: Vec::new(),
+        notes: Vec::new(),
+        calibration: CalibrationUsed { file: cal.file.clone(), fitted_on: cal.meta.fitted_on.clone(), provisional_used: Vec::new() },
+    };
+
+    // ---- hints ---------------------------------------------------------------------------
+    let mut hints = Vec::new();
+    let pct = |x_ms: f64| if predicted_ms > 0.0 { 100.0 * x_ms / predicted_ms } else { 0.0 };
+    let us = |ns: f64| ns * 1e-3;
+    // C001: a pipeline whose stages do not cover its round trip.
+    for f in &est.pipelines {
+        let per_tile = f.bubble_ns_per_handoff * f.handoffs_per_tile;
+        let lost_ms = per_tile * n_tiles * ms;
+        if pct(lost_ms) < 2.0 {
+            continue;
+        }
+        let Some((ph, p)) = m.pipelines.iter().find(|(_, p)| p.name == f.pipeline) else { continue };
+        let need = f.stages_needed.max(p.stages + 1);
+        let mut extra = 0u64;
+        let mut regions = BTreeSet::new();
+        for r in &roles {
+            for w in std::iter::once(&r.rest).chain(std::iter::once(&r.cta)).chain(r.main.iter().map(|ml| &ml.iter)) {
+                if let Some(pc) = w.pipes.get(ph.index()) {
+                    regions.extend(pc.regions.iter().copied());
+                }
+            }
+        }
+        for &rh in &regions {
+            let s = &m.smem[rh];
+            extra += s.stage_bytes() * u64::from(need.saturating_sub(s.stages));
+        }
+        let fits = occ.smem + extra <= u64::from(target.smem_per_block_max);
+        let names: Vec<String> = regions.iter().map(|&rh| format!("`{}`", m.smem[rh].name)).collect();
+        let mut d = hint(
+            "C001",
+            format!(
+                "pipeline `{}`: {} stage{} cover{} {:.2} µs of its {:.2} µs round trip; the consumer stalls {:.2} µs per hand-off ({:.1}% of the predicted time)",
+                p.name,
+                p.stages,
+                if p.stages == 1 { "" } else { "s" },
+                if p.stages == 1 { "s" } else { "" },
+                us(f.interval_ns * f64::from(p.stages)),
+                us(f.round_trip_ns),
+                us(f.bubble_ns_per_handoff),
+                pct(lost_ms)
+            ),
+            m.pipelines.span(ph).attr("stages"),
+            "stages below latency / issue interval",
+        )
+        .with_note(format!(
+            "round trip = hand-offs + TMA issue and latency ({:.0} B per stage) + the consumer's hold of {:.2} µs",
+            f.bytes_per_stage,
+            us(f.interval_ns)
+        ));
+        d = if fits {
+            d.with_help(format!(
+                "add a stage: `stages {need}`{}",
+                if names.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (and on {}: +{} B of shared memory, {} of {} B)", names.join(", "), extra, occ.smem + extra, target.smem_per_block_max)
+                }
+            ))
+        } else {
+            d.with_help(format!(
+                "add a stage — but `stages {need}` needs {} B of shared memory, over the {} B limit: shrink the stage (box) or the tile first",
+                occ.smem + extra,
+                target.smem_per_block_max
+            ))
+        };
+        hints.push(d);
+    }
+    // C002 / C003: epilogue serialized with the tensor cores.
+    let path_binds = tile_split == path_tile;
+    for (i, r) in roles.iter().enumerate() {
+        let Some(ml) = &r.main else { continue };
+        if ml.iter.tensor_ns <= 0.0 {
+            continue;
+        }
+        let role = role_of(r.role);
+        let rh = r.role;
+        let rest = model.own(&r.rest, role);
+        let exposed = (rest.epilogue + rest.sync) * n_tiles * ms;
+        if path_binds && paths[i].0.total() + paths[i].1 >= path_tile.total() + path_bubble - 1e-9 && pct(exposed) >= 2.0 {
+            let mut d = hint(
+                "C002",
+                format!(
+                    "epilogue not overlapped: role `{}` spends {:.2} µs per tile after its main loop in all {} {}s at once, while the tensor cores idle ({:.1}% of the predicted time)",
+                    role.name,
+                    us(rest.total()),
+                    role.count,
+                    if role.unit == RoleUnit::Warpgroup { "warpgroup" } else { "warp" },
+                    pct(exposed)
+                ),
+                m.roles.span(rh).item,
+                "every group of this role runs the epilogue at the same time",
+            );
+            if let Some(s) = r.rest.store_stmt {
+                d = d.with_secondary(*m.stmts.span(s), "the epilogue's store");
+            }
+            hints.push(d.with_help(
+                "alternate two consumer warpgroups (ping-pong): give each its own tiles and order their main loops, so one's epilogue overlaps the other's MMAs",
+            ));
+        }
+        let own = model.own(&ml.iter, role);
+        let loop_tensor = ml.iter.tensor_ns;
+        let t = t_nb[i].total();
+        if own.total() >= t - 1e-9 && own.epilogue >= 0.25 * own.total() && own.tensor > 0.0 && t > 0.0 {
+            let idle = 1.0 - loop_tensor / (t + bubble_iter[i]);
+            if idle >= 0.05 {
+                let span = *ml.iter.wgmma_wait0_stmt.map_or_else(|| m.stmts.span(ml.stmt), |s| m.stmts.span(s));
+                hints.push(
+                    hint(
+                        "C003",
+                        format!(
+                            "the MMAs of role `{}` wait for its elementwise work: each iteration a {} waits for its own MMAs ({:.2} µs) and then works {:.2} µs before issuing the next, so the tensor cores idle {:.0}% of the main loop",
+                            role.name,
+                            if role.unit == RoleUnit::Warpgroup { "warpgroup" } else { "warp" },
+                            us(own.tensor),
+                            us(own.epilogue),
+                            100.0 * idle
+                        ),
+                        span,
+                        "the next MMAs are issued only after this wait and the work below it",
+                    )
+                    .with_help("issue the next iteration's MMAs before this iteration's epilogue (two accumulators, `wgmma_wait(1)`), or add consumer warpgroups"),
+                );
+            }
+        }
+    }
+    // C004 / C005: the grid and the GPU.
+    if let Some((gh, _)) = m.grid.iter().next() {
+        let span = m.grid.span(gh).item;
+        let tiles = occ.tiles;
+        if tiles < 0.75 * sms {
+            hints.push(
+                hint(
+                    "C005",
+                    format!("only {tiles} tiles for {sms} SMs: {} SMs stay idle", sms - tiles),
+                    span,
+                    "too few tiles at these dims",
+                )
+                .with_help("use smaller tiles or split the reduction axis across blocks"),
+            );
+        } else if persistent && occ.occupancy.tail_efficiency < 0.9 {
+            let lost = (1.0 - occ.occupancy.tail_efficiency) * tile_time_nb * n_tiles * ms;
+            if pct(lost) >= 3.0 {
+                let last = tiles - (n_tiles - 1.0) * sms;
+                hints.push(
+                    hint(
+                        "C004",
+                        format!(
+                            "tail wave: {tiles} tiles over {sms} blocks take {n_tiles} rounds and the last keeps {last} of {sms} SMs busy ({:.1}% of the predicted time lost)",
+                            pct(lost)
+                        ),
+                        span,
+                        "tiles do not divide evenly over the SMs",
+                    )
+                    .with_help("choose a tile shape that gives a multiple of the SM count, or split the last round's tiles (stream-K)"),
+                );
+            }
+        }
+    }
+    // C006: memory-bound with operands re-read from DRAM.
+    if bottleneck == Bottleneck::Memory {
+        if let Some(o) = model
+            .operands
+            .iter()
+            .filter(|o| o.requested > 0.0 && o.dram > 1.5 * (o.requested / o.readers.max(1.0)).min(o.dram) && o.readers < 8.0)
+            .max_by(|a, b| a.dram.total_cmp(&b.dram))
+        {
+            if let Some((th, t)) = m.tensors.iter().nth(o.tensor) {
+                hints.push(
+                    hint(
+                        "C006",
+                        format!(
+                            "memory-bound: `{}` is read from DRAM {:.2} GB over the kernel; each window is shared by only {:.1} concurrently running blocks",
+                            t.name,
+                            o.dram * 1e-9,
+                            o.readers
+                        ),
+                        m.tensors.span(th).name,
+                        "little reuse across concurrent tiles",
+                    )
+                    .with_help("order tiles so that concurrent blocks share this operand's windows (grouped rasterization), enlarge the tile along the axis that reuses it, or multicast it through a cluster"),
+                );
+            }
+        }
+    }
+    est.hints = hints;
+
+    // ---- notes ---------------------------------------------------------------------------
+    if m.grid.iter().next().is_some() {
+        notes.push(format!(
+            "tiles are walked as the lowering does: last tile axis fastest; {}",
+            if persistent {
+                format!("block b takes tiles b, b + {}, … ({} rounds on the busiest block)", sms, n_tiles)
+            } else {
+                format!("one block per tile, {} per SM at a time", occ.blocks_per_sm)
+            }
+        ));
+    }
+    notes.extend(ctx.notes.borrow().iter().cloned());
+    let provisional = cal.provisional_names(ctx.used.get());
+    if !provisional.is_empty() {
+        notes.push(format!("used provisional parameters (not yet measured on the device): {}", provisional.join(", ")));
+    }
+    if cal.meta.fitted_on.is_empty() {
+        notes.push(format!("{}: initial measured values, not yet fitted to GPU corpus measurements; accuracy unknown", cal.file));
+    }
+    est.calibration.provisional_used = provisional.iter().map(|s| s.to_string()).collect();
+    est.notes = notes;
+    Ok(est)
+}

@@ -1,0 +1,941 @@
+//! The schedule walk: each role's body, statement by statement, with loop trip counts evaluated
+//! at the given dims, accumulated into per-role [`Work`] — what one block does per block start
+//! (`cta`), per tile outside its main loop (`rest`), and per iteration of its main loop (`main`).
+//!
+//! Work is counted in the units the parameters speak: FLOPs and tensor-core nanoseconds,
+//! thread-level operations per functional unit (ALU slots, SFU, shuffles, load/store
+//! instructions), bytes read from and written to global memory (with which tile axes each read
+//! depends on, for the reuse analysis), and the latencies and barrier costs on the role's own path.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeSet, HashMap};
+
+use crate::ir::*;
+use crate::syntax::ast::{BinOp, UnOp};
+
+use super::calibration::{Calibration, P};
+
+/// Evaluation context shared by the walk and the model.
+pub(crate) struct Ctx<'a> {
+    pub m: &'a Module,
+    pub cal: &'a Calibration,
+    /// Dim values by dim handle index.
+    pub dims: Vec<i64>,
+    /// Tile-space axis extents (empty without a tile space).
+    pub tile_extents: Vec<i64>,
+    /// Parameters read so far (bit set over `P`).
+    pub used: Cell<u64>,
+    /// Coverage notes: constructs the model could not cost exactly.
+    pub notes: RefCell<BTreeSet<String>>,
+}
+
+impl Ctx<'_> {
+    /// A parameter's value, remembering that it was used.
+    pub fn p(&self, p: P) -> f64 {
+        self.used.set(self.used.get() | 1 << p as u64);
+        self.cal.get(p)
+    }
+
+    pub fn note(&self, text: impl Into<String>) {
+        self.notes.borrow_mut().insert(text.into());
+    }
+
+    /// Sustained tensor rate of one SM for an operand dtype, FLOP per ns.
+    pub fn tensor_rate_sm(&self, dtype: DType) -> f64 {
+        let rate = match dtype {
+            DType::F8E4M3 | DType::F8E5M2 => self.p(P::TensorFp8FlopsPerS),
+            _ => self.p(P::TensorBf16FlopsPerS),
+        };
+        rate * self.p(P::TensorSustainedFraction) / self.p(P::SmCount) * 1e-9
+    }
+}
+
+/// A global read: which tensor, which tile axes its window depends on (bit i = axis i), bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Read {
+    pub tensor: usize,
+    pub mask: u32,
+    pub bytes: f64,
+}
+
+/// Per-pipeline counts inside one piece of work.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PipeCount {
+    pub acquires: f64,
+    pub waits: f64,
+    pub releases: f64,
+    pub tma_bytes: f64,
+    pub tma_loads: f64,
+    /// Shared regions the pipeline's loads write.
+    pub regions: BTreeSet<Handle<SmemDecl>>,
+    /// Reads that name this pipeline (for their miss ratio).
+    pub reads: Vec<Read>,
+}
+
+/// Work of one role in one scope (per block, per tile, or per main-loop iteration).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Work {
+    pub flops: f64,
+    /// Tensor-core occupancy of the SM by all groups of the role, ns.
+    pub tensor_ns: f64,
+    /// One group's own tensor time, ns.
+    pub tensor_own_ns: f64,
+    /// Thread-level operations, whole role.
+    pub alu: f64,
+    pub sfu: f64,
+    pub shfl: f64,
+    pub lsu: f64,
+    /// Exposed latencies on the role's own path (wgmma drains, synchronous global loads), ns.
+    pub latency_ns: f64,
+    /// Barrier costs on the role's own path, ns.
+    pub sync_ns: f64,
+    /// Elected-thread issue time (TMA), ns.
+    pub issue_ns: f64,
+    pub reads: Vec<Read>,
+    /// Bytes written to global memory (useful) and the L2 traffic they cause.
+    pub write_bytes: f64,
+    pub write_l2_bytes: f64,
+    pub pipes: Vec<PipeCount>,
+    pub cp_async_bytes: f64,
+    /// Prefetch depth of cp.async (stages of the destination region − 1), max seen.
+    pub cp_async_depth: u32,
+    pub cp_async_waits: f64,
+    /// First `wgmma_wait(0)` and first global `store` statement (hint anchors).
+    pub wgmma_wait0_stmt: Option<Handle<Stmt>>,
+    pub store_stmt: Option<Handle<Stmt>>,
+}
+
+pub(crate) fn add_read(reads: &mut Vec<Read>, r: Read) {
+    match reads.iter_mut().find(|x| x.tensor == r.tensor && x.mask == r.mask) {
+        Some(x) => x.bytes += r.bytes,
+        None => reads.push(r),
+    }
+}
+
+impl Work {
+    fn new(pipelines: usize) -> Work {
+        Work { pipes: vec![PipeCount::default(); pipelines], ..Work::default() }
+    }
+
+    /// `self += f × other`.
+    pub fn add_scaled(&mut self, o: &Work, f: f64) {
+        self.flops += f * o.flops;
+        self.tensor_ns += f * o.tensor_ns;
+        self.tensor_own_ns += f * o.tensor_own_ns;
+        self.alu += f * o.alu;
+        self.sfu += f * o.sfu;
+        self.shfl += f * o.shfl;
+        self.lsu += f * o.lsu;
+        self.latency_ns += f * o.latency_ns;
+        self.sync_ns += f * o.sync_ns;
+        self.issue_ns += f * o.issue_ns;
+        for r in &o.reads {
+            add_read(&mut self.reads, Read { bytes: f * r.bytes, ..r.clone() });
+        }
+        self.write_bytes += f * o.write_bytes;
+        self.write_l2_bytes += f * o.write_l2_bytes;
+        if self.pipes.len() < o.pipes.len() {
+            self.pipes.resize(o.pipes.len(), PipeCount::default());
+        }
+        for (a, b) in self.pipes.iter_mut().zip(&o.pipes) {
+            a.acquires += f * b.acquires;
+            a.waits += f * b.waits;
+            a.releases += f * b.releases;
+            a.tma_bytes += f * b.tma_bytes;
+            a.tma_loads += f * b.tma_loads;
+            a.regions.extend(b.regions.iter().copied());
+            for r in &b.reads {
+                add_read(&mut a.reads, Read { bytes: f * r.bytes, ..r.clone() });
+            }
+        }
+        self.cp_async_bytes += f * o.cp_async_bytes;
+        self.cp_async_depth = self.cp_async_depth.max(o.cp_async_depth);
+        self.cp_async_waits += f * o.cp_async_waits;
+        self.wgmma_wait0_stmt = self.wgmma_wait0_stmt.or(o.wgmma_wait0_stmt);
+        self.store_stmt = self.store_stmt.or(o.store_stmt);
+    }
+}
+
+/// The main loop of a role: the loop whose iterations hand off pipeline stages (or, without
+/// pipelines, the loop that runs the tensor-core work).
+#[derive(Clone, Debug)]
+pub(crate) struct MainLoop {
+    pub stmt: Handle<Stmt>,
+    /// Iterations per tile.
+    pub iters: f64,
+    /// Work of one iteration.
+    pub iter: Work,
+}
+
+/// Everything one role does.
+#[derive(Clone, Debug)]
+pub(crate) struct RoleWork {
+    pub role: Handle<RoleDecl>,
+    /// Per block, outside the tile loop.
+    pub cta: Work,
+    /// Per tile, outside the main loop.
+    pub rest: Work,
+    pub main: Option<MainLoop>,
+    pub has_tile_loop: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dest {
+    Cta,
+    Rest,
+    Main,
+}
+
+struct Walker<'a, 'c> {
+    ctx: &'c Ctx<'a>,
+    role: &'a RoleDecl,
+    role_h: Handle<RoleDecl>,
+    main_stmt: Option<Handle<Stmt>>,
+    rw: RoleWork,
+    /// Representative values of loop variables (their mean over the loop).
+    env: HashMap<Handle<Local>, f64>,
+    /// Enclosing counted loops: (variable, lo, hi).
+    loops: Vec<(Handle<Local>, f64, f64)>,
+    /// Locals used as wgmma accumulators in this role (their zero() is folded into scale_d).
+    wgmma_accs: BTreeSet<Handle<Local>>,
+}
+
+/// Walk every role with a body.
+pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
+    let m = ctx.m;
+    let mut out = Vec::new();
+    for (rh, role) in m.roles.iter() {
+        let Some(body) = m.body_of(rh) else { continue };
+        let mut wgmma_accs = BTreeSet::new();
+        collect_wgmma_accs(m, &body.block, &mut wgmma_accs);
+        let mut w = Walker {
+            ctx,
+            role,
+            role_h: rh,
+            main_stmt: None,
+            rw: RoleWork {
+                role: rh,
+                cta: Work::new(m.pipelines.len()),
+                rest: Work::new(m.pipelines.len()),
+                main: None,
+                has_tile_loop: false,
+            },
+            env: HashMap::new(),
+            loops: Vec::new(),
+            wgmma_accs,
+        };
+        w.main_stmt = w.find_main(&body.block);
+        w.block(&body.block, 1.0, Dest::Cta);
+        out.push(w.rw);
+    }
+    out
+}
+
+fn collect_wgmma_accs(m: &Module, b: &Block, out: &mut BTreeSet<Handle<Local>>) {
+    for &s in &b.stmts {
+        match &m.stmts[s] {
+            Stmt::Op(c) if c.op == "wgmma" => {
+                if let Some(Some(a)) = c.args.first() {
+                    if let ExprKind::Local(l) = m.exprs[*a].kind {
+                        out.insert(l);
+                    }
+                }
+            }
+            Stmt::For { body, .. } | Stmt::ForTiles { body, .. } => collect_wgmma_accs(m, body, out),
+            Stmt::If { then_block, else_block, .. } => {
+                collect_wgmma_accs(m, then_block, out);
+                if let Some(e) = else_block {
+                    collect_wgmma_accs(m, e, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn prod(shape: &[i64]) -> f64 {
+    shape.iter().map(|&d| d.max(0) as f64).product()
+}
+
+impl<'a> Walker<'a, '_> {
+    fn m(&self) -> &'a Module {
+        self.ctx.m
+    }
+
+    // ---- main-loop detection -------------------------------------------------------------
+
+    /// The outermost counted loop that hands off pipeline stages; without pipeline ops in the
+    /// body, the outermost counted loop with tensor-core work or a cp.async wait. Among several,
+    /// the one with the most iterations.
+    fn find_main(&self, b: &Block) -> Option<Handle<Stmt>> {
+        let mut found = Vec::new();
+        self.find_loops(b, &|s| matches!(s, "acquire" | "wait"), &mut found, true);
+        if found.is_empty() {
+            self.find_loops(b, &|s| matches!(s, "wgmma" | "mma_sync" | "cp_async_wait"), &mut found, false);
+        }
+        found
+            .into_iter()
+            .map(|h| (h, self.static_trip(h)))
+            .fold(None, |best: Option<(Handle<Stmt>, f64)>, (h, t)| match best {
+                Some((_, bt)) if bt >= t => best,
+                _ => Some((h, t)),
+            })
+            .map(|(h, _)| h)
+    }
+
+    fn find_loops(&self, b: &Block, pred: &dyn Fn(&str) -> bool, out: &mut Vec<Handle<Stmt>>, pipeline_only: bool) {
+        for &s in &b.stmts {
+            match &self.m().stmts[s] {
+                Stmt::For { body, .. } if self.contains(body, pred, pipeline_only) => out.push(s),
+                Stmt::ForTiles { body, .. } => self.find_loops(body, pred, out, pipeline_only),
+                Stmt::If { then_block, else_block, .. } => {
+                    self.find_loops(then_block, pred, out, pipeline_only);
+                    if let Some(e) = else_block {
+                        self.find_loops(e, pred, out, pipeline_only);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn contains(&self, b: &Block, pred: &dyn Fn(&str) -> bool, pipeline_only: bool) -> bool {
+        let m = self.m();
+        b.stmts.iter().any(|&s| match &m.stmts[s] {
+            Stmt::Op(c) => {
+                pred(&c.op)
+                    && (!pipeline_only
+                        || c.args.first().copied().flatten().is_some_and(|a| matches!(m.exprs[a].ty, Type::Pipeline(_))))
+            }
+            Stmt::For { body, .. } | Stmt::ForTiles { body, .. } => self.contains(body, pred, pipeline_only),
+            Stmt::If { then_block, else_block, .. } => {
+                self.contains(then_block, pred, pipeline_only)
+                    || else_block.as_ref().is_some_and(|e| self.contains(e, pred, pipeline_only))
+            }
+            _ => false,
+        })
+    }
+
+    fn static_trip(&self, h: Handle<Stmt>) -> f64 {
+        match &self.m().stmts[h] {
+            Stmt::For { lo, hi, .. } => match (self.eval(*lo), self.eval(*hi)) {
+                (Some(l), Some(h)) => (h - l).max(0.0),
+                _ => 1.0,
+            },
+            _ => 1.0,
+        }
+    }
+
+    // ---- statements ----------------------------------------------------------------------
+
+    fn work(&mut self, dest: Dest) -> &mut Work {
+        match dest {
+            Dest::Cta => &mut self.rw.cta,
+            Dest::Rest => &mut self.rw.rest,
+            Dest::Main => &mut self.rw.main.as_mut().expect("main loop entered").iter,
+        }
+    }
+
+    fn block(&mut self, b: &'a Block, mult: f64, dest: Dest) {
+        for &s in &b.stmts {
+            self.stmt(s, mult, dest);
+        }
+    }
+
+    fn stmt(&mut self, h: Handle<Stmt>, mult: f64, dest: Dest) {
+        let m = self.m();
+        match &m.stmts[h] {
+            Stmt::Reg(_) => {}
+            Stmt::Let { value, .. } => {
+                let elems = self.elem_ops(&m.exprs[*value].ty);
+                self.value(*value, mult, dest, elems);
+            }
+            Stmt::Assign { value, .. } => {
+                let elems = self.elem_ops(&m.exprs[*value].ty);
+                self.value(*value, mult, dest, elems);
+            }
+            Stmt::Op(call) => self.op(h, call, mult, dest),
+            Stmt::For { var, lo, hi, body, .. } => {
+                let (l, u) = (self.eval(*lo), self.eval(*hi));
+                let (l, trip) = match (l, u) {
+                    (Some(l), Some(u)) => (l, (u - l).max(0.0)),
+                    _ => {
+                        self.ctx.note(format!(
+                            "a loop bound of role `{}` is not known statically: its body is counted once per entry",
+                            self.role.name
+                        ));
+                        (0.0, 1.0)
+                    }
+                };
+                self.env.insert(*var, l + (trip - 1.0).max(0.0) / 2.0);
+                self.loops.push((*var, l, l + trip));
+                if Some(h) == self.main_stmt && dest != Dest::Main {
+                    let mut iter = Work::new(m.pipelines.len());
+                    if let Some(prev) = self.rw.main.take() {
+                        // The same main loop reached twice (e.g. two tile loops): merge.
+                        iter.add_scaled(&prev.iter, 1.0);
+                    }
+                    self.rw.main = Some(MainLoop { stmt: h, iters: mult * trip, iter });
+                    self.block(body, 1.0, Dest::Main);
+                } else {
+                    self.block(body, mult * trip, dest);
+                }
+                self.loops.pop();
+                self.env.remove(var);
+            }
+            Stmt::ForTiles { body, .. } => {
+                self.rw.has_tile_loop = true;
+                let dest = if dest == Dest::Cta { Dest::Rest } else { dest };
+                let mult = if dest == Dest::Rest { 1.0 } else { mult };
+                self.block(body, mult, dest);
+            }
+            Stmt::If { cond, then_block, else_block } => {
+                let p = self.probability(*cond);
+                if p > 0.0 {
+                    self.block(then_block, mult * p, dest);
+                }
+                if let Some(e) = else_block {
+                    if p < 1.0 {
+                        self.block(e, mult * (1.0 - p), dest);
+                    }
+                }
+            }
+        }
+    }
+
+    fn arg(call: &OpCall, i: usize) -> Option<Handle<Expr>> {
+        call.args.get(i).copied().flatten()
+    }
+
+    fn op(&mut self, sh: Handle<Stmt>, call: &OpCall, mult: f64, dest: Dest) {
+        let m = self.m();
+        let ctx = self.ctx;
+        let ty = |i: usize| Self::arg(call, i).map(|e| &m.exprs[e].ty);
+        let shape = |i: usize| ty(i).and_then(Type::const_shape).unwrap_or_default();
+        let threads = f64::from(self.role.threads().max(1));
+        match call.op.as_str() {
+            "wgmma" => {
+                let dtype = ty(1).and_then(Type::dtype).unwrap_or(DType::BF16);
+                let (a, b) = (shape(1), shape(2));
+                let k = a.get(1).copied().unwrap_or(0) as f64;
+                let n = b.first().copied().unwrap_or(0) as f64;
+                let flops = 2.0 * 64.0 * n * k;
+                let bytes = (64.0 * k + n * k) * dtype.size_bytes() as f64;
+                let per = (flops / ctx.tensor_rate_sm(dtype)).max(bytes / ctx.p(P::SmemReadBytesPerSPerSm) * 1e9);
+                let groups = (threads / 128.0).max(1.0);
+                let w = self.work(dest);
+                w.flops += mult * flops * groups;
+                w.tensor_ns += mult * per * groups;
+                w.tensor_own_ns += mult * per;
+            }
+            "mma_sync" => {
+                let (acc, a) = (shape(0), shape(1));
+                let (mm, nn) = (acc.first().copied().unwrap_or(0) as f64, acc.get(1).copied().unwrap_or(0) as f64);
+                let k = a.get(1).copied().unwrap_or(0) as f64;
+                let flops = 2.0 * mm * nn * k;
+                let rate =
+                    ctx.p(P::MmaSyncFlopsPerS) * ctx.p(P::TensorSustainedFraction) / ctx.p(P::SmCount) * 1e-9;
+                let per = flops / rate;
+                let warps = (threads / 32.0).max(1.0);
+                let w = self.work(dest);
+                w.flops += mult * flops * warps;
+                w.tensor_ns += mult * per * warps;
+                // One warp drives one of the SM's four sub-partition tensor cores.
+                w.tensor_own_ns += mult * per * 4.0_f64.min(warps);
+            }
+            "wgmma_commit" | "cp_async_commit" | "arrive_expect_tx" | "griddep_wait" | "griddep_launch_dependents" => {}
+            "wgmma_wait" => {
+                let n = Self::arg(call, 0).and_then(|e| self.eval(e)).unwrap_or(0.0);
+                if n == 0.0 {
+                    let lat = ctx.p(P::WgmmaWaitLatencyNs);
+                    let w = self.work(dest);
+                    w.latency_ns += mult * lat;
+                    w.wgmma_wait0_stmt.get_or_insert(sh);
+                }
+            }
+            "zero" => {
+                let folded = Self::arg(call, 0)
+                    .is_some_and(|e| matches!(m.exprs[e].kind, ExprKind::Local(l) if self.wgmma_accs.contains(&l)));
+                if !folded {
+                    let e = ty(0).map_or(0.0, |t| self.elem_ops(t));
+                    self.work(dest).alu += mult * e;
+                }
+            }
+            "fill" => {
+                let e = ty(0).map_or(0.0, |t| self.elem_ops(t));
+                self.work(dest).alu += mult * e;
+            }
+            "tma_load" => {
+                let issue = ctx.p(P::TmaIssueNs);
+                let (Some(dst), Some(src)) = (Self::arg(call, 0), Self::arg(call, 1)) else { return };
+                let read = self.global_read(src);
+                let region = self.smem_region(dst);
+                let pipe = Self::arg(call, 2).and_then(|e| match m.exprs[e].ty {
+                    Type::Pipeline(p) => Some(p.index()),
+                    _ => None,
+                });
+                let w = self.work(dest);
+                w.issue_ns += mult * issue;
+                if let Some(r) = read {
+                    let r = Read { bytes: mult * r.bytes, ..r };
+                    if let Some(p) = pipe {
+                        let pc = &mut w.pipes[p];
+                        pc.tma_bytes += r.bytes;
+                        pc.tma_loads += mult;
+                        pc.regions.extend(region);
+                        add_read(&mut pc.reads, r.clone());
+                    }
+                    add_read(&mut w.reads, r);
+                }
+            }
+            "tma_store" => {
+                let issue = ctx.p(P::TmaIssueNs);
+                let bytes = Self::arg(call, 0).map_or(0.0, |e| self.window_bytes(e) * self.group_mult(e));
+                let w = self.work(dest);
+                w.issue_ns += mult * issue;
+                w.write_bytes += mult * bytes;
+                w.write_l2_bytes += mult * bytes;
+                w.store_stmt.get_or_insert(sh);
+            }
+            "tma_store_wait" => {}
+            "cp_async" => {
+                let (Some(dst), Some(src)) = (Self::arg(call, 0), Self::arg(call, 1)) else { return };
+                let read = self.global_read(src);
+                let depth = self.smem_region(dst).map_or(1, |r| m.smem[r].stages.saturating_sub(1).max(1));
+                let w = self.work(dest);
+                if let Some(r) = read {
+                    w.lsu += mult * r.bytes / 16.0;
+                    w.cp_async_bytes += mult * r.bytes;
+                    add_read(&mut w.reads, Read { bytes: mult * r.bytes, ..r });
+                }
+                w.cp_async_depth = w.cp_async_depth.max(depth);
+            }
+            "cp_async_wait" => self.work(dest).cp_async_waits += mult,
+            "ldmatrix" => {
+                // Each warp loads its own window: 16 bytes per lane-instruction.
+                let bytes = Self::arg(call, 1).map_or(0.0, |e| self.shared_bytes(e));
+                let warps = (threads / 32.0).max(1.0);
+                self.work(dest).lsu += mult * bytes / 16.0 * warps;
+            }
+            "stmatrix" => {
+                if let Some(src) = Self::arg(call, 1) {
+                    let e = self.elem_ops(&m.exprs[src].ty);
+                    let size = m.exprs[src].ty.dtype().map_or(2, DType::size_bytes) as f64;
+                    self.value(src, mult, dest, e);
+                    self.work(dest).lsu += mult * e * size / 16.0;
+                }
+            }
+            "store" => {
+                let (Some(dst), Some(src)) = (Self::arg(call, 0), Self::arg(call, 1)) else { return };
+                let src_elems = self.elem_ops(&m.exprs[src].ty);
+                self.value(src, mult, dest, src_elems);
+                match &m.exprs[dst].ty {
+                    Type::Global { .. } => {
+                        let bytes = self.window_bytes(dst) * self.group_mult(dst);
+                        let eff = ctx.p(P::StoreSectorEfficiency);
+                        let w = self.work(dest);
+                        w.write_bytes += mult * bytes;
+                        w.write_l2_bytes += mult * bytes / eff;
+                        w.lsu += mult * bytes / 4.0;
+                        w.store_stmt.get_or_insert(sh);
+                    }
+                    t => {
+                        let size = t.dtype().map_or(4, DType::size_bytes) as f64;
+                        self.work(dest).lsu += mult * src_elems * size / 4.0;
+                    }
+                }
+            }
+            "acquire" | "wait" | "release" => {
+                let Some(a) = Self::arg(call, 0) else { return };
+                match m.exprs[a].ty {
+                    Type::Pipeline(p) => {
+                        let pc = &mut self.work(dest).pipes[p.index()];
+                        match call.op.as_str() {
+                            "acquire" => pc.acquires += mult,
+                            "wait" => pc.waits += mult,
+                            _ => pc.releases += mult,
+                        }
+                    }
+                    _ => {
+                        let lat = ctx.p(P::MbarrierHandoffNs);
+                        if call.op == "wait" {
+                            self.work(dest).sync_ns += mult * lat;
+                        }
+                    }
+                }
+            }
+            "arrive" | "sync" | "sync_role" => {
+                let c = ctx.p(P::BarSyncNs);
+                self.work(dest).sync_ns += mult * c;
+            }
+            "wait_parity" => {
+                let c = ctx.p(P::MbarrierHandoffNs);
+                self.work(dest).sync_ns += mult * c;
+            }
+            "fence_proxy_async" => {
+                let c = ctx.p(P::FenceProxyAsyncNs);
+                self.work(dest).sync_ns += mult * c;
+            }
+            "cluster_sync" => {
+                let c = ctx.p(P::ClusterSyncNs);
+                self.work(dest).sync_ns += mult * c;
+            }
+            other => {
+                ctx.note(format!("operation `{other}` is not in the cost model: counted as free"));
+                for &a in call.args.iter().flatten() {
+                    if matches!(m.exprs[a].ty, Type::Frag { .. }) {
+                        let e = self.elem_ops(&m.exprs[a].ty);
+                        self.value(a, mult, dest, e);
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- expressions ---------------------------------------------------------------------
+
+    /// Cost of evaluating a value expression. `ctx_elems`: thread-level elements of the
+    /// computation that consumes it (bounds the loads of a broadcast shared operand).
+    fn value(&mut self, e: Handle<Expr>, mult: f64, dest: Dest, ctx_elems: f64) {
+        let m = self.m();
+        let ctx = self.ctx;
+        let expr = &m.exprs[e];
+        match &expr.kind {
+            ExprKind::Index { .. } | ExprKind::Smem(_) | ExprKind::View(_) | ExprKind::Tensor(_) => match &expr.ty {
+                Type::Shared { dtype, shape, .. } => {
+                    let per_role = prod(shape) * f64::from(self.role.threads());
+                    let loads = per_role.min(ctx_elems.max(1.0)) * dtype.size_bytes() as f64 / 8.0;
+                    self.work(dest).lsu += mult * loads;
+                }
+                Type::Global { .. } => {
+                    let lat = ctx.p(P::LoadLatencyNs);
+                    if let Some(r) = self.global_read(e) {
+                        let w = self.work(dest);
+                        w.lsu += mult * r.bytes / 16.0;
+                        w.latency_ns += mult * lat;
+                        add_read(&mut w.reads, Read { bytes: mult * r.bytes, ..r });
+                    }
+                }
+                _ => {}
+            },
+            ExprKind::Binary(op, a, b) => {
+                let (a, b) = (*a, *b);
+                let mut own = self.elem_ops(&expr.ty);
+                if matches!(op, BinOp::Div | BinOp::Rem) && expr.ty.dtype().is_some_and(DType::is_int) {
+                    own *= 8.0; // integer division is a multi-instruction sequence
+                }
+                self.work(dest).alu += mult * own;
+                // a*b ± c contracts into one FMA: the multiply costs nothing of its own.
+                let fused = |x: Handle<Expr>| {
+                    matches!(op, BinOp::Add | BinOp::Sub)
+                        && matches!(m.exprs[x].kind, ExprKind::Binary(BinOp::Mul, ..))
+                        && m.exprs[x].ty.dtype().is_some_and(DType::is_float)
+                };
+                for x in [a, b] {
+                    if fused(x) {
+                        if let ExprKind::Binary(_, p, q) = m.exprs[x].kind {
+                            self.value(p, mult, dest, ctx_elems);
+                            self.value(q, mult, dest, ctx_elems);
+                        }
+                    } else {
+                        self.value(x, mult, dest, ctx_elems);
+                    }
+                }
+            }
+            ExprKind::Unary(op, a) => {
+                let own = match op {
+                    UnOp::Neg | UnOp::Not => self.elem_ops(&expr.ty),
+                };
+                self.work(dest).alu += mult * own;
+                self.value(*a, mult, dest, ctx_elems);
+            }
+            ExprKind::Call(call) => self.math(e, call, mult, dest),
+            _ => {}
+        }
+    }
+
+    fn math(&mut self, e: Handle<Expr>, call: &OpCall, mult: f64, dest: Dest) {
+        let m = self.m();
+        let ctx = self.ctx;
+        let out = self.elem_ops(&m.exprs[e].ty);
+        let arg0 = Self::arg(call, 0);
+        let input = arg0.map_or(0.0, |a| self.elem_ops(&m.exprs[a].ty));
+        match call.op.as_str() {
+            "cast" => {
+                let c = ctx.p(P::CastAluSlots);
+                self.work(dest).alu += mult * out * c;
+            }
+            "exp" | "log" => {
+                let w = self.work(dest);
+                w.sfu += mult * out;
+                w.alu += mult * out;
+            }
+            "exp2" | "rsqrt" => self.work(dest).sfu += mult * out,
+            "sqrt" => {
+                let c = ctx.p(P::SqrtAluSlots);
+                let w = self.work(dest);
+                w.sfu += mult * out;
+                w.alu += mult * out * c;
+            }
+            "abs" | "min" | "max" | "select" | "fma" => self.work(dest).alu += mult * out,
+            "reduce_min" | "reduce_max" | "reduce_sum" | "reduce_argmin" | "reduce_argmax" => {
+                let (rank, numel_out) = match (&arg0.map(|a| &m.exprs[a].ty), &m.exprs[e].ty) {
+                    (Some(Type::Frag { shape, .. }), Type::Frag { shape: o, .. }) => (shape.len(), prod(o)),
+                    _ => (1, 1.0),
+                };
+                let axis = Self::arg(call, 1).and_then(|a| self.eval(a)).unwrap_or(rank as f64 - 1.0);
+                // Along the last axis of an MMA accumulator a row lives in the 4 lanes of a quad
+                // (2 butterfly steps); other axes span the warp (5 steps) — an approximation.
+                let lanes: f64 = if axis as usize + 1 == rank { 4.0 } else { 32.0 };
+                if lanes > 4.0 {
+                    ctx.note(format!(
+                        "`{}` along axis {} is costed as a full-warp butterfly (its shared-memory exchange is not modeled)",
+                        call.op, axis
+                    ));
+                }
+                let groups = self.groups_of(&m.exprs[e].ty);
+                let rows = numel_out * lanes * groups;
+                let steps = lanes.log2();
+                let arg = matches!(call.op.as_str(), "reduce_argmin" | "reduce_argmax");
+                let step_slots = if arg { ctx.p(P::ArgminStepAluSlots) } else { 1.0 };
+                let w = self.work(dest);
+                w.alu += mult * (input * step_slots + rows * steps * if arg { 3.0 } else { 1.0 });
+                w.shfl += mult * rows * steps * if arg { 2.0 } else { 1.0 };
+            }
+            other => ctx.note(format!("operation `{other}` is not in the cost model: counted as free")),
+        }
+        for &a in call.args.iter().flatten() {
+            let t = &m.exprs[a].ty;
+            if matches!(t, Type::Frag { .. } | Type::Shared { .. } | Type::Global { .. }) {
+                self.value(a, mult, dest, input.max(out));
+            }
+        }
+    }
+
+    // ---- helpers -------------------------------------------------------------------------
+
+    /// Thread-level element operations one elementwise op over a value of type `t` costs,
+    /// summed over the role's groups. Scalars cost nothing (index arithmetic is hoisted).
+    fn elem_ops(&self, t: &Type) -> f64 {
+        match t {
+            Type::Frag { shape, scope, .. } => {
+                let s = scope.unwrap_or(self.unit_scope());
+                prod(shape).max(f64::from(s.threads())) * self.groups(s)
+            }
+            _ => 0.0,
+        }
+    }
+
+    fn groups_of(&self, t: &Type) -> f64 {
+        match t {
+            Type::Frag { scope, .. } => self.groups(scope.unwrap_or(self.unit_scope())),
+            _ => 1.0,
+        }
+    }
+
+    fn groups(&self, s: Scope) -> f64 {
+        (f64::from(self.role.threads()) / f64::from(s.threads())).max(1.0)
+    }
+
+    fn unit_scope(&self) -> Scope {
+        match self.role.unit {
+            RoleUnit::Warp => Scope::Warp,
+            RoleUnit::Warpgroup => Scope::Warpgroup,
+        }
+    }
+
+    /// Bytes of a constant-shape global or shared window.
+    fn window_bytes(&self, e: Handle<Expr>) -> f64 {
+        let t = &self.m().exprs[e].ty;
+        match (t.const_shape(), t.dtype()) {
+            (Some(s), Some(d)) => prod(&s) * d.size_bytes() as f64,
+            _ => {
+                self.ctx.note("a global window of symbolic shape is counted as empty".to_string());
+                0.0
+            }
+        }
+    }
+
+    fn shared_bytes(&self, e: Handle<Expr>) -> f64 {
+        match &self.m().exprs[e].ty {
+            Type::Shared { dtype, shape, .. } => prod(shape) * dtype.size_bytes() as f64,
+            _ => 0.0,
+        }
+    }
+
+    /// A global window read: its tensor, the tile axes it depends on, and its bytes over all of
+    /// the role's groups (a window indexed by the group id is one window per group).
+    fn global_read(&self, e: Handle<Expr>) -> Option<Read> {
+        let tensor = self.tensor_of(e)?;
+        let mut mask = 0u32;
+        self.tile_axes(e, &mut mask);
+        Some(Read { tensor, mask, bytes: self.window_bytes(e) * self.group_mult(e) })
+    }
+
+    fn tensor_of(&self, e: Handle<Expr>) -> Option<usize> {
+        match &self.m().exprs[e].ty {
+            Type::Global { tensor, .. } => Some(tensor.index()),
+            _ => None,
+        }
+    }
+
+    fn smem_region(&self, e: Handle<Expr>) -> Option<Handle<SmemDecl>> {
+        let m = self.m();
+        match &m.exprs[e].kind {
+            ExprKind::Smem(h) => Some(*h),
+            ExprKind::View(v) => Some(m.views[*v].region),
+            ExprKind::Index { base, .. } => self.smem_region(*base),
+            _ => None,
+        }
+    }
+
+    fn tile_axes(&self, e: Handle<Expr>, mask: &mut u32) {
+        self.visit(e, &mut |k| {
+            if let ExprKind::Field { field: Field::TileAxis(i), .. } = k {
+                if *i < 32 {
+                    *mask |= 1 << i;
+                }
+            }
+        });
+    }
+
+    /// How many copies of a window the role's groups touch: one per warpgroup (warp) when the
+    /// window is indexed by this role's `.warpgroup` (`.warp`), else one.
+    fn group_mult(&self, e: Handle<Expr>) -> f64 {
+        let m = self.m();
+        let mut f = 1.0f64;
+        let threads = f64::from(self.role.threads());
+        let role_h = self.role_h;
+        self.visit(e, &mut |k| {
+            if let ExprKind::Field { base, field } = k {
+                if matches!(m.exprs[*base].kind, ExprKind::Role(r) if r == role_h) {
+                    match field {
+                        Field::Warpgroup => f = f.max(threads / 128.0),
+                        Field::Warp => f = f.max(threads / 32.0),
+                        _ => {}
+                    }
+                }
+            }
+        });
+        f.max(1.0)
+    }
+
+    fn visit(&self, e: Handle<Expr>, f: &mut dyn FnMut(&ExprKind)) {
+        let m = self.m();
+        let k = &m.exprs[e].kind;
+        f(k);
+        match k {
+            ExprKind::Field { base, .. } => self.visit(*base, f),
+            ExprKind::Index { base, items } => {
+                self.visit(*base, f);
+                for it in items {
+                    match it {
+                        IndexItem::At(x) => self.visit(*x, f),
+                        IndexItem::Window { start, .. } => self.visit(*start, f),
+                        IndexItem::Full => {}
+                    }
+                }
+            }
+            ExprKind::Call(c) => {
+                for &a in c.args.iter().flatten() {
+                    self.visit(a, f);
+                }
+            }
+            ExprKind::Unary(_, a) => self.visit(*a, f),
+            ExprKind::Binary(_, a, b) => {
+                self.visit(*a, f);
+                self.visit(*b, f);
+            }
+            _ => {}
+        }
+    }
+
+    // ---- static evaluation ---------------------------------------------------------------
+
+    /// Evaluate an integer/boolean expression with dims, loop variables at their mean values and
+    /// tile indices at the mean of their axis.
+    fn eval(&self, e: Handle<Expr>) -> Option<f64> {
+        let m = self.m();
+        Some(match &m.exprs[e].kind {
+            ExprKind::Int(i) => *i as f64,
+            ExprKind::Float(s) => s.parse().ok()?,
+            ExprKind::Bool(b) => f64::from(u8::from(*b)),
+            ExprKind::Dim(d) => *self.ctx.dims.get(d.index())? as f64,
+            ExprKind::Local(l) => *self.env.get(l)?,
+            ExprKind::Field { field: Field::TileAxis(i), .. } => {
+                (*self.ctx.tile_extents.get(*i)? as f64 - 1.0).max(0.0) / 2.0
+            }
+            ExprKind::Field { field: Field::Warpgroup, .. } => (f64::from(self.role.threads()) / 128.0 - 1.0).max(0.0) / 2.0,
+            ExprKind::Field { field: Field::Warp, .. } => (f64::from(self.role.threads()) / 32.0 - 1.0).max(0.0) / 2.0,
+            ExprKind::Unary(UnOp::Neg, a) => -self.eval(*a)?,
+            ExprKind::Unary(UnOp::Not, a) => f64::from(u8::from(self.eval(*a)? == 0.0)),
+            ExprKind::Binary(op, a, b) => {
+                let (x, y) = (self.eval(*a)?, self.eval(*b)?);
+                let int = x.fract() == 0.0 && y.fract() == 0.0;
+                let t = |c: bool| f64::from(u8::from(c));
+                match op {
+                    BinOp::Add => x + y,
+                    BinOp::Sub => x - y,
+                    BinOp::Mul => x * y,
+                    BinOp::Div if y == 0.0 => return None,
+                    BinOp::Div if int => (x / y).trunc(),
+                    BinOp::Div => x / y,
+                    BinOp::Rem if y == 0.0 => return None,
+                    BinOp::Rem => x % y,
+                    BinOp::Shl => x * 2f64.powf(y),
+                    BinOp::Shr => (x / 2f64.powf(y)).floor(),
+                    BinOp::Lt => t(x < y),
+                    BinOp::Le => t(x <= y),
+                    BinOp::Gt => t(x > y),
+                    BinOp::Ge => t(x >= y),
+                    BinOp::Eq => t(x == y),
+                    BinOp::Ne => t(x != y),
+                    BinOp::And => t(x != 0.0 && y != 0.0),
+                    BinOp::Or => t(x != 0.0 || y != 0.0),
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    /// Fraction of executions in which `cond` holds: exact over the innermost enclosing loop
+    /// variable it mentions (enumerated, up to 2^16 values), else its static value, else ½.
+    fn probability(&mut self, cond: Handle<Expr>) -> f64 {
+        let mut vars = Vec::new();
+        self.visit(cond, &mut |k| {
+            if let ExprKind::Local(l) = k {
+                vars.push(*l);
+            }
+        });
+        let innermost = self.loops.iter().rev().find(|(v, _, _)| vars.contains(v)).copied();
+        if let Some((var, lo, hi)) = innermost {
+            let n = (hi - lo).max(0.0);
+            if (1.0..=65536.0).contains(&n) {
+                let saved = self.env.get(&var).copied();
+                let mut hits = 0.0;
+                let mut known = true;
+                for i in 0..n as u64 {
+                    self.env.insert(var, lo + i as f64);
+                    match self.eval(cond) {
+                        Some(v) if v != 0.0 => hits += 1.0,
+                        Some(_) => {}
+                        None => {
+                            known = false;
+                            break;
+                        }
+                    }
+                }
+                if let Some(s) = saved {
+                    self.env.insert(var, s);
+                }
+                if known {
+                    return hits / n;
+                }
+            }
+        } else if let Some(v) = self.eval(cond) {
+            return if v != 0.0 { 1.0 } else { 0.0 };
+        }
+        self.ctx.note("a condition could not be evaluated statically: each branch is weighted ½".to_string());
+        0.5
+    }
+}

@@ -1,0 +1,880 @@
+//! Register fragments (declarations, `let`, assignment, `zero`, `fill`, reductions, `store`) and
+//! memory references (shared and global windows).
+
+use std::collections::BTreeSet;
+
+use super::layout::{self, reg_ctype, Layout};
+use super::prelude::Helper;
+use super::{c_ident, size_c, size_multiple, strip_parens, unsupported, Lw, LowerError};
+use crate::ir::*;
+use crate::span::Span;
+
+/// One byte-offset term of a shared-memory reference: `stride * (c)`.
+#[derive(Clone, Debug)]
+pub(crate) struct Term {
+    pub c: String,
+    pub stride: u64,
+    /// A number every value of `c` is a multiple of (0: always zero).
+    pub mult: i64,
+    /// Whether the term indexes the innermost dimension.
+    pub innermost: bool,
+}
+
+/// A shared-memory window: region, byte-offset terms relative to the region's base, and the
+/// remaining shape with its byte strides.
+#[derive(Clone, Debug)]
+pub(crate) struct SmemRef {
+    pub region: usize,
+    pub terms: Vec<Term>,
+    pub shape: Vec<i64>,
+    pub strides: Vec<u64>,
+    pub swizzle: Swizzle,
+    /// Bytes of one row of the region (its innermost dimension).
+    pub pitch: u64,
+}
+
+impl SmemRef {
+    /// C: byte offset relative to the region base.
+    pub fn offset_c(&self) -> String {
+        let parts: Vec<String> = self.terms.iter().filter(|t| t.mult != 0).map(|t| mul_c(t.stride, &t.c)).collect();
+        if parts.is_empty() {
+            "0".into()
+        } else {
+            parts.join(" + ")
+        }
+    }
+
+    /// Whether every offset term is provably a multiple of `align` bytes (innermost terms
+    /// included unless `skip_innermost`).
+    pub fn aligned(&self, align: u64, skip_innermost: bool) -> bool {
+        self.terms.iter().filter(|t| !(skip_innermost && t.innermost)).all(|t| {
+            t.mult == 0 || (t.mult as u64).saturating_mul(t.stride) % align == 0 || (t.stride % align == 0)
+        })
+    }
+}
+
+/// `stride * (c)` with as few parentheses as reads well.
+pub(crate) fn mul_c(stride: u64, c: &str) -> String {
+    let simple = c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+    match (stride, simple) {
+        (1, true) => c.to_string(),
+        (1, false) => format!("({})", strip_parens(c)),
+        (_, true) => format!("{stride} * {c}"),
+        (_, false) => format!("{stride} * ({})", strip_parens(c)),
+    }
+}
+
+/// One dimension of a global window: the start (C) and, for a window or full dimension, its
+/// length; `None` for a dimension picked by an index.
+#[derive(Clone, Debug)]
+pub(crate) struct GDim {
+    pub start: String,
+    pub start_mult: i64,
+    pub len: Option<i64>,
+}
+
+pub(crate) struct GlobalRef {
+    pub tensor: Handle<TensorDecl>,
+    pub dims: Vec<GDim>,
+}
+
+impl<'a> Lw<'a> {
+    // -----------------------------------------------------------------------------------------
+    // Memory references
+
+    pub(crate) fn smem_ref(&mut self, e: Handle<Expr>) -> Result<SmemRef, LowerError> {
+        let m = self.m;
+        let span = self.expr_span(e);
+        let (base, items): (Handle<Expr>, Vec<IndexItem>) = match &m.exprs[e].kind {
+            ExprKind::Index { base, items } => (*base, items.clone()),
+            ExprKind::Smem(_) => (e, Vec::new()),
+            ExprKind::View(_) => return Err(unsupported("shared-memory views", span)),
+            _ => return Err(unsupported("this shared-memory expression", span)),
+        };
+        let ExprKind::Smem(h) = m.exprs[base].kind else {
+            return Err(unsupported("indexing this shared-memory expression", span));
+        };
+        let s = &m.smem[h];
+        let esize = s.dtype.size_bytes();
+        let mut full: Vec<i64> = Vec::new();
+        let mut strides: Vec<u64> = Vec::new();
+        if s.stages > 1 {
+            full.push(i64::from(s.stages));
+            strides.push(s.stage_bytes());
+        }
+        for (i, _) in s.shape.iter().enumerate() {
+            full.push(s.shape[i]);
+            strides.push(s.shape[i + 1..].iter().product::<i64>().max(0) as u64 * esize);
+        }
+        if items.len() > full.len() || full.is_empty() {
+            return Err(LowerError::new("L001", "too many indices", span));
+        }
+        let mut terms = Vec::new();
+        let mut shape = Vec::new();
+        let mut rem_strides = Vec::new();
+        let last = full.len() - 1;
+        for (d, (&extent, &stride)) in full.iter().zip(&strides).enumerate() {
+            match items.get(d) {
+                Some(IndexItem::At(x)) => {
+                    let c = self.scalar(*x)?;
+                    let mult = self.known_multiple(*x);
+                    terms.push(Term { c, stride, mult, innermost: d == last });
+                }
+                Some(IndexItem::Window { start, len }) => {
+                    let c = self.scalar(*start)?;
+                    let mult = self.known_multiple(*start);
+                    terms.push(Term { c, stride, mult, innermost: d == last });
+                    shape.push(*len);
+                    rem_strides.push(stride);
+                }
+                Some(IndexItem::Full) | None => {
+                    shape.push(extent);
+                    rem_strides.push(stride);
+                }
+            }
+        }
+        let pitch = s.shape.last().copied().unwrap_or(1).max(1) as u64 * esize;
+        Ok(SmemRef { region: h.index(), terms, shape, strides: rem_strides, swizzle: s.swizzle, pitch })
+    }
+
+    /// C: the 32-bit shared address of a reference plus `extra` (a byte-offset C expression), the
+    /// region's swizzle applied to the whole offset.
+    pub(crate) fn smem_addr_c(&mut self, r: &SmemRef, extra: Option<&str>) -> String {
+        let base = self.regions[r.region].addr.clone();
+        let mut off = r.offset_c();
+        if let Some(x) = extra {
+            off = if off == "0" { x.to_string() } else { format!("{off} + {x}") };
+        }
+        if r.swizzle == Swizzle::None {
+            if off == "0" {
+                base
+            } else {
+                format!("{base} + {off}")
+            }
+        } else {
+            self.need(Helper::Swizzle);
+            format!("{base} + cake_swizzle<{}>({off})", r.swizzle.bytes())
+        }
+    }
+
+    pub(crate) fn global_ref(&mut self, e: Handle<Expr>) -> Result<GlobalRef, LowerError> {
+        let m = self.m;
+        let span = self.expr_span(e);
+        let (base, items): (Handle<Expr>, Vec<IndexItem>) = match &m.exprs[e].kind {
+            ExprKind::Index { base, items } => (*base, items.clone()),
+            ExprKind::Tensor(_) => (e, Vec::new()),
+            _ => return Err(unsupported("this global-memory expression", span)),
+        };
+        let ExprKind::Tensor(t) = m.exprs[base].kind else {
+            return Err(unsupported("indexing this global-memory expression", span));
+        };
+        let td = &m.tensors[t];
+        let mut dims = Vec::new();
+        for (d, extent) in td.shape.iter().enumerate() {
+            dims.push(match items.get(d) {
+                Some(IndexItem::At(x)) => GDim { start: self.scalar(*x)?, start_mult: self.known_multiple(*x), len: None },
+                Some(IndexItem::Window { start, len }) => {
+                    GDim { start: self.scalar(*start)?, start_mult: self.known_multiple(*start), len: Some(*len) }
+                }
+                Some(IndexItem::Full) | None => match extent.as_const() {
+                    Some(c) => GDim { start: "0".into(), start_mult: 0, len: Some(c) },
+                    None => {
+                        return Err(unsupported(
+                            format!("a whole dimension of run-time extent ({}) as a window", size_c(m, extent)),
+                            span,
+                        ))
+                    }
+                },
+            });
+        }
+        Ok(GlobalRef { tensor: t, dims })
+    }
+
+    /// C: the element-stride of dimension `d` of tensor `t` (`1` for the innermost).
+    pub(crate) fn gstride(&mut self, t: Handle<TensorDecl>, d: usize) -> String {
+        let td = &self.m.tensors[t];
+        if d + 1 == td.shape.len() {
+            return "1".into();
+        }
+        self.strides_needed.insert(t.index());
+        self.stride_name(t.index(), d)
+    }
+
+    /// C: pointer to the window's first element (`T + start0 * stride0 + ...`).
+    pub(crate) fn gbase_c(&mut self, g: &GlobalRef) -> String {
+        let name = c_ident(&self.m.tensors[g.tensor].name);
+        let mut parts = vec![name];
+        for (d, gd) in g.dims.iter().enumerate() {
+            if gd.start_mult == 0 {
+                continue;
+            }
+            let stride = self.gstride(g.tensor, d);
+            parts.push(if stride == "1" {
+                format!("({})", strip_parens(&gd.start))
+            } else {
+                format!("(long long)({}) * {stride}", strip_parens(&gd.start))
+            });
+        }
+        parts.join(" + ")
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Layouts
+
+    /// Decide the layout of every `reg` fragment of a role body from its type and its uses.
+    pub(crate) fn layouts_for_body(&mut self, block: &Block) -> Result<(), LowerError> {
+        let m = self.m;
+        let mut a_ops = BTreeSet::new();
+        let mut b_ops = BTreeSet::new();
+        let mut regs = Vec::new();
+        self.scan_block(block, &mut |_, s| {
+            match s {
+                Stmt::Op(c) if c.op == "mma_sync" => {
+                    for (i, set) in [(1usize, &mut a_ops), (2, &mut b_ops)] {
+                        if let Some(Some(x)) = c.args.get(i) {
+                            if let ExprKind::Local(l) = m.exprs[*x].kind {
+                                set.insert(l);
+                            }
+                        }
+                    }
+                }
+                Stmt::Reg(l) => regs.push(*l),
+                _ => {}
+            }
+        });
+        for l in regs {
+            let local = &m.locals[l];
+            let Type::Frag { dtype, shape, scope } = &local.ty else {
+                return Err(LowerError::new("L007", format!("`{}` is not a register fragment", local.name), *m.locals.span(l)));
+            };
+            let span = *m.locals.span(l);
+            let bad = |why: &str| {
+                LowerError::new(
+                    "L007",
+                    format!("no thread layout for fragment `{}`: {dtype}{shape:?} per {}: {why}", local.name, scope.map_or("?", |s| s.name())),
+                    span,
+                )
+            };
+            let lay = match (scope, shape.as_slice()) {
+                (_, []) => Layout::Scalar,
+                (Some(Scope::Warpgroup), [64, n]) if n % 8 == 0 && (8..=256).contains(n) => {
+                    Layout::Acc { m_tiles: 1, n_tiles: (*n / 8) as u32, wg: true }
+                }
+                (Some(Scope::Warpgroup), [64]) => Layout::Rows { m_tiles: 1, wg: true },
+                (Some(Scope::Warp), [r, c]) if a_ops.contains(&l) => {
+                    if r % 16 != 0 || c % 16 != 0 {
+                        return Err(bad("an mma.sync A operand needs multiples of 16 rows and 16 columns"));
+                    }
+                    Layout::MmaA { m_tiles: (*r / 16) as u32, k_tiles: (*c / 16) as u32 }
+                }
+                (Some(Scope::Warp), [r, c]) if b_ops.contains(&l) => {
+                    if r % 8 != 0 || c % 16 != 0 {
+                        return Err(bad("an mma.sync B operand needs multiples of 8 rows and 16 columns"));
+                    }
+                    Layout::MmaB { n_tiles: (*r / 8) as u32, k_tiles: (*c / 16) as u32 }
+                }
+                (Some(Scope::Warp), [r, c]) if r % 16 == 0 && c % 8 == 0 => {
+                    Layout::Acc { m_tiles: (*r / 16) as u32, n_tiles: (*c / 8) as u32, wg: false }
+                }
+                (Some(Scope::Warp), [r]) if r % 16 == 0 => Layout::Rows { m_tiles: (*r / 16) as u32, wg: false },
+                _ => return Err(bad("the lowering knows the wgmma/mma.sync accumulator, row-vector and operand layouts")),
+            };
+            if a_ops.contains(&l) && b_ops.contains(&l) {
+                return Err(bad("used as both the A and the B operand of mma_sync"));
+            }
+            if reg_ctype(*dtype, lay).is_none() {
+                return Err(bad("no register representation for this dtype"));
+            }
+            self.layouts.insert(l, lay);
+        }
+        Ok(())
+    }
+
+    /// The layout of a fragment-valued expression (`None` for scalars and shared broadcasts).
+    pub(crate) fn layout_of(&self, e: Handle<Expr>) -> Result<Option<Layout>, LowerError> {
+        let m = self.m;
+        let span = self.expr_span(e);
+        let ex = &m.exprs[e];
+        if !matches!(ex.ty, Type::Frag { .. }) {
+            return Ok(None);
+        }
+        let merge = |ls: Vec<Option<Layout>>| -> Result<Option<Layout>, LowerError> {
+            let mut out: Option<Layout> = None;
+            for l in ls.into_iter().flatten() {
+                if l == Layout::Scalar {
+                    continue;
+                }
+                match out {
+                    None => out = Some(l),
+                    Some(o) if o == l => {}
+                    Some(o) => {
+                        return Err(LowerError::new(
+                            "L007",
+                            format!("operands have different thread layouts ({} and {})", o.describe(), l.describe()),
+                            span,
+                        ))
+                    }
+                }
+            }
+            Ok(out)
+        };
+        Ok(match &ex.kind {
+            ExprKind::Local(l) => Some(*self.layouts.get(l).ok_or_else(|| {
+                LowerError::new("L007", format!("fragment `{}` has no known layout", m.locals[*l].name), span)
+            })?),
+            ExprKind::Unary(_, a) => self.layout_of(*a)?,
+            ExprKind::Binary(_, a, b) => merge(vec![self.layout_of(*a)?, self.layout_of(*b)?])?,
+            ExprKind::Call(c) if c.op.starts_with("reduce_") => {
+                let x = c.args.first().copied().flatten().ok_or_else(|| LowerError::new("L001", "reduce without operand", span))?;
+                let axis = c.args.get(1).copied().flatten().and_then(|a| self.const_int(a)).unwrap_or(-1);
+                let lx = self.layout_of(x)?.ok_or_else(|| unsupported("a reduction over a non-fragment", span))?;
+                Some(lx.reduced(axis).ok_or_else(|| {
+                    unsupported(format!("reduction over axis {axis} of the {}", lx.describe()), span)
+                        .with_note("only axis 1 of an accumulator (a row reduction inside each lane quad) is lowered")
+                })?)
+            }
+            ExprKind::Call(c) => {
+                let mut ls = Vec::new();
+                for a in c.args.iter().flatten() {
+                    ls.push(self.layout_of(*a)?);
+                }
+                merge(ls)?
+            }
+            _ => return Err(unsupported(format!("this fragment expression ({})", ex.ty), span)),
+        })
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Statements on fragments
+
+    pub(crate) fn declare_reg(&mut self, l: Handle<Local>, span: Span) -> Result<(), LowerError> {
+        let m = self.m;
+        let local = &m.locals[l];
+        let lay = *self.layouts.get(&l).ok_or_else(|| LowerError::new("L007", "fragment without layout", span))?;
+        let Type::Frag { dtype, shape, scope } = &local.ty else { unreachable!("checked in layouts_for_body") };
+        let cty = reg_ctype(*dtype, lay).expect("checked");
+        let name = self.local_name(l);
+        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+        self.w.line(format!(
+            "{cty} {name}[{}];  // {dtype}[{}] per {}: {}",
+            lay.regs(),
+            dims.join(", "),
+            scope.map_or("thread", |s| s.name()),
+            lay.describe()
+        ));
+        if self.role.as_ref().is_some_and(|r| r.wgmma_accs.contains(&l)) {
+            let flag = self.derived(&format!("{name}_scale_d"));
+            self.w.line(format!("int {flag} = 1;  // 0: the next wgmma writes {name} instead of accumulating (a zero() folded into it)"));
+            self.scale_flags.insert(l, flag);
+        }
+        Ok(())
+    }
+
+    /// Materialize every reduction inside `e` (post-order) into temporaries; returns nothing, the
+    /// temporaries are remembered by expression.
+    fn materialize_reductions(&mut self, e: Handle<Expr>, temps: &mut Vec<(Handle<Expr>, String)>) -> Result<(), LowerError> {
+        let m = self.m;
+        match &m.exprs[e].kind {
+            ExprKind::Call(c) if c.op.starts_with("reduce_") => {
+                let name = self.fresh("red");
+                self.reduction(e, &name, temps)?;
+                temps.push((e, name));
+            }
+            ExprKind::Call(c) => {
+                for a in c.args.iter().flatten() {
+                    self.materialize_reductions(*a, temps)?;
+                }
+            }
+            ExprKind::Unary(_, a) => self.materialize_reductions(*a, temps)?,
+            ExprKind::Binary(_, a, b) => {
+                self.materialize_reductions(*a, temps)?;
+                self.materialize_reductions(*b, temps)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Emit a reduction call `e` into a new array `name`.
+    fn reduction(&mut self, e: Handle<Expr>, name: &str, temps: &mut Vec<(Handle<Expr>, String)>) -> Result<(), LowerError> {
+        let m = self.m;
+        let span = self.expr_span(e);
+        let ExprKind::Call(c) = &m.exprs[e].kind else { unreachable!() };
+        let x = c.args.first().copied().flatten().ok_or_else(|| LowerError::new("L001", "reduce without operand", span))?;
+        self.materialize_reductions(x, temps)?;
+        let lx = self.layout_of(x)?.ok_or_else(|| unsupported("a reduction over a non-fragment", span))?;
+        let out = self.layout_of(e)?.expect("reduction layout");
+        let Layout::Acc { n_tiles, .. } = lx else {
+            return Err(unsupported(format!("a reduction over the {}", lx.describe()), span));
+        };
+        let xd = m.exprs[x].ty.dtype().ok_or_else(|| unsupported("reduction operand dtype", span))?;
+        let xty = reg_ctype(xd, lx).ok_or_else(|| unsupported("reduction operand dtype", span))?;
+        let is_arg = c.op == "reduce_argmin" || c.op == "reduce_argmax";
+        let out_ty = m.exprs[e].ty.dtype().and_then(|d| reg_ctype(d, out)).ok_or_else(|| unsupported("this reduction's result type", span))?;
+        let float = xd.is_float();
+        let combine = |a: &str, b: &str| -> String {
+            match (c.op.as_str(), float) {
+                ("reduce_min", true) => format!("fminf({a}, {b})"),
+                ("reduce_max", true) => format!("fmaxf({a}, {b})"),
+                ("reduce_min", false) => format!("({b} < {a} ? {b} : {a})"),
+                ("reduce_max", false) => format!("({b} > {a} ? {b} : {a})"),
+                _ => format!("{a} + {b}"),
+            }
+        };
+        if !matches!(c.op.as_str(), "reduce_min" | "reduce_max" | "reduce_sum" | "reduce_argmin" | "reduce_argmax") {
+            return Err(unsupported(format!("`{}`", c.op), span));
+        }
+        let cols = 2 * n_tiles;
+        self.w.line(format!("{out_ty} {name}[{}];  // {} over axis 1: {}", out.regs(), c.op, out.describe()));
+        self.w.line("#pragma unroll");
+        self.w.open(format!("for (int cake_s = 0; cake_s < {}; ++cake_s) {{  // row slot: 16-row tile cake_s / 2, half cake_s % 2", out.regs()));
+        self.w.line(format!("{xty} cake_v = 0;"));
+        if is_arg {
+            self.need(Helper::ArgBetter);
+            self.w.line("int cake_vi = 0;");
+        }
+        self.w.line("#pragma unroll");
+        self.w.open(format!("for (int cake_c = 0; cake_c < {cols}; ++cake_c) {{  // this thread's columns of the row, in index order"));
+        self.w.line(format!("const int cake_i = ((cake_s / 2) * {n_tiles} + cake_c / 2) * 4 + (cake_s % 2) * 2 + cake_c % 2;"));
+        let v = self.elem(x, lx, "cake_i", temps)?;
+        self.w.line(format!("const {xty} cake_x = {};", strip_parens(&v)));
+        if is_arg {
+            let col = lx.col("cake_i").expect("acc col");
+            let max = if c.op == "reduce_argmax" { "true" } else { "false" };
+            self.w.line(format!("const int cake_xi = {col};"));
+            self.w.line(format!("if (cake_c == 0 || cake_arg_better({max}, cake_x, cake_xi, cake_v, cake_vi)) {{ cake_v = cake_x; cake_vi = cake_xi; }}"));
+        } else {
+            self.w.line(format!("cake_v = cake_c == 0 ? cake_x : {};", combine("cake_v", "cake_x")));
+        }
+        self.w.close("}");
+        self.w.line("// the other columns of the row live in the other three lanes of the quad");
+        self.w.line("#pragma unroll");
+        self.w.open("for (int cake_o = 1; cake_o < 4; cake_o *= 2) {");
+        self.w.line("const auto cake_y = __shfl_xor_sync(0xffffffffu, cake_v, cake_o);");
+        if is_arg {
+            let max = if c.op == "reduce_argmax" { "true" } else { "false" };
+            self.w.line("const int cake_yi = __shfl_xor_sync(0xffffffffu, cake_vi, cake_o);");
+            self.w.line(format!("if (cake_arg_better({max}, cake_y, cake_yi, cake_v, cake_vi)) {{ cake_v = cake_y; cake_vi = cake_yi; }}"));
+        } else {
+            self.w.line(format!("cake_v = {};", combine("cake_v", "cake_y")));
+        }
+        self.w.close("}");
+        self.w.line(format!("{name}[cake_s] = {};", if is_arg { "cake_vi" } else { "cake_v" }));
+        self.w.close("}");
+        Ok(())
+    }
+
+    /// C: element `i` (a C expression) of a value in layout `lay`.
+    pub(crate) fn elem(&mut self, e: Handle<Expr>, lay: Layout, i: &str, temps: &[(Handle<Expr>, String)]) -> Result<String, LowerError> {
+        let m = self.m;
+        let span = self.expr_span(e);
+        if let Some((_, t)) = temps.iter().find(|(x, _)| *x == e) {
+            return Ok(format!("{t}[{i}]"));
+        }
+        let ex = &m.exprs[e];
+        match &ex.ty {
+            Type::Scalar(_) | Type::Literal { .. } => return self.scalar(e),
+            Type::Shared { shape, dtype, .. } => {
+                // A shared vector broadcast along the last axis of the fragment.
+                let r = self.smem_ref(e)?;
+                if shape.len() != 1 || r.swizzle != Swizzle::None {
+                    return Err(unsupported("reading a shared window other than an unswizzled vector inside an expression", span));
+                }
+                let lay_shape = lay.shape();
+                if lay_shape.last() != Some(&shape[0]) {
+                    return Err(LowerError::new("L007", format!("shared vector of {} elements does not match the fragment's last axis {lay_shape:?}", shape[0]), span));
+                }
+                let coord = if lay_shape.len() == 2 { lay.col(i) } else { lay.row(i) }
+                    .ok_or_else(|| unsupported(format!("a shared broadcast into the {}", lay.describe()), span))?;
+                let off = self.regions[r.region].offset;
+                let rel = r.offset_c();
+                let ptr = if rel == "0" { format!("cake_smem + {off}") } else { format!("cake_smem + {off} + {rel}") };
+                let cty = layout::mem_ctype(*dtype);
+                if matches!(dtype, DType::BF16 | DType::F16) {
+                    return Err(unsupported("reading 16-bit shared values inside an expression", span));
+                }
+                return Ok(format!("((const {cty}*)({ptr}))[{coord}]"));
+            }
+            Type::Frag { .. } => {}
+            _ => return Err(unsupported(format!("this value in a fragment expression ({})", ex.ty), span)),
+        }
+        Ok(match &ex.kind {
+            ExprKind::Local(l) => {
+                let ll = self.layouts.get(l).copied();
+                let name = self.local_name(*l);
+                match ll {
+                    Some(Layout::Scalar) => format!("{name}[0]"),
+                    Some(x) if x == lay => format!("{name}[{i}]"),
+                    Some(x) => {
+                        return Err(LowerError::new(
+                            "L007",
+                            format!("`{}` has the {}, but this expression needs the {}", m.locals[*l].name, x.describe(), lay.describe()),
+                            span,
+                        ))
+                    }
+                    None => return Err(LowerError::new("L007", format!("`{}` has no layout", m.locals[*l].name), span)),
+                }
+            }
+            ExprKind::Unary(op, a) => {
+                let ca = self.elem(*a, lay, i, temps)?;
+                super::unary_c(*op, &ca, self.elem_prec(*a, temps))
+            }
+            ExprKind::Binary(op, a, b) => {
+                let (ca, cb) = (self.elem(*a, lay, i, temps)?, self.elem(*b, lay, i, temps)?);
+                super::binary_c(*op, &ca, self.elem_prec(*a, temps), &cb, self.elem_prec(*b, temps))
+            }
+            ExprKind::Call(c) => {
+                let mut args = Vec::new();
+                for a in c.args.iter().flatten() {
+                    if matches!(m.exprs[*a].ty, Type::DTypeName(_)) {
+                        continue;
+                    }
+                    args.push(self.elem(*a, lay, i, temps)?);
+                }
+                let src = c.args.first().copied().flatten().and_then(|a| m.exprs[a].ty.dtype());
+                self.math(&c.op, &args, ex.ty.dtype(), src, span)?
+            }
+            _ => return Err(unsupported("this fragment expression", span)),
+        })
+    }
+
+    fn elem_prec(&self, e: Handle<Expr>, temps: &[(Handle<Expr>, String)]) -> u8 {
+        if temps.iter().any(|(x, _)| *x == e) {
+            10
+        } else {
+            self.prec(e)
+        }
+    }
+
+    pub(crate) fn let_stmt(&mut self, l: Handle<Local>, value: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let m = self.m;
+        let name = self.local_name(l);
+        match &m.exprs[value].ty {
+            Type::Scalar(d) => {
+                let cty = layout::scalar_ctype(*d).ok_or_else(|| unsupported(format!("{d} scalars"), span))?;
+                let v = self.scalar(value)?;
+                self.w.line(format!("const {cty} {name} = {};", strip_parens(&v)));
+                Ok(())
+            }
+            Type::Literal { float } => {
+                let v = self.scalar(value)?;
+                self.w.line(format!("const {} {name} = {};", if *float { "float" } else { "int" }, strip_parens(&v)));
+                Ok(())
+            }
+            Type::Frag { dtype, .. } => {
+                let lay = self.layout_of(value)?.ok_or_else(|| {
+                    LowerError::new("L007", "a fragment value computed only from scalars and shared memory has no thread layout", span)
+                })?;
+                self.layouts.insert(l, lay);
+                let cty = reg_ctype(*dtype, lay).ok_or_else(|| unsupported(format!("{dtype} fragments"), span))?;
+                let mut temps = Vec::new();
+                if let ExprKind::Call(c) = &m.exprs[value].kind {
+                    if c.op.starts_with("reduce_") {
+                        return self.reduction(value, &name, &mut temps);
+                    }
+                }
+                self.materialize_reductions(value, &mut temps)?;
+                self.w.line(format!("{cty} {name}[{}];  // {}", lay.regs(), lay.describe()));
+                self.elementwise(&name, value, lay, &temps)
+            }
+            other => Err(unsupported(format!("`let` of a {other}"), span)),
+        }
+    }
+
+    fn elementwise(&mut self, dst: &str, value: Handle<Expr>, lay: Layout, temps: &[(Handle<Expr>, String)]) -> Result<(), LowerError> {
+        if lay.packed() {
+            return Err(unsupported("elementwise arithmetic on packed mma operand fragments", self.expr_span(value)));
+        }
+        self.w.line("#pragma unroll");
+        self.w.open(format!("for (int cake_i = 0; cake_i < {}; ++cake_i) {{", lay.regs()));
+        let v = self.elem(value, lay, "cake_i", temps)?;
+        self.w.line(format!("{dst}[cake_i] = {};", strip_parens(&v)));
+        self.w.close("}");
+        Ok(())
+    }
+
+    pub(crate) fn assign_stmt(&mut self, target: Handle<Expr>, value: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let m = self.m;
+        let ExprKind::Local(l) = m.exprs[target].kind else {
+            return Err(unsupported("assigning to an element of a fragment", span));
+        };
+        let lay = *self.layouts.get(&l).ok_or_else(|| LowerError::new("L007", "assignment to a fragment without layout", span))?;
+        let name = self.local_name(l);
+        if lay == Layout::Scalar {
+            let v = self.scalar(value)?;
+            self.w.line(format!("{name}[0] = {};", strip_parens(&v)));
+            return Ok(());
+        }
+        if let Some(vl) = self.layout_of(value)? {
+            if vl != lay {
+                return Err(LowerError::new(
+                    "L007",
+                    format!("the value has the {}, `{}` the {}", vl.describe(), m.locals[l].name, lay.describe()),
+                    span,
+                ));
+            }
+        }
+        let mut temps = Vec::new();
+        self.materialize_reductions(value, &mut temps)?;
+        self.elementwise(&name, value, lay, &temps)
+    }
+
+    /// `zero(x)`: register moves, or — for a wgmma accumulator whose next use certainly is a
+    /// wgmma — `scale_d = 0` on that wgmma.
+    pub(crate) fn zero(&mut self, x: Handle<Expr>, span: Span, siblings: &[Handle<Stmt>], pos: usize) -> Result<(), LowerError> {
+        let m = self.m;
+        let ExprKind::Local(l) = m.exprs[x].kind else { return Err(unsupported("zero of a non-local", span)) };
+        let lay = *self.layouts.get(&l).ok_or_else(|| LowerError::new("L007", "fragment without layout", span))?;
+        let name = self.local_name(l);
+        if let Some(flag) = self.scale_flags.get(&l).cloned() {
+            if self.next_use_is_wgmma(l, &siblings[pos + 1..]) == Some(true) {
+                self.w.line(format!("{flag} = 0;  // folded: the next wgmma on {name} ignores its old value"));
+                return Ok(());
+            }
+        }
+        let zero = if lay.packed() { "0u" } else { "0" };
+        self.w.line("#pragma unroll");
+        self.w.line(format!("for (int cake_i = 0; cake_i < {}; ++cake_i) {name}[cake_i] = {zero};", lay.regs()));
+        Ok(())
+    }
+
+    /// Whether the first statement among `rest` that mentions `l` is a wgmma accumulating into it
+    /// that certainly executes (straight-line or inside loops with a constant, positive trip count).
+    fn next_use_is_wgmma(&self, l: Handle<Local>, rest: &[Handle<Stmt>]) -> Option<bool> {
+        let m = self.m;
+        for s in rest {
+            let st = &m.stmts[*s];
+            match st {
+                Stmt::For { lo, hi, body, .. } => {
+                    let mentions_bounds = self.mentions(l, *lo) || self.mentions(l, *hi);
+                    if mentions_bounds {
+                        return Some(false);
+                    }
+                    match self.next_use_is_wgmma(l, &body.stmts) {
+                        None => continue,
+                        Some(r) => {
+                            let trips = match (self.const_int(*lo), self.const_int(*hi)) {
+                                (Some(a), Some(b)) => b - a,
+                                _ => 0,
+                            };
+                            return Some(r && trips >= 1);
+                        }
+                    }
+                }
+                Stmt::ForTiles { body, .. } => {
+                    if self.next_use_is_wgmma(l, &body.stmts).is_some() {
+                        return Some(false);
+                    }
+                }
+                Stmt::If { cond, then_block, else_block } => {
+                    if self.mentions(l, *cond)
+                        || self.next_use_is_wgmma(l, &then_block.stmts).is_some()
+                        || else_block.as_ref().is_some_and(|b| self.next_use_is_wgmma(l, &b.stmts).is_some())
+                    {
+                        return Some(false);
+                    }
+                }
+                other => {
+                    let mut found = false;
+                    self.stmt_exprs(other, &mut |e| {
+                        if matches!(m.exprs[e].kind, ExprKind::Local(x) if x == l) {
+                            found = true;
+                        }
+                    });
+                    if found {
+                        let is_wgmma_acc = matches!(other, Stmt::Op(c) if c.op == "wgmma"
+                            && c.args.first().copied().flatten().is_some_and(|a| matches!(m.exprs[a].kind, ExprKind::Local(x) if x == l)));
+                        return Some(is_wgmma_acc);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn mentions(&self, l: Handle<Local>, e: Handle<Expr>) -> bool {
+        let mut found = false;
+        self.walk_expr(e, &mut |x| {
+            if matches!(self.m.exprs[x].kind, ExprKind::Local(y) if y == l) {
+                found = true;
+            }
+        });
+        found
+    }
+
+    pub(crate) fn fill(&mut self, x: Handle<Expr>, v: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let m = self.m;
+        let ExprKind::Local(l) = m.exprs[x].kind else { return Err(unsupported("fill of a non-local", span)) };
+        let lay = *self.layouts.get(&l).ok_or_else(|| LowerError::new("L007", "fragment without layout", span))?;
+        if lay.packed() {
+            return Err(unsupported("fill of a packed operand fragment", span));
+        }
+        let dtype = m.exprs[x].ty.dtype();
+        if matches!(m.exprs[v].kind, ExprKind::Inf) && !dtype.is_some_and(|d| d.is_float()) {
+            return Err(LowerError::new("L001", "`inf` has no value in an integer fragment", span));
+        }
+        let name = self.local_name(l);
+        let val = self.scalar(v)?;
+        let val = match dtype {
+            Some(DType::BF16) if !matches!(m.exprs[v].kind, ExprKind::Inf) => {
+                self.need(Helper::RoundBf16);
+                self.need(Helper::PackBf16x2);
+                format!("cake_round_bf16({})", strip_parens(&val))
+            }
+            _ => val,
+        };
+        self.w.line("#pragma unroll");
+        self.w.line(format!("for (int cake_i = 0; cake_i < {}; ++cake_i) {name}[cake_i] = {};", lay.regs(), strip_parens(&val)));
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // store
+
+    pub(crate) fn store(&mut self, dst: Handle<Expr>, src: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let m = self.m;
+        if matches!(m.exprs[dst].ty, Type::Shared { .. }) {
+            return Err(unsupported("store into shared memory", span));
+        }
+        let g = self.global_ref(dst)?;
+        let lay = self.layout_of(src)?.ok_or_else(|| unsupported("storing a value that is not a register fragment", span))?;
+        let td = &m.tensors[g.tensor];
+        let dtype = td.dtype;
+        let win: Vec<usize> = g.dims.iter().enumerate().filter(|(_, d)| d.len.is_some()).map(|(i, _)| i).collect();
+        let lshape = lay.shape();
+        let wshape: Vec<i64> = win.iter().map(|d| g.dims[*d].len.expect("window")).collect();
+        if wshape != lshape {
+            return Err(LowerError::new("L007", format!("window shape {wshape:?} does not match the fragment's {lshape:?}"), span));
+        }
+        let mut temps = Vec::new();
+        self.materialize_reductions(src, &mut temps)?;
+        let base = self.gbase_c(&g);
+        let cty = layout::mem_ctype(dtype);
+        self.w.open("{");
+        self.w.line(format!("{cty}* const cake_p = {base};  // the window's first element"));
+        // Guards: each window dimension against the tensor's extent.
+        let guard = |lw: &mut Lw, d: usize, local: &str| -> String {
+            let ext = size_c(lw.m, &lw.m.tensors[g.tensor].shape[d]);
+            let start = &g.dims[d].start;
+            if start == "0" {
+                format!("{local} < {ext}")
+            } else {
+                format!("({}) + {local} < {ext}", strip_parens(start))
+            }
+        };
+        match lay {
+            Layout::Acc { .. } => {
+                let (dr, dc) = (win[0], win[1]);
+                if dc + 1 != td.shape.len() {
+                    return Err(unsupported("storing an accumulator whose columns are not the tensor's innermost dimension", span));
+                }
+                let rs = self.gstride(g.tensor, dr);
+                // Two adjacent elements in one store: every pair starts at an even element offset
+                // (even innermost extent, even window start) and is wholly inside or outside.
+                let pair_ok = size_multiple(m, &td.shape[dc]) % 2 == 0 && g.dims[dc].start_mult % 2 == 0;
+                let row = lay.row("cake_i").expect("row");
+                let col = lay.col("cake_i").expect("col");
+                let g_row = guard(self, dr, "cake_row");
+                let g_col = guard(self, dc, "cake_col");
+                let cast_src = self.cast_operand(src, dtype);
+                self.w.line("#pragma unroll");
+                self.w.open(format!("for (int cake_i = 0; cake_i < {}; cake_i += 2) {{  // column pairs", lay.regs()));
+                self.w.line(format!("const int cake_row = {row};"));
+                let col_line = format!("const int cake_col = {col};");
+                self.w.line(col_line.replace(" + (cake_i) % 2", "").replace(" + cake_i % 2", ""));
+                let off = format!("(long long)cake_row * {rs} + cake_col");
+                if pair_ok {
+                    // 16-bit values are held as f32 of equal value; a cast(f32) source is rounded
+                    // once, by the packing conversion.
+                    let inner = cast_src.unwrap_or(src);
+                    let v0 = self.elem(inner, lay, "cake_i", &temps)?;
+                    let v1 = self.elem(inner, lay, "cake_i + 1", &temps)?;
+                    let (v0, v1) = (strip_parens(&v0).to_string(), strip_parens(&v1).to_string());
+                    let stmt = match dtype {
+                        DType::BF16 => {
+                            self.need(Helper::PackBf16x2);
+                            format!("*(unsigned*)(cake_p + {off}) = cake_pack_bf16x2({v0}, {v1});")
+                        }
+                        DType::F16 => {
+                            self.need(Helper::PackF16x2);
+                            format!("*(unsigned*)(cake_p + {off}) = cake_pack_f16x2({v0}, {v1});")
+                        }
+                        DType::F32 => format!("*(float2*)(cake_p + {off}) = make_float2({v0}, {v1});"),
+                        DType::I32 => format!("*(int2*)(cake_p + {off}) = make_int2({v0}, {v1});"),
+                        DType::U32 => format!("*(uint2*)(cake_p + {off}) = make_uint2({v0}, {v1});"),
+                        _ => return Err(unsupported(format!("storing {dtype} fragments"), span)),
+                    };
+                    self.w.line(format!("if ({g_row} && {g_col}) {stmt}"));
+                } else {
+                    for (k, idx) in ["cake_i", "cake_i + 1"].iter().enumerate() {
+                        let v = self.store_value(src, cast_src, dtype, lay, idx, &temps, span)?;
+                        let gc = if k == 0 { g_col.clone() } else { g_col.replace("cake_col", "cake_col + 1") };
+                        self.w.line(format!("if ({g_row} && {gc}) cake_p[{off} + {k}] = {v};"));
+                    }
+                }
+                self.w.close("}");
+            }
+            Layout::Rows { .. } => {
+                let dr = win[0];
+                let rs = self.gstride(g.tensor, dr);
+                let cast_src = self.cast_operand(src, dtype);
+                let row = lay.row("cake_i").expect("row");
+                let g_row = guard(self, dr, "cake_row");
+                self.w.open("if (cake_lane % 4 == 0) {  // the quad's four lanes hold the same rows: the first one stores");
+                self.w.line("#pragma unroll");
+                self.w.open(format!("for (int cake_i = 0; cake_i < {}; ++cake_i) {{", lay.regs()));
+                self.w.line(format!("const int cake_row = {row};"));
+                let v = self.store_value(src, cast_src, dtype, lay, "cake_i", &temps, span)?;
+                let off = if rs == "1" { "cake_row".to_string() } else { format!("(long long)cake_row * {rs}") };
+                self.w.line(format!("if ({g_row}) cake_p[{off}] = {v};"));
+                self.w.close("}");
+                self.w.close("}");
+            }
+            _ => return Err(unsupported(format!("storing a fragment in the {}", lay.describe()), span)),
+        }
+        self.w.close("}");
+        Ok(())
+    }
+
+    /// For `cast(x, T)` stored into a T tensor: `x` (the conversion happens in the store).
+    fn cast_operand(&self, src: Handle<Expr>, dtype: DType) -> Option<Handle<Expr>> {
+        match &self.m.exprs[src].kind {
+            ExprKind::Call(c) if c.op == "cast" && self.m.exprs[src].ty.dtype() == Some(dtype) => {
+                let x = c.args.first().copied().flatten()?;
+                (self.m.exprs[x].ty.dtype() == Some(DType::F32)).then_some(x)
+            }
+            _ => None,
+        }
+    }
+
+    /// C: the storage value of one element.
+    #[allow(clippy::too_many_arguments)]
+    fn store_value(
+        &mut self,
+        src: Handle<Expr>,
+        cast_src: Option<Handle<Expr>>,
+        dtype: DType,
+        lay: Layout,
+        idx: &str,
+        temps: &[(Handle<Expr>, String)],
+        span: Span,
+    ) -> Result<String, LowerError> {
+        Ok(match dtype {
+            DType::BF16 | DType::F16 => {
+                let v = self.elem(cast_src.unwrap_or(src), lay, idx, temps)?;
+                let (h, f) = if dtype == DType::BF16 { (Helper::PackBf16x2, "cake_pack_bf16x2") } else { (Helper::PackF16x2, "cake_pack_f16x2") };
+                self.need(h);
+                format!("(unsigned short)({f}({}, 0.0f) & 0xFFFFu)", strip_parens(&v))
+            }
+            DType::F32 | DType::I32 | DType::U32 | DType::I64 => {
+                let v = self.elem(src, lay, idx, temps)?;
+                strip_parens(&v).to_string()
+            }
+            DType::Bool => {
+                let v = self.elem(src, lay, idx, temps)?;
+                format!("(unsigned char)({})", strip_parens(&v))
+            }
+            _ => return Err(unsupported(format!("storing {dtype}"), span)),
+        })
+    }
+}

@@ -1,0 +1,1711 @@
+//! Lowering: verified IR → one readable CUDA C++ kernel with inline PTX, plus its launch contract.
+//!
+//! [`lower`] accepts only [`Validated`] modules, so unverified IR cannot be lowered by mistake
+//! (`Validated::assume_verified_unsafe` is the named way around the verifier).
+//!
+//! # The generated kernel
+//! * One `extern "C" __global__` function named after the kernel, `__launch_bounds__(threads, 1)`
+//!   (the register cap at entry that `setmaxnreg` needs), no CUDA header included: the few
+//!   helpers it calls are defined above it, one per PTX form.
+//! * Roles are branches of one `if / else if` chain on the (warp-uniform) warp index; a role with
+//!   `regs` starts with `setmaxnreg.{dec,inc}.sync.aligned.u32` (dec when the budget is below the
+//!   launch cap `65536 / threads` rounded down to 8, inc above it).
+//! * Shared memory is one `extern __shared__` buffer whose base is rounded up to 1024 bytes at run
+//!   time (the launch asks for 1024 bytes of slack); regions follow in declaration order, each at
+//!   its `align` (default 1024 when swizzled, else 128 — a TMA destination needs 128), then the
+//!   mbarriers (8 bytes each). `LaunchSpec::smem_layout` lists the offsets.
+//! * Pipelines: per stage a full and an empty mbarrier, initialised by thread 0 before the roles
+//!   start (`fence.mbarrier_init` + `fence.proxy.async` + `__syncthreads`). The full barrier
+//!   expects 1 arrival (the producer's `arrive.expect_tx`) plus the TMA bytes; the empty barrier
+//!   expects **one arrival per consumer warpgroup** (per warp for a warp-unit consumer role):
+//!   `release` is one elected thread per warpgroup (lane 0 of each warp for warp roles). When the
+//!   consumer role also reads shared memory with ordinary loads, each warpgroup first meets on a
+//!   named barrier so the elected arrival orders all of its threads' reads.
+//! * Stage and phase are registers per role and pipeline: `acquire` / `wait` advance
+//!   (`stage = (stage + 1) % stages`, the phase flips when it wraps; both start one step before
+//!   stage 0 / phase 0); the producer waits on the empty barrier with parity `phase ^ 1` (a fresh
+//!   barrier passes at once), the consumer on the full barrier with parity `phase`. `release`
+//!   hands back stages in FIFO order with its own counter.
+//! * `acquire` arms the full barrier with the bytes of every `tma_load` naming the pipeline up to
+//!   the role's next `acquire` of it, derived statically (loops with constant trip counts
+//!   multiply; anything else is refused with L004).
+//! * A role whose body only issues elected work (acquire, tma_load) runs on its first thread
+//!   only; otherwise elected ops are guarded by `threadIdx.x == <first thread of the role>`.
+//! * `for t in tiles` is `for (tile = blockIdx.x; tile < tiles; tile += gridDim.x)`, the axis
+//!   indices decomposed with the last axis fastest.
+//! * Register fragments are C arrays indexed only by compile-time constants (fully unrolled
+//!   loops); their thread layout is one of [`layout::Layout`].
+//!
+//! # Kernel parameter ABI (see [`ParamSpec`])
+//! For each tensor in declaration order: its device pointer (`const T*` for `in`, `T*` otherwise),
+//! followed, for a `tma` tensor, by `const __grid_constant__ CUtensorMap NAME_tmap`; then every
+//! `dim` as `int`; then every `scalar` by value.
+//!
+//! # Source mapping
+//! Every statement's code is preceded by `// cake: line L: <source line>` (with
+//! [`LowerOptions::source`]; `// cake: bytes S..E` without), and [`Lowered::span_map`] maps every
+//! generated line back to its statement's span. With [`LowerOptions::line_directives`] each such
+//! line also gets a `#line L "file.cake"` so that NVRTC, ptxas and `-lineinfo` point at the
+//! program.
+
+pub mod launch;
+mod frag;
+pub(crate) mod layout;
+mod prelude;
+mod sm80;
+mod sm90;
+mod writer;
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+pub use launch::*;
+
+use crate::diag::Diagnostic;
+use crate::ir::*;
+use crate::span::Span;
+use crate::syntax::ast::{BinOp, UnOp};
+use crate::target::{TargetInfo, TargetTable};
+use crate::verify::Validated;
+
+use layout::Layout;
+use prelude::Helper;
+use writer::Writer;
+
+/// A lowered kernel.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    /// The CUDA C++ translation unit (deterministic: the same IR and options give the same bytes).
+    pub cuda: String,
+    /// The `extern "C"` entry symbol.
+    pub entry: String,
+    pub launch: LaunchSpec,
+    /// (1-based CUDA line, span of the program construct it was lowered from).
+    pub span_map: Vec<(u32, Span)>,
+}
+
+impl Lowered {
+    /// The program span a CUDA line was lowered from.
+    pub fn span_of_line(&self, line: u32) -> Option<Span> {
+        self.span_map.iter().find(|(l, _)| *l == line).map(|(_, s)| *s)
+    }
+}
+
+/// Why a module could not be lowered. Codes:
+/// * `L001` construct not supported by the lowering yet (never emitted wrongly instead);
+/// * `L002` shared-memory layout (alignment, size);
+/// * `L003` register budgets (`regs` / setmaxnreg);
+/// * `L004` transaction bytes of an `acquire` cannot be derived statically;
+/// * `L005` a TMA window that does not match the tensor's box;
+/// * `L006` an operand address that cannot be proven aligned for its instruction;
+/// * `L007` a fragment whose thread layout cannot be determined or does not match its use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LowerError {
+    pub code: &'static str,
+    pub message: String,
+    pub span: Span,
+    pub notes: Vec<String>,
+}
+
+impl LowerError {
+    pub fn new(code: &'static str, message: impl Into<String>, span: Span) -> LowerError {
+        LowerError { code, message: message.into(), span, notes: Vec::new() }
+    }
+
+    pub fn with_note(mut self, note: impl Into<String>) -> LowerError {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        let mut d = Diagnostic::error(self.code, self.message.clone(), self.span, "cannot be lowered");
+        for n in &self.notes {
+            d = d.with_note(n.clone());
+        }
+        d
+    }
+}
+
+impl fmt::Display for LowerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} (at bytes {}..{})", self.code, self.message, self.span.start, self.span.end)
+    }
+}
+
+impl std::error::Error for LowerError {}
+
+fn unsupported(what: impl Into<String>, span: Span) -> LowerError {
+    LowerError::new("L001", format!("not supported by the lowering yet: {}", what.into()), span)
+}
+
+/// The program text, for `// cake: line L` markers and `#line` directives.
+#[derive(Clone, Copy, Debug)]
+pub struct SourceRef<'a> {
+    /// File name as it should appear in `#line` (`gemm_bf16_ws.cake`).
+    pub name: &'a str,
+    pub text: &'a str,
+}
+
+#[derive(Clone, Debug)]
+pub struct LowerOptions<'a> {
+    pub source: Option<SourceRef<'a>>,
+    /// Precede each line lowered from a statement with `#line L "file.cake"` (needs `source`).
+    pub line_directives: bool,
+    /// The CUDA file's name (NVRTC program name; `#line` returns to it).
+    pub cuda_name: String,
+}
+
+impl Default for LowerOptions<'_> {
+    fn default() -> Self {
+        LowerOptions { source: None, line_directives: false, cuda_name: "kernel.cu".to_string() }
+    }
+}
+
+impl<'a> LowerOptions<'a> {
+    /// Options with the program text (markers name `.cake` lines), no `#line`.
+    pub fn with_source(name: &'a str, text: &'a str) -> LowerOptions<'a> {
+        LowerOptions { source: Some(SourceRef { name, text }), ..LowerOptions::default() }
+    }
+}
+
+/// Lower for the module's own target (from the built-in target table), without source text.
+pub fn lower(v: &Validated) -> Result<Lowered, LowerError> {
+    lower_with(v, &LowerOptions::default())
+}
+
+/// Lower for the module's own target with options.
+pub fn lower_with(v: &Validated, opts: &LowerOptions<'_>) -> Result<Lowered, LowerError> {
+    let m = v.module();
+    let target = TargetTable::builtin()
+        .get(&m.target)
+        .ok_or_else(|| LowerError::new("L001", format!("unknown target `{}`", m.target), Span::default()))?;
+    lower_for(v, target, opts)
+}
+
+/// Lower for an explicit target (compile-checking a program on another architecture). The
+/// caller checks that the target has every op the program uses (`nvrtc::build` does).
+pub fn lower_for(v: &Validated, target: &TargetInfo, opts: &LowerOptions<'_>) -> Result<Lowered, LowerError> {
+    Lw::new(v.module(), target, opts).run()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plans
+
+struct RegionPlan {
+    name: String,
+    /// C name of the region's 32-bit shared address.
+    addr: String,
+    offset: u64,
+    align: u64,
+    stage_bytes: u64,
+}
+
+struct PipePlan {
+    full: String,
+    empty: String,
+    full_off: u64,
+    empty_off: u64,
+    stages: u32,
+    /// Arrivals per phase on each empty barrier.
+    empty_count: u32,
+    /// Whether the consumer's unit is a warp (else a warpgroup).
+    consumer_warps: bool,
+}
+
+/// Per-role, per-pipeline state variable names.
+#[derive(Clone)]
+struct PipeState {
+    stage: String,
+    phase: String,
+    release: String,
+}
+
+struct RoleCx {
+    h: Handle<RoleDecl>,
+    /// The body runs on the role's first thread only.
+    single_thread: bool,
+    /// C condition selecting the role's elected thread.
+    leader: String,
+    /// The role reads shared memory with ordinary loads (so `release` meets on a named barrier).
+    generic_smem_reads: bool,
+    pipes: HashMap<Handle<PipelineDecl>, PipeState>,
+    wgmma_accs: Vec<Handle<Local>>,
+    /// Base id of the per-warpgroup named barriers used before a release.
+    release_bar_base: u32,
+}
+
+pub(crate) struct Lw<'a> {
+    m: &'a Module,
+    target: &'a TargetInfo,
+    opts: &'a LowerOptions<'a>,
+    w: Writer,
+    helpers: BTreeSet<Helper>,
+    user_names: BTreeSet<String>,
+    regions: Vec<RegionPlan>,
+    pipes: Vec<PipePlan>,
+    smem_slots: Vec<SmemSlot>,
+    smem_bytes: u64,
+    layouts: HashMap<Handle<Local>, Layout>,
+    local_names: HashMap<Handle<Local>, String>,
+    scale_flags: HashMap<Handle<Local>, String>,
+    tile_axes: HashMap<Handle<Local>, Vec<String>>,
+    role: Option<RoleCx>,
+    tmp: u32,
+    /// wgmma.fence state: true when no register access happened since the last wgmma.
+    wg_fenced: bool,
+    /// Pipelines acquired in the enclosing blocks (for checking tma_load is covered).
+    acquired: Vec<Vec<Handle<PipelineDecl>>>,
+    /// Tensors whose element strides the kernel needs.
+    strides_needed: BTreeSet<usize>,
+    tile_count: String,
+    tile_extents: Vec<String>,
+    thread_count: u32,
+}
+
+const CXX_RESERVED: &[&str] = &[
+    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char",
+    "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr", "constinit",
+    "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double",
+    "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if",
+    "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or",
+    "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires", "return", "short", "signed",
+    "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw",
+    "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
+    "wchar_t", "while", "xor", "xor_eq", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "min",
+    "max", "float2", "float4", "int2", "int4", "uint2", "uint4", "main", "CUtensorMap",
+];
+
+/// A program identifier as a C identifier that cannot collide with C++ keywords, CUDA built-ins
+/// or the compiler's own `cake_` names.
+fn c_ident(name: &str) -> String {
+    if CXX_RESERVED.contains(&name) || name.starts_with("cake_") || name.starts_with("__") || name.starts_with('_') {
+        format!("u_{name}")
+    } else {
+        name.to_string()
+    }
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl<'a> Lw<'a> {
+    fn new(m: &'a Module, target: &'a TargetInfo, opts: &'a LowerOptions<'a>) -> Lw<'a> {
+        let mut user_names = BTreeSet::new();
+        let mut add = |n: &str| {
+            user_names.insert(c_ident(n));
+        };
+        m.dims.iter().for_each(|(_, d)| add(&d.name));
+        m.consts.iter().for_each(|(_, d)| add(&d.name));
+        m.scalars.iter().for_each(|(_, d)| add(&d.name));
+        m.tensors.iter().for_each(|(_, d)| add(&d.name));
+        m.smem.iter().for_each(|(_, d)| add(&d.name));
+        m.views.iter().for_each(|(_, d)| add(&d.name));
+        m.roles.iter().for_each(|(_, d)| add(&d.name));
+        m.barriers.iter().for_each(|(_, d)| add(&d.name));
+        m.pipelines.iter().for_each(|(_, d)| add(&d.name));
+        m.locals.iter().for_each(|(_, d)| add(&d.name));
+        for (_, g) in m.grid.iter() {
+            add(&g.name);
+            g.axes.iter().for_each(|a| add(&a.name));
+        }
+        Lw {
+            m,
+            target,
+            opts,
+            w: Writer::default(),
+            helpers: BTreeSet::new(),
+            user_names,
+            regions: Vec::new(),
+            pipes: Vec::new(),
+            smem_slots: Vec::new(),
+            smem_bytes: 0,
+            layouts: HashMap::new(),
+            local_names: HashMap::new(),
+            scale_flags: HashMap::new(),
+            tile_axes: HashMap::new(),
+            role: None,
+            tmp: 0,
+            wg_fenced: false,
+            acquired: Vec::new(),
+            strides_needed: BTreeSet::new(),
+            tile_count: String::new(),
+            tile_extents: Vec::new(),
+            thread_count: 0,
+        }
+    }
+
+    /// A compiler-derived name: `candidate` unless a program identifier already has it.
+    fn derived(&self, candidate: &str) -> String {
+        let mut c = candidate.to_string();
+        while self.user_names.contains(&c) {
+            c.push('_');
+        }
+        c
+    }
+
+    fn fresh(&mut self, stem: &str) -> String {
+        self.tmp += 1;
+        format!("cake_{stem}{}", self.tmp)
+    }
+
+    fn need(&mut self, h: Helper) {
+        self.helpers.insert(h);
+    }
+
+    fn sm90(&self) -> bool {
+        self.target.has("mbarrier_tx")
+    }
+
+    fn stmt_span(&self, s: Handle<Stmt>) -> Span {
+        *self.m.stmts.span(s)
+    }
+
+    fn expr_span(&self, e: Handle<Expr>) -> Span {
+        *self.m.exprs.span(e)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Driver
+
+    fn run(mut self) -> Result<Lowered, LowerError> {
+        let m = self.m;
+        let entry = c_ident(&m.name);
+        self.thread_count = m.threads_per_block();
+        if self.thread_count == 0 {
+            return Err(unsupported("a kernel without roles", Span::default()));
+        }
+        if self.thread_count > self.target.max_threads_per_block {
+            return Err(LowerError::new(
+                "L002",
+                format!("{} threads per block exceed the target's {}", self.thread_count, self.target.max_threads_per_block),
+                m.roles.iter().next().map(|(h, _)| m.roles.span(h).item).unwrap_or_default(),
+            ));
+        }
+        self.check_unsupported_decls()?;
+        self.plan_smem()?;
+        self.plan_pipes()?;
+        self.plan_grid();
+
+        // The body first (it decides which helpers and strides are needed), then the prologue.
+        self.roles()?;
+        let body = std::mem::take(&mut self.w);
+        self.prologue()?;
+        let prologue = std::mem::take(&mut self.w);
+
+        let signature = self.signature(&entry);
+        let launch = self.launch_spec(&entry);
+
+        let mut out = Writer::default();
+        self.header(&mut out, &launch);
+        // Helpers (fixed order). The tensor-map type first: helpers use it.
+        if self.m.tensors.iter().any(|(_, t)| t.tma.is_some()) {
+            self.helpers.insert(Helper::TensorMapType);
+        }
+        for h in &self.helpers {
+            out.line(prelude::text(*h));
+        }
+        out.line(format!("extern \"C\" __global__ void __launch_bounds__({}, 1)", self.thread_count));
+        out.line(format!("{entry}({})", signature.join(",\n    ")).replace("(\n", "("));
+        out.open("{");
+        let mut pro = prologue;
+        let mut bod = body;
+        indent_lines(&mut pro, 1);
+        indent_lines(&mut bod, 1);
+        out.append(pro);
+        out.append(bod);
+        out.close("}");
+        let (cuda, span_map) = writer::render(&out.lines, self.opts);
+        Ok(Lowered { cuda, entry, launch, span_map })
+    }
+
+    fn header(&self, out: &mut Writer, launch: &LaunchSpec) {
+        let m = self.m;
+        let file = self.opts.source.map(|s| format!(" from `{}`", s.name)).unwrap_or_default();
+        let arch = if self.target.arch == m.target { String::new() } else { format!(", built for {}", self.target.arch) };
+        out.line(format!("// Generated by cake{file}: kernel `{}`, target {}{arch}. Do not edit.", m.name, m.target));
+        out.line(format!(
+            "// Launch: {} threads per block, {} bytes of dynamic shared memory, grid {}.",
+            launch.block_threads,
+            launch.dynamic_smem_bytes,
+            if launch.grid.persistent {
+                format!("= one block per SM (persistent over {} tiles)", launch.grid.tiles_text)
+            } else {
+                format!("= {} blocks (one per tile)", launch.grid.tiles_text)
+            }
+        ));
+        let params: Vec<String> = launch
+            .params
+            .iter()
+            .map(|p| match p {
+                ParamSpec::TensorPtr { name, dtype, .. } => format!("{name} ({dtype}*)"),
+                ParamSpec::TensorMap { name, .. } => format!("{name} (CUtensorMap)"),
+                ParamSpec::Dim { name, .. } => format!("{name} (int)"),
+                ParamSpec::Scalar { name, dtype, .. } => format!("{name} ({dtype})"),
+            })
+            .collect();
+        out.line(format!("// Parameters: {}.", params.join(", ")));
+        out.line("// No CUDA header is included: the helpers below wrap one PTX form each.");
+        out.blank();
+    }
+
+    fn check_unsupported_decls(&self) -> Result<(), LowerError> {
+        let m = self.m;
+        if let Some((h, _)) = m.views.iter().next() {
+            return Err(unsupported("shared-memory views", m.views.span(h).item));
+        }
+        if let Some((h, _)) = m.barriers.iter().next() {
+            return Err(unsupported("explicit barriers (use a pipeline)", m.barriers.span(h).item));
+        }
+        for (h, g) in m.grid.iter() {
+            if g.cluster.iter().any(|c| *c != 1) {
+                return Err(unsupported("clusters", m.grid.span(h).attr("cluster")));
+            }
+        }
+        if m.grid.len() > 1 {
+            let h = m.grid.handles().nth(1).expect("two grids");
+            return Err(unsupported("more than one tile space", m.grid.span(h).item));
+        }
+        // Roles must not overlap (the dispatch is one if/else chain).
+        let roles: Vec<_> = m.roles.iter().collect();
+        for (i, (ha, a)) in roles.iter().enumerate() {
+            for (_, b) in roles.iter().skip(i + 1) {
+                let (ra, rb) = (a.warps(), b.warps());
+                if ra.start < rb.end && rb.start < ra.end {
+                    return Err(LowerError::new(
+                        "L001",
+                        format!("roles `{}` and `{}` share warps", a.name, b.name),
+                        m.roles.span(*ha).item,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn plan_smem(&mut self) -> Result<(), LowerError> {
+        let m = self.m;
+        let mut off = 0u64;
+        for (h, s) in m.smem.iter() {
+            let default_align = if s.swizzle == Swizzle::None { 128 } else { 1024 };
+            let align = u64::from(s.align.unwrap_or(default_align)).max(16);
+            if !align.is_power_of_two() || align > 1024 {
+                return Err(LowerError::new(
+                    "L002",
+                    format!("alignment {align} of `{}` is not a power of two up to 1024", s.name),
+                    m.smem.span(h).attr("align"),
+                ));
+            }
+            if s.swizzle != Swizzle::None {
+                let atom = 8 * u64::from(s.swizzle.bytes());
+                if align < atom || s.stage_bytes() % atom != 0 {
+                    return Err(LowerError::new(
+                        "L002",
+                        format!(
+                            "`{}`: a {}B-swizzled region needs {atom}-byte alignment and whole {atom}-byte atoms per stage ({} bytes per stage, aligned to {align})",
+                            s.name,
+                            s.swizzle.bytes(),
+                            s.stage_bytes()
+                        ),
+                        m.smem.span(h).item,
+                    ));
+                }
+            }
+            off = off.div_ceil(align) * align;
+            let addr = self.derived(&format!("smem_{}", c_ident(&s.name)));
+            self.smem_slots.push(SmemSlot {
+                name: s.name.clone(),
+                kind: "region".into(),
+                offset: off,
+                bytes: s.total_bytes(),
+                align,
+            });
+            self.regions.push(RegionPlan { name: s.name.clone(), addr, offset: off, align, stage_bytes: s.stage_bytes() });
+            off += s.total_bytes();
+        }
+        self.smem_bytes = off;
+        Ok(())
+    }
+
+    fn plan_pipes(&mut self) -> Result<(), LowerError> {
+        let m = self.m;
+        let mut off = self.smem_bytes.div_ceil(8) * 8;
+        for (h, p) in m.pipelines.iter() {
+            if !self.target.has("mbarrier") {
+                return Err(unsupported("pipelines on a target without mbarriers", m.pipelines.span(h).item));
+            }
+            let consumer = &m.roles[p.consumer];
+            let consumer_warps = consumer.unit == RoleUnit::Warp;
+            let empty_count = consumer.count;
+            let name = c_ident(&p.name);
+            let full = self.derived(&format!("{name}_full"));
+            let empty = self.derived(&format!("{name}_empty"));
+            let bytes = 8 * u64::from(p.stages);
+            let full_off = off;
+            let empty_off = off + bytes;
+            off += 2 * bytes;
+            self.smem_slots.push(SmemSlot { name: format!("{}.full", p.name), kind: "mbarrier".into(), offset: full_off, bytes, align: 8 });
+            self.smem_slots.push(SmemSlot { name: format!("{}.empty", p.name), kind: "mbarrier".into(), offset: empty_off, bytes, align: 8 });
+            self.pipes.push(PipePlan { full, empty, full_off, empty_off, stages: p.stages, empty_count, consumer_warps });
+        }
+        self.smem_bytes = off;
+        let limit = u64::from(self.target.smem_per_block_max);
+        if self.dynamic_smem() > limit {
+            return Err(LowerError::new(
+                "L002",
+                format!(
+                    "shared memory needs {} bytes ({} + 1024 for aligning the base), over the target's {limit} per block",
+                    self.dynamic_smem(),
+                    self.smem_bytes
+                ),
+                m.smem.iter().next().map(|(h, _)| m.smem.span(h).item).unwrap_or_default(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Dynamic shared memory to request: the layout plus 1024 bytes to round the base up.
+    fn dynamic_smem(&self) -> u64 {
+        if self.smem_bytes == 0 {
+            0
+        } else {
+            self.smem_bytes + 1024
+        }
+    }
+
+    fn plan_grid(&mut self) {
+        let Some(g) = self.m.grid() else {
+            self.tile_count = "1".into();
+            return;
+        };
+        let gname = c_ident(&g.name);
+        self.tile_extents = g.axes.iter().map(|a| self.derived(&format!("{gname}_{}", c_ident(&a.name)))).collect();
+        self.tile_count = self.derived(&format!("{gname}_count"));
+    }
+
+    fn signature(&self, _entry: &str) -> Vec<String> {
+        let m = self.m;
+        let mut params = Vec::new();
+        for (_, t) in m.tensors.iter() {
+            let cty = layout::mem_ctype(t.dtype);
+            let name = c_ident(&t.name);
+            let constness = if t.access == crate::syntax::ast::Access::In { "const " } else { "" };
+            params.push(format!("{constness}{cty}* __restrict__ {name}"));
+            if t.tma.is_some() {
+                params.push(format!("const __grid_constant__ CUtensorMap {}", self.tmap_name(&t.name)));
+            }
+        }
+        for (_, d) in m.dims.iter() {
+            params.push(format!("const int {}", c_ident(&d.name)));
+        }
+        for (_, s) in m.scalars.iter() {
+            let cty = match s.dtype {
+                DType::BF16 | DType::F16 => "unsigned short",
+                DType::Bool => "bool",
+                d => layout::scalar_ctype(d).unwrap_or("unsigned char"),
+            };
+            params.push(format!("const {cty} {}", c_ident(&s.name)));
+        }
+        params
+    }
+
+    fn tmap_name(&self, tensor: &str) -> String {
+        self.derived(&format!("{}_tmap", c_ident(tensor)))
+    }
+
+    fn prologue(&mut self) -> Result<(), LowerError> {
+        let m = self.m;
+        if self.smem_bytes > 0 {
+            self.need(Helper::SmemU32);
+            self.w.line(format!(
+                "// Shared memory: {} bytes laid out from a 1024-byte aligned base (the launch adds 1024 bytes of slack).",
+                self.smem_bytes
+            ));
+            // Declared with a modest alignment on purpose: the round-up below must stay a run-time
+            // computation (a 1024 declared here would let the compiler assume it and drop it).
+            self.w.line("extern __shared__ __align__(16) unsigned char cake_smem_raw[];");
+            self.w.line("unsigned char* const cake_smem = (unsigned char*)(((unsigned long long)cake_smem_raw + 1023ull) & ~1023ull);");
+            self.w.line("const unsigned cake_smem_base = cake_smem_u32(cake_smem);");
+            for (i, r) in self.regions.iter().enumerate() {
+                let s = &m.smem[m.smem.handles().nth(i).expect("region")];
+                let shape: Vec<String> = s.shape.iter().map(|d| d.to_string()).collect();
+                let mut what = format!("{}[{}]", s.dtype, shape.join(", "));
+                if s.stages > 1 {
+                    what += &format!(" x {} stages of {} bytes", s.stages, r.stage_bytes);
+                }
+                if s.swizzle != Swizzle::None {
+                    what += &format!(", swizzle {}B", s.swizzle.bytes());
+                }
+                self.w.line(format!("const unsigned {} = cake_smem_base + {}u;  // {}: {what}, align {}", r.addr, r.offset, r.name, r.align));
+            }
+            for (i, (_, p)) in m.pipelines.iter().enumerate() {
+                let pp = &self.pipes[i];
+                self.w.line(format!(
+                    "const unsigned {} = cake_smem_base + {}u;  // pipeline {}: {} full mbarriers",
+                    pp.full, pp.full_off, p.name, p.stages
+                ));
+                self.w.line(format!(
+                    "const unsigned {} = cake_smem_base + {}u;  // pipeline {}: {} empty mbarriers",
+                    pp.empty, pp.empty_off, p.name, p.stages
+                ));
+            }
+        }
+        self.w.line("// Warp identity (the shuffle makes the warp index visibly warp-uniform).");
+        self.w.line("const int cake_warp = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 32), 0);");
+        self.w.line("const int cake_lane = (int)(threadIdx.x % 32);");
+        if let Some(g) = m.grid() {
+            let gspan = m.grid.span(m.grid.handles().next().expect("grid")).item;
+            let prev = self.w.set_span(Some(gspan));
+            self.w.marker(gspan, self.opts, "tile space, last axis fastest");
+            for (a, ext) in g.axes.iter().zip(self.tile_extents.clone()) {
+                let e = size_c(m, &a.extent);
+                self.w.line(format!("const int {ext} = {e};"));
+            }
+            let prod = if self.tile_extents.is_empty() { "1".to_string() } else { self.tile_extents.join(" * ") };
+            self.w.line(format!("const int {} = {prod};", self.tile_count));
+            self.w.set_span(prev);
+        }
+        for ti in self.strides_needed.clone() {
+            let t = &m.tensors[m.tensors.handles().nth(ti).expect("tensor")];
+            let name = c_ident(&t.name);
+            for d in 0..t.shape.len().saturating_sub(1) {
+                let prod: Vec<String> = t.shape[d + 1..].iter().map(|s| format!("(long long)({})", size_c(m, s))).collect();
+                self.w.line(format!("const long long {} = {};  // elements between {name}[i, ...] and [i + 1, ...] on dim {d}", self.stride_name(ti, d), prod.join(" * ")));
+            }
+        }
+        if !m.pipelines.is_empty() {
+            self.need(Helper::MbarInit);
+            self.w.line("// Pipeline barriers, initialised by one thread before any role starts.");
+            self.w.open("if (threadIdx.x == 0) {");
+            for (i, (h, p)) in m.pipelines.iter().enumerate() {
+                let pp = &self.pipes[i];
+                let span = m.pipelines.span(h).item;
+                let prev = self.w.set_span(Some(span));
+                self.w.marker(span, self.opts, "");
+                let cons = &m.roles[p.consumer];
+                self.w.line(format!(
+                    "// full: 1 arrival (the producer's arrive.expect_tx) + the TMA bytes; empty: {} arrival{} (one elected thread per consumer {} of `{}`)",
+                    pp.empty_count,
+                    if pp.empty_count == 1 { "" } else { "s" },
+                    if pp.consumer_warps { "warp" } else { "warpgroup" },
+                    cons.name
+                ));
+                self.w.line("#pragma unroll");
+                self.w.open(format!("for (int cake_s = 0; cake_s < {}; ++cake_s) {{", pp.stages));
+                self.w.line(format!("cake_mbar_init({} + 8 * cake_s, 1);", pp.full));
+                self.w.line(format!("cake_mbar_init({} + 8 * cake_s, {});", pp.empty, pp.empty_count));
+                self.w.close("}");
+                self.w.set_span(prev);
+            }
+            if self.sm90() {
+                self.need(Helper::FenceMbarrierInit);
+                self.need(Helper::FenceProxyAsync);
+                self.w.line("cake_fence_mbarrier_init();");
+                self.w.line("cake_fence_proxy_async();");
+            }
+            self.w.close("}");
+            self.w.line("__syncthreads();");
+        }
+        Ok(())
+    }
+
+    fn stride_name(&self, tensor_index: usize, dim: usize) -> String {
+        let t = &self.m.tensors[self.m.tensors.handles().nth(tensor_index).expect("tensor")];
+        self.derived(&format!("{}_stride{dim}", c_ident(&t.name)))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Roles
+
+    fn roles(&mut self) -> Result<(), LowerError> {
+        let m = self.m;
+        let mut roles: Vec<(Handle<RoleDecl>, &RoleDecl)> = m.roles.iter().collect();
+        roles.sort_by_key(|(_, r)| r.warps().start);
+        let launch_cap = launch_reg_cap(self.thread_count);
+        let single = roles.len() == 1 && roles[0].1.warps().start == 0;
+        let mut release_bar_next = 1 + m.roles.len() as u32;
+        for (k, (h, r)) in roles.iter().enumerate() {
+            let span = m.roles.span(*h).item;
+            let ws = r.warps();
+            let cond = if ws.start == 0 { format!("cake_warp < {}", ws.end) } else { format!("cake_warp >= {} && cake_warp < {}", ws.start, ws.end) };
+            let unit = match (r.unit, r.count) {
+                (RoleUnit::Warpgroup, 1) => format!("warpgroup {}", r.first),
+                (RoleUnit::Warpgroup, _) => format!("warpgroups {}..{}", r.first, r.first + r.count),
+                (RoleUnit::Warp, 1) => format!("warp {}", r.first),
+                (RoleUnit::Warp, _) => format!("warps {}..{}", r.first, r.first + r.count),
+            };
+            let prev = self.w.set_span(Some(span));
+            if !single {
+                let kw = if k == 0 { "if" } else { "} else if" };
+                if k > 0 {
+                    self.w.reopen(format!("{kw} ({cond}) {{"));
+                } else {
+                    self.w.open(format!("{kw} ({cond}) {{"));
+                }
+            }
+            self.w.marker(span, self.opts, &format!("role `{}`: {unit}, {} threads", r.name, r.threads()));
+            if let Some(regs) = r.regs {
+                self.setmaxnreg(*h, r, regs, launch_cap)?;
+            }
+            let body = m.body_of(*h);
+            if let Some(body) = body {
+                let bspan = *m.bodies.span(m.bodies.handles().find(|b| m.bodies[*b].role == *h).expect("body"));
+                let n_wg = (ws.end - ws.start).div_ceil(4);
+                let release_bar_base = release_bar_next;
+                if r.unit == RoleUnit::Warpgroup {
+                    release_bar_next += n_wg;
+                }
+                self.role_body(*h, r, &body.block, bspan, release_bar_base)?;
+            } else {
+                self.w.line("// no body: the role's threads have nothing to do");
+            }
+            self.w.set_span(prev);
+        }
+        if !single && !roles.is_empty() {
+            self.w.close("}");
+        }
+        if release_bar_next > 16 {
+            return Err(LowerError::new("L001", "more than 16 named barriers needed", Span::default()));
+        }
+        Ok(())
+    }
+
+    fn setmaxnreg(&mut self, h: Handle<RoleDecl>, r: &RoleDecl, regs: u32, cap: u32) -> Result<(), LowerError> {
+        let span = self.m.roles.span(h).attr("regs");
+        if !self.target.has("setmaxnreg") {
+            return Err(LowerError::new(
+                "L003",
+                format!("role `{}` has a register budget but target {} has no setmaxnreg", r.name, self.target.name),
+                span,
+            ));
+        }
+        if !(24..=256).contains(&regs) || regs % 8 != 0 {
+            return Err(LowerError::new("L003", format!("register budget {regs} is not a multiple of 8 in 24..=256"), span));
+        }
+        let ws = r.warps();
+        if ws.start % 4 != 0 || ws.end % 4 != 0 {
+            return Err(LowerError::new(
+                "L003",
+                format!("role `{}` has a register budget but does not cover whole warpgroups (setmaxnreg is warpgroup-wide)", r.name),
+                span,
+            ));
+        }
+        if regs == cap {
+            self.w.line(format!("// regs {regs}: the launch allocation already ({cap} per thread); no setmaxnreg"));
+            return Ok(());
+        }
+        let (dir, what) = if regs < cap { ("dec", "give back") } else { ("inc", "take") };
+        self.w.line(format!("// regs {regs}: {what} registers (launch cap {cap} per thread)"));
+        self.w.line(format!("asm volatile(\"setmaxnreg.{dir}.sync.aligned.u32 {regs};\" ::: \"memory\");"));
+        Ok(())
+    }
+
+    fn role_body(
+        &mut self,
+        h: Handle<RoleDecl>,
+        r: &RoleDecl,
+        block: &Block,
+        _span: Span,
+        release_bar_base: u32,
+    ) -> Result<(), LowerError> {
+        let m = self.m;
+        let ws = r.warps();
+        let single_thread = self.is_elected_only(block);
+        let leader = if single_thread { "true".to_string() } else { format!("threadIdx.x == {}", ws.start * 32) };
+        let mut generic_smem_reads = false;
+        let mut wgmma_accs = Vec::new();
+        let mut used_fields = BTreeSet::new();
+        self.scan_block(block, &mut |lw: &Lw, s: &Stmt| {
+            lw.stmt_exprs(s, &mut |e| {
+                if let ExprKind::Index { base, .. } = &m.exprs[e].kind {
+                    let _ = base;
+                }
+                if let ExprKind::Field { base, field } = &m.exprs[e].kind {
+                    if let ExprKind::Role(rh) = m.exprs[*base].kind {
+                        used_fields.insert((rh.index(), format!("{field:?}")));
+                    }
+                }
+            });
+            if let Stmt::Op(call) = s {
+                if call.op == "wgmma" {
+                    if let Some(Some(a)) = call.args.first() {
+                        if let ExprKind::Local(l) = m.exprs[*a].kind {
+                            if !wgmma_accs.contains(&l) {
+                                wgmma_accs.push(l);
+                            }
+                        }
+                    }
+                }
+            }
+            if lw.stmt_reads_smem_generic(s) {
+                generic_smem_reads = true;
+            }
+        });
+        self.layouts_for_body(block)?;
+
+        // Role fields used by the body.
+        let rname = c_ident(&r.name);
+        for (ri, f) in &used_fields {
+            if *ri != h.index() {
+                let other = &m.roles[m.roles.handles().nth(*ri).expect("role")];
+                return Err(unsupported(format!("reading fields of role `{}` from role `{}`", other.name, r.name), m.roles.span(h).item));
+            }
+            let (name, value, what) = match f.as_str() {
+                "Warpgroup" => (
+                    self.derived(&format!("{rname}_warpgroup")),
+                    format!("cake_warp / 4 - {}", ws.start / 4),
+                    "warpgroup index within the role",
+                ),
+                "Warp" => (self.derived(&format!("{rname}_warp")), format!("cake_warp - {}", ws.start), "warp index within the role"),
+                _ => (self.derived(&format!("{rname}_lane")), "cake_lane".to_string(), "lane"),
+            };
+            let value = value.replace(" - 0", "");
+            self.w.line(format!("const int {name} = {value};  // {}.{}: {what}", r.name, f.to_lowercase()));
+        }
+        if used_fields.iter().any(|(_, f)| f == "Warpgroup") && r.unit == RoleUnit::Warp && (ws.start % 4 != 0 || ws.end % 4 != 0) {
+            return Err(unsupported("`.warpgroup` of a warp role that does not cover whole warpgroups", m.roles.span(h).item));
+        }
+
+        if single_thread {
+            self.w.line("// Everything this role does is issued by one thread (acquire, tma_load): only the first runs the body.");
+            self.w.open(format!("if (cake_lane == 0 && cake_warp == {}) {{", ws.start));
+        }
+        // Pipeline state.
+        let mut pipes = HashMap::new();
+        for (ph, p) in m.pipelines.iter() {
+            let producer = p.producer == h;
+            let consumer = p.consumer == h;
+            if !producer && !consumer {
+                continue;
+            }
+            let pn = c_ident(&p.name);
+            let st = PipeState {
+                stage: self.derived(&format!("{pn}_stage")),
+                phase: self.derived(&format!("{pn}_phase")),
+                release: self.derived(&format!("{pn}_release")),
+            };
+            let role_kind = if producer { "producer" } else { "consumer" };
+            self.w.line(format!(
+                "int {} = {}; unsigned {} = 1u;  // {role_kind} position in pipeline {}: the first {} takes stage 0, phase 0",
+                st.stage,
+                p.stages - 1,
+                st.phase,
+                p.name,
+                if producer { "acquire" } else { "wait" }
+            ));
+            if consumer {
+                self.w.line(format!("int {} = 0;  // the stage the next release hands back (FIFO)", st.release));
+            }
+            pipes.insert(ph, st);
+        }
+        // Tensor maps this role loads through: into the descriptor cache before the first copy.
+        let mut maps: Vec<usize> = Vec::new();
+        self.scan_block(block, &mut |lw, s| {
+            if let Stmt::Op(c) = s {
+                if c.op == "tma_load" {
+                    if let Some(src) = c.args.get(1).copied().flatten() {
+                        lw.walk_expr(src, &mut |e| {
+                            if let ExprKind::Tensor(t) = lw.m.exprs[e].kind {
+                                if !maps.contains(&t.index()) {
+                                    maps.push(t.index());
+                                }
+                            }
+                        });
+                    }
+                }
+            }
+        });
+        if !maps.is_empty() {
+            self.need(Helper::PrefetchTensorMap);
+            let names: Vec<String> = maps
+                .iter()
+                .map(|i| {
+                    let t = &m.tensors[m.tensors.handles().nth(*i).expect("tensor")];
+                    format!("cake_prefetch_tensormap(&{});", self.tmap_name(&t.name))
+                })
+                .collect();
+            if single_thread {
+                self.w.line(names.join(" "));
+            } else {
+                self.w.line(format!("if ({leader}) {{ {} }}", names.join(" ")));
+            }
+        }
+        self.role = Some(RoleCx { h, single_thread, leader, generic_smem_reads, pipes, wgmma_accs, release_bar_base });
+        self.wg_fenced = false;
+        self.acquired = vec![Vec::new()];
+        self.block(block)?;
+        self.acquired.clear();
+        self.role = None;
+        if single_thread {
+            self.w.close("}");
+        }
+        Ok(())
+    }
+
+    /// Whether a role body issues only elected work, so one thread can run it.
+    fn is_elected_only(&self, block: &Block) -> bool {
+        block.stmts.iter().all(|s| match &self.m.stmts[*s] {
+            Stmt::Op(c) => matches!(c.op.as_str(), "acquire" | "tma_load"),
+            Stmt::For { body, .. } | Stmt::ForTiles { body, .. } => self.is_elected_only(body),
+            Stmt::If { then_block, else_block, .. } => {
+                self.is_elected_only(then_block) && else_block.as_ref().is_none_or(|b| self.is_elected_only(b))
+            }
+            Stmt::Let { value, .. } => matches!(self.m.exprs[*value].ty, Type::Scalar(_) | Type::Literal { .. }),
+            _ => false,
+        }) && !block.stmts.is_empty()
+    }
+
+    fn scan_block(&self, block: &Block, f: &mut dyn FnMut(&Lw, &Stmt)) {
+        for s in &block.stmts {
+            let st = &self.m.stmts[*s];
+            f(self, st);
+            match st {
+                Stmt::For { body, .. } | Stmt::ForTiles { body, .. } => self.scan_block(body, f),
+                Stmt::If { then_block, else_block, .. } => {
+                    self.scan_block(then_block, f);
+                    if let Some(b) = else_block {
+                        self.scan_block(b, f);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Every expression of a statement (not of nested blocks), recursively.
+    fn stmt_exprs(&self, s: &Stmt, f: &mut dyn FnMut(Handle<Expr>)) {
+        let mut roots = Vec::new();
+        match s {
+            Stmt::Reg(_) => {}
+            Stmt::Let { value, .. } => roots.push(*value),
+            Stmt::Assign { target, value } => roots.extend([*target, *value]),
+            Stmt::Op(c) => roots.extend(c.args.iter().flatten().copied()),
+            Stmt::For { lo, hi, .. } => roots.extend([*lo, *hi]),
+            Stmt::ForTiles { .. } => {}
+            Stmt::If { cond, .. } => roots.push(*cond),
+        }
+        for r in roots {
+            self.walk_expr(r, f);
+        }
+    }
+
+    fn walk_expr(&self, e: Handle<Expr>, f: &mut dyn FnMut(Handle<Expr>)) {
+        f(e);
+        match &self.m.exprs[e].kind {
+            ExprKind::Field { base, .. } => self.walk_expr(*base, f),
+            ExprKind::Index { base, items } => {
+                self.walk_expr(*base, f);
+                for it in items {
+                    match it {
+                        IndexItem::At(x) => self.walk_expr(*x, f),
+                        IndexItem::Window { start, .. } => self.walk_expr(*start, f),
+                        IndexItem::Full => {}
+                    }
+                }
+            }
+            ExprKind::Call(c) => c.args.iter().flatten().for_each(|a| self.walk_expr(*a, f)),
+            ExprKind::Unary(_, a) => self.walk_expr(*a, f),
+            ExprKind::Binary(_, a, b) => {
+                self.walk_expr(*a, f);
+                self.walk_expr(*b, f);
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a statement reads shared memory through ordinary loads (an expression over a
+    /// shared window, or ldmatrix).
+    fn stmt_reads_smem_generic(&self, s: &Stmt) -> bool {
+        let m = self.m;
+        match s {
+            Stmt::Op(c) if matches!(c.op.as_str(), "wgmma" | "tma_load" | "cp_async" | "tma_store") => false,
+            Stmt::Op(c) if c.op == "ldmatrix" => true,
+            Stmt::Op(c) if c.op == "store" => c.args.get(1).copied().flatten().is_some_and(|a| self.expr_reads_smem(a)),
+            _ => {
+                let mut found = false;
+                self.stmt_exprs(s, &mut |e| {
+                    if matches!(m.exprs[e].ty, Type::Shared { .. }) && !self.is_smem_operand_position(s, e) {
+                        found = true;
+                    }
+                });
+                found
+            }
+        }
+    }
+
+    fn is_smem_operand_position(&self, s: &Stmt, e: Handle<Expr>) -> bool {
+        // Shared-typed sub-expressions of a shared index (`a_s` in `a_s[i]`) are the same read.
+        let _ = (s, e);
+        false
+    }
+
+    fn expr_reads_smem(&self, e: Handle<Expr>) -> bool {
+        let mut found = false;
+        self.walk_expr(e, &mut |x| {
+            if matches!(self.m.exprs[x].ty, Type::Shared { .. }) {
+                found = true;
+            }
+        });
+        found
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Statements
+
+    fn block(&mut self, block: &Block) -> Result<(), LowerError> {
+        self.acquired.push(Vec::new());
+        for (i, s) in block.stmts.iter().enumerate() {
+            self.stmt(*s, &block.stmts, i)?;
+        }
+        self.acquired.pop();
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: Handle<Stmt>, siblings: &[Handle<Stmt>], pos: usize) -> Result<(), LowerError> {
+        let m = self.m;
+        let span = self.stmt_span(s);
+        let prev = self.w.set_span(Some(span));
+        let st = &m.stmts[s];
+        let wgmma_only_loop = matches!(st, Stmt::For { body, .. } if self.wgmma_only(body));
+        if !matches!(st, Stmt::Op(c) if c.op == "wgmma" || c.op == "wgmma_commit") && !wgmma_only_loop {
+            // Anything else may touch registers a following wgmma uses.
+            self.wg_fenced = false;
+        }
+        match st {
+            Stmt::Reg(l) => {
+                self.w.marker(span, self.opts, "");
+                self.declare_reg(*l, span)?;
+            }
+            Stmt::Let { local, value } => {
+                self.w.marker(span, self.opts, "");
+                self.let_stmt(*local, *value, span)?;
+            }
+            Stmt::Assign { target, value } => {
+                self.w.marker(span, self.opts, "");
+                self.assign_stmt(*target, *value, span)?;
+            }
+            Stmt::Op(call) => {
+                self.w.marker(span, self.opts, "");
+                self.op_stmt(call, span, siblings, pos)?;
+            }
+            Stmt::For { var, lo, hi, unroll, body } => {
+                self.w.marker(span, self.opts, "");
+                let name = self.local_name(*var);
+                let lo_c = self.scalar(*lo)?;
+                let hi_c = self.scalar(*hi)?;
+                let trips = match (self.const_int(*lo), self.const_int(*hi)) {
+                    (Some(a), Some(b)) => Some(b - a),
+                    _ => None,
+                };
+                if wgmma_only_loop && !self.wg_fenced {
+                    // A loop of nothing but wgmmas: one fence before it covers every iteration.
+                    self.wgmma_fence_for(body);
+                }
+                match (unroll, trips) {
+                    (Some(n), _) => self.w.line(format!("#pragma unroll {n}")),
+                    (None, Some(t)) if t <= 16 => self.w.line("#pragma unroll"),
+                    _ => {}
+                }
+                self.w.open(format!("for (int {name} = {lo_c}; {name} < {hi_c}; ++{name}) {{"));
+                self.wg_fenced = wgmma_only_loop;
+                self.block(body)?;
+                self.w.set_span(Some(span));
+                self.w.close("}");
+                self.wg_fenced = wgmma_only_loop;
+            }
+            Stmt::ForTiles { var, body } => {
+                self.w.marker(span, self.opts, "");
+                let Some(g) = m.grid() else {
+                    return Err(unsupported("`for ... in tiles` without a tile space", span));
+                };
+                let t = self.local_name(*var);
+                let tile = self.derived(&format!("{t}_index"));
+                self.w.open(format!("for (int {tile} = blockIdx.x; {tile} < {}; {tile} += gridDim.x) {{", self.tile_count));
+                let n = g.axes.len();
+                let mut names = Vec::new();
+                for (k, a) in g.axes.iter().enumerate() {
+                    let an = self.derived(&format!("{t}_{}", c_ident(&a.name)));
+                    let div: Vec<String> = self.tile_extents[k + 1..n].to_vec();
+                    let mut e = match div.len() {
+                        0 => tile.clone(),
+                        1 => format!("{tile} / {}", div[0]),
+                        _ => format!("{tile} / ({})", div.join(" * ")),
+                    };
+                    if k > 0 {
+                        e = format!("{e} % {}", self.tile_extents[k]);
+                    }
+                    self.w.line(format!("const int {an} = {e};  // {}.{}", m.locals[*var].name, a.name));
+                    names.push(an);
+                }
+                self.tile_axes.insert(*var, names);
+                self.wg_fenced = false;
+                self.block(body)?;
+                self.w.set_span(Some(span));
+                self.w.close("}");
+                self.wg_fenced = false;
+            }
+            Stmt::If { cond, then_block, else_block } => {
+                self.w.marker(span, self.opts, "");
+                let c = self.scalar(*cond)?;
+                self.w.open(format!("if ({}) {{", strip_parens(&c)));
+                self.block(then_block)?;
+                self.w.set_span(Some(span));
+                if let Some(b) = else_block {
+                    self.w.reopen("} else {");
+                    self.block(b)?;
+                    self.w.set_span(Some(span));
+                }
+                self.w.close("}");
+                self.wg_fenced = false;
+            }
+        }
+        self.w.set_span(prev);
+        Ok(())
+    }
+
+    fn wgmma_only(&self, body: &Block) -> bool {
+        !body.stmts.is_empty() && body.stmts.iter().all(|s| matches!(&self.m.stmts[*s], Stmt::Op(c) if c.op == "wgmma"))
+    }
+
+    /// `wgmma.fence` (and the register fences) ahead of the wgmmas of `body`.
+    fn wgmma_fence_for(&mut self, body: &Block) {
+        let mut accs = Vec::new();
+        for s in &body.stmts {
+            if let Stmt::Op(c) = &self.m.stmts[*s] {
+                if let Some(ExprKind::Local(l)) = c.args.first().copied().flatten().map(|a| self.m.exprs[a].kind.clone()) {
+                    if !accs.contains(&l) {
+                        accs.push(l);
+                    }
+                }
+            }
+        }
+        self.need(Helper::FenceRegs);
+        self.need(Helper::WgmmaFence);
+        for l in accs {
+            let n = self.local_name(l);
+            self.w.line(format!("cake_fence_regs({n});"));
+        }
+        self.w.line("cake_wgmma_fence();  // order earlier register writes before the asynchronous MMAs");
+        self.wg_fenced = true;
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // The launch contract
+
+    fn launch_spec(&self, entry: &str) -> LaunchSpec {
+        let m = self.m;
+        let mut params = Vec::new();
+        let mut maps = Vec::new();
+        for (_, t) in m.tensors.iter() {
+            let shape: Vec<SizeExpr> = t.shape.iter().map(|s| SizeExpr::from_size(m, s)).collect();
+            params.push(ParamSpec::TensorPtr {
+                name: c_ident(&t.name),
+                tensor: t.name.clone(),
+                dtype: t.dtype.name().into(),
+                access: t.access.keyword().into(),
+                shape_text: shape.iter().map(|s| s.to_string()).collect(),
+                shape: shape.clone(),
+            });
+            if let Some(tma) = &t.tma {
+                let pname = self.tmap_name(&t.name);
+                params.push(ParamSpec::TensorMap { name: pname.clone(), tensor: t.name.clone(), map: maps.len() });
+                let dims: Vec<SizeExpr> = shape.iter().rev().cloned().collect();
+                let esize = t.dtype.size_bytes() as i64;
+                let mut strides = Vec::new();
+                let mut acc = SizeExpr::Const(esize);
+                for d in dims.iter().take(dims.len().saturating_sub(1)) {
+                    acc = SizeExpr::product(acc, d.clone());
+                    strides.push(acc.clone());
+                }
+                let box_dims: Vec<u32> = tma.box_dims.iter().rev().map(|b| *b as u32).collect();
+                maps.push(TensorMapSpec {
+                    tensor: t.name.clone(),
+                    param: pname,
+                    dtype: t.dtype.name().into(),
+                    data_type: tensor_map_dtype(t.dtype),
+                    rank: t.shape.len() as u32,
+                    global_dims_text: dims.iter().map(|d| d.to_string()).collect(),
+                    global_dims: dims,
+                    global_strides_text: strides.iter().map(|d| d.to_string()).collect(),
+                    global_strides_bytes: strides,
+                    element_strides: vec![1; box_dims.len()],
+                    box_bytes: tma.box_dims.iter().product::<i64>().max(0) as u64 * t.dtype.size_bytes(),
+                    box_dims,
+                    interleave: 0,
+                    swizzle: match tma.swizzle {
+                        Swizzle::None => 0,
+                        Swizzle::B32 => 1,
+                        Swizzle::B64 => 2,
+                        Swizzle::B128 => 3,
+                    },
+                    swizzle_bytes: tma.swizzle.bytes(),
+                    l2_promotion: 2,
+                    oob_fill: 0,
+                });
+            }
+        }
+        for (_, d) in m.dims.iter() {
+            params.push(ParamSpec::Dim { name: c_ident(&d.name), ctype: "int32".into() });
+        }
+        for (_, s) in m.scalars.iter() {
+            let ctype = match s.dtype {
+                DType::BF16 | DType::F16 => "uint16 (raw bits)".to_string(),
+                d => layout::scalar_ctype(d).unwrap_or("uint8").to_string(),
+            };
+            params.push(ParamSpec::Scalar { name: c_ident(&s.name), dtype: s.dtype.name().into(), ctype });
+        }
+        let (grid, cluster) = match m.grid() {
+            Some(g) => {
+                let axes: Vec<GridAxisSpec> = g
+                    .axes
+                    .iter()
+                    .map(|a| {
+                        let e = SizeExpr::from_size(m, &a.extent);
+                        GridAxisSpec { name: a.name.clone(), extent_text: e.to_string(), extent: e }
+                    })
+                    .collect();
+                let tiles = axes.iter().fold(SizeExpr::Const(1), |acc, a| SizeExpr::product(acc, a.extent.clone()));
+                let mut cl = [1u32; 3];
+                for (i, c) in g.cluster.iter().take(3).enumerate() {
+                    cl[i] = (*c).max(1) as u32;
+                }
+                (
+                    GridSpec {
+                        persistent: g.persistent,
+                        tiles_text: tiles.to_string(),
+                        tiles,
+                        axes,
+                        rasterization: "last_axis_fastest".into(),
+                    },
+                    cl,
+                )
+            }
+            None => (
+                GridSpec {
+                    persistent: false,
+                    tiles: SizeExpr::Const(1),
+                    tiles_text: "1".into(),
+                    axes: Vec::new(),
+                    rasterization: "last_axis_fastest".into(),
+                },
+                [1, 1, 1],
+            ),
+        };
+        let dynamic = self.dynamic_smem() as u32;
+        LaunchSpec {
+            format: LAUNCH_FORMAT,
+            kernel: m.name.clone(),
+            entry: entry.to_string(),
+            target: m.target.clone(),
+            arch: self.target.arch.clone(),
+            block_threads: self.thread_count,
+            dynamic_smem_bytes: dynamic,
+            needs_smem_opt_in: dynamic > 48 * 1024,
+            cluster,
+            grid,
+            dims: m.dims.iter().map(|(_, d)| DimSpec { name: d.name.clone(), multiple_of: d.multiple_of }).collect(),
+            params,
+            tensor_maps: maps,
+            smem_layout: self.smem_slots.clone(),
+        }
+    }
+
+    fn op_stmt(&mut self, call: &OpCall, span: Span, siblings: &[Handle<Stmt>], pos: usize) -> Result<(), LowerError> {
+        let arg = |i: usize| call.args.get(i).copied().flatten();
+        let need_arg = |i: usize| arg(i).ok_or_else(|| LowerError::new("L001", format!("`{}` is missing an argument", call.op), span));
+        match call.op.as_str() {
+            "acquire" => self.acquire(need_arg(0)?, span, siblings, pos),
+            "wait" => self.wait(need_arg(0)?, span),
+            "release" => self.release(need_arg(0)?, span),
+            "tma_load" => self.tma_load(need_arg(0)?, need_arg(1)?, need_arg(2)?, span),
+            "wgmma" => self.wgmma(need_arg(0)?, need_arg(1)?, need_arg(2)?, span),
+            "wgmma_commit" => {
+                self.need(Helper::WgmmaCommit);
+                self.w.line("cake_wgmma_commit();");
+                Ok(())
+            }
+            "wgmma_wait" => self.wgmma_wait(need_arg(0)?, span),
+            "zero" => self.zero(need_arg(0)?, span, siblings, pos),
+            "fill" => self.fill(need_arg(0)?, need_arg(1)?, span),
+            "store" => self.store(need_arg(0)?, need_arg(1)?, span),
+            "cp_async" => self.cp_async(need_arg(0)?, need_arg(1)?, span),
+            "cp_async_commit" => {
+                self.need(Helper::CpAsyncCommit);
+                self.w.line("cake_cp_async_commit();");
+                Ok(())
+            }
+            "cp_async_wait" => {
+                let n = self.const_int(need_arg(0)?).ok_or_else(|| LowerError::new("L001", "cp_async_wait needs a constant", span))?;
+                self.need(Helper::CpAsyncWait);
+                self.w.line(format!("cake_cp_async_wait<{n}>();"));
+                Ok(())
+            }
+            "ldmatrix" => self.ldmatrix(need_arg(0)?, need_arg(1)?, span),
+            "mma_sync" => self.mma_sync(need_arg(0)?, need_arg(1)?, need_arg(2)?, span),
+            "sync" => {
+                self.w.line("__syncthreads();");
+                Ok(())
+            }
+            "sync_role" => {
+                let role = self.role.as_ref().map(|r| r.h).ok_or_else(|| unsupported("sync_role outside a role", span))?;
+                let r = &self.m.roles[role];
+                if r.threads() == 32 {
+                    self.w.line("__syncwarp();");
+                } else {
+                    self.need(Helper::NamedBarrier);
+                    self.w.line(format!("cake_named_barrier({}, {});  // named barrier of role `{}`", 1 + role.index(), r.threads(), r.name));
+                }
+                Ok(())
+            }
+            "fence_proxy_async" => {
+                self.need(Helper::FenceProxyAsync);
+                self.w.line("cake_fence_proxy_async();");
+                Ok(())
+            }
+            "griddep_wait" => {
+                self.w.line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
+                Ok(())
+            }
+            "griddep_launch_dependents" => {
+                self.w.line("asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");");
+                Ok(())
+            }
+            other => Err(unsupported(format!("the `{other}` operation"), span)),
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Names and scalar expressions
+
+    fn local_name(&mut self, l: Handle<Local>) -> String {
+        if let Some(n) = self.local_names.get(&l) {
+            return n.clone();
+        }
+        let n = c_ident(&self.m.locals[l].name);
+        self.local_names.insert(l, n.clone());
+        n
+    }
+
+    /// A compile-time integer value of an expression, when it has one.
+    fn const_int(&self, e: Handle<Expr>) -> Option<i64> {
+        match &self.m.exprs[e].kind {
+            ExprKind::Int(v) => Some(*v),
+            ExprKind::Unary(UnOp::Neg, a) => self.const_int(*a).map(|v| -v),
+            ExprKind::Binary(op, a, b) => {
+                let (a, b) = (self.const_int(*a)?, self.const_int(*b)?);
+                match op {
+                    BinOp::Add => a.checked_add(b),
+                    BinOp::Sub => a.checked_sub(b),
+                    BinOp::Mul => a.checked_mul(b),
+                    BinOp::Div => a.checked_div(b),
+                    BinOp::Rem => a.checked_rem(b),
+                    BinOp::Shl => a.checked_shl(b as u32),
+                    BinOp::Shr => a.checked_shr(b as u32),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// A number every value of the integer expression is a multiple of (0: the value is 0).
+    fn known_multiple(&self, e: Handle<Expr>) -> i64 {
+        let m = self.m;
+        match &m.exprs[e].kind {
+            ExprKind::Int(v) => v.abs(),
+            ExprKind::Dim(d) => m.dims[*d].multiple_of.unwrap_or(1).abs(),
+            ExprKind::Unary(UnOp::Neg, a) => self.known_multiple(*a),
+            ExprKind::Binary(BinOp::Mul, a, b) => self.known_multiple(*a).saturating_mul(self.known_multiple(*b)),
+            ExprKind::Binary(BinOp::Shl, a, b) => match self.const_int(*b) {
+                Some(s) if (0..40).contains(&s) => self.known_multiple(*a).saturating_mul(1 << s),
+                _ => 1,
+            },
+            ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => gcd(self.known_multiple(*a), self.known_multiple(*b)),
+            _ => 1,
+        }
+    }
+
+    /// C code of a scalar (run-time value) expression.
+    fn scalar(&mut self, e: Handle<Expr>) -> Result<String, LowerError> {
+        let m = self.m;
+        let span = self.expr_span(e);
+        let ex = &m.exprs[e];
+        Ok(match &ex.kind {
+            ExprKind::Int(v) => {
+                if i32::try_from(*v).is_ok() {
+                    v.to_string()
+                } else {
+                    format!("{v}ll")
+                }
+            }
+            ExprKind::Float(s) => float_literal(s),
+            ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Inf => "__int_as_float(0x7f800000)".into(),
+            ExprKind::Local(l) => match &m.locals[*l].kind {
+                LocalKind::Tile => return Err(unsupported("a tile used as a value", span)),
+                LocalKind::Reg => {
+                    let lay = self.layouts.get(l).copied();
+                    if lay == Some(Layout::Scalar) {
+                        format!("{}[0]", self.local_name(*l))
+                    } else {
+                        return Err(LowerError::new("L007", format!("fragment `{}` used where a scalar is expected", m.locals[*l].name), span));
+                    }
+                }
+                _ => self.local_name(*l),
+            },
+            ExprKind::Dim(d) => c_ident(&m.dims[*d].name),
+            ExprKind::Scalar(s) => {
+                let sd = &m.scalars[*s];
+                match sd.dtype {
+                    DType::BF16 => {
+                        self.need(Helper::RoundBf16);
+                        format!("__uint_as_float((unsigned){} << 16)", c_ident(&sd.name))
+                    }
+                    DType::F16 => return Err(unsupported("f16 scalar arguments", span)),
+                    _ => c_ident(&sd.name),
+                }
+            }
+            ExprKind::Field { base, field } => self.field(*base, field, span)?,
+            ExprKind::Unary(op, a) => {
+                let ca = self.scalar(*a)?;
+                unary_c(*op, &ca, self.prec(*a))
+            }
+            ExprKind::Binary(op, a, b) => {
+                let (ca, cb) = (self.scalar(*a)?, self.scalar(*b)?);
+                binary_c(*op, &ca, self.prec(*a), &cb, self.prec(*b))
+            }
+            ExprKind::Call(call) => {
+                let dtype = ex.ty.dtype();
+                self.scalar_call(call, dtype, span)?
+            }
+            _ => return Err(unsupported(format!("this expression as a scalar value (type {})", ex.ty), span)),
+        })
+    }
+
+    /// C precedence of the code `scalar`/`elem` produce for an expression (10: an atom).
+    pub(crate) fn prec(&self, e: Handle<Expr>) -> u8 {
+        match &self.m.exprs[e].kind {
+            ExprKind::Binary(op, ..) => binop_prec(*op),
+            ExprKind::Unary(..) => 9,
+            _ => 10,
+        }
+    }
+
+    fn field(&mut self, base: Handle<Expr>, field: &Field, span: Span) -> Result<String, LowerError> {
+        let m = self.m;
+        match (&m.exprs[base].kind, field) {
+            (ExprKind::Pipeline(p), Field::Stage) => {
+                let st = self
+                    .role
+                    .as_ref()
+                    .and_then(|r| r.pipes.get(p))
+                    .ok_or_else(|| unsupported(format!("`{}.stage` outside its producer or consumer", m.pipelines[*p].name), span))?;
+                Ok(st.stage.clone())
+            }
+            (ExprKind::Local(l), Field::TileAxis(k)) => self
+                .tile_axes
+                .get(l)
+                .and_then(|v| v.get(*k).cloned())
+                .ok_or_else(|| unsupported("a tile field outside its loop", span)),
+            (ExprKind::Role(r), f) => {
+                let rn = c_ident(&m.roles[*r].name);
+                Ok(match f {
+                    Field::Warpgroup => self.derived(&format!("{rn}_warpgroup")),
+                    Field::Warp => self.derived(&format!("{rn}_warp")),
+                    Field::Lane => self.derived(&format!("{rn}_lane")),
+                    _ => return Err(unsupported("this role field", span)),
+                })
+            }
+            _ => Err(unsupported("this field", span)),
+        }
+    }
+
+    fn scalar_call(&mut self, call: &OpCall, dtype: Option<DType>, span: Span) -> Result<String, LowerError> {
+        let args: Vec<Handle<Expr>> = call.args.iter().flatten().copied().collect();
+        let mut a = Vec::new();
+        for x in &args {
+            if matches!(self.m.exprs[*x].ty, Type::DTypeName(_)) {
+                continue;
+            }
+            a.push(self.scalar(*x)?);
+        }
+        let src_dtype = args.first().and_then(|x| self.m.exprs[*x].ty.dtype());
+        self.math(&call.op, &a, dtype, src_dtype, span)
+    }
+
+    /// C code of an elementwise math op over element expressions `a`.
+    fn math(&mut self, op: &str, a: &[String], dtype: Option<DType>, src: Option<DType>, span: Span) -> Result<String, LowerError> {
+        let float = dtype.is_some_and(|d| d.is_float());
+        Ok(match (op, a) {
+            ("cast", [x]) => self.cast(x, src, dtype, span)?,
+            ("select", [c, x, y]) => format!("({c} ? {x} : {y})"),
+            ("min", [x, y]) if float => format!("fminf({x}, {y})"),
+            ("max", [x, y]) if float => format!("fmaxf({x}, {y})"),
+            ("min", [x, y]) => format!("({x} < {y} ? {x} : {y})"),
+            ("max", [x, y]) => format!("({x} > {y} ? {x} : {y})"),
+            ("abs", [x]) if float => format!("fabsf({x})"),
+            ("abs", [x]) => format!("({x} < 0 ? -{x} : {x})"),
+            ("exp", [x]) => format!("__expf({x})"),
+            ("exp2", [x]) => format!("exp2f({x})"),
+            ("log", [x]) => format!("__logf({x})"),
+            ("sqrt", [x]) => format!("sqrtf({x})"),
+            ("rsqrt", [x]) => format!("rsqrtf({x})"),
+            ("fma", [x, y, z]) if dtype == Some(DType::F32) => format!("fmaf({x}, {y}, {z})"),
+            _ => return Err(unsupported(format!("`{op}` here"), span)),
+        })
+    }
+
+    fn cast(&mut self, x: &str, from: Option<DType>, to: Option<DType>, span: Span) -> Result<String, LowerError> {
+        let (Some(from), Some(to)) = (from, to) else { return Err(unsupported("this cast", span)) };
+        use DType::*;
+        Ok(match (from, to) {
+            (_, BF16) if from.is_float() || from.is_int() => {
+                self.need(Helper::RoundBf16);
+                self.need(Helper::PackBf16x2);
+                let v = if from.is_int() { format!("(float)({x})") } else { x.to_string() };
+                format!("cake_round_bf16({v})")
+            }
+            (_, F16) if from.is_float() || from.is_int() => {
+                self.need(Helper::RoundF16);
+                let v = if from.is_int() { format!("(float)({x})") } else { x.to_string() };
+                format!("cake_round_f16({v})")
+            }
+            (F32 | BF16 | F16, F32) => x.to_string(),
+            (F32 | BF16 | F16, I32) => format!("(int)({x})"),
+            (F32 | BF16 | F16, U32) => format!("(unsigned)({x})"),
+            (F32 | BF16 | F16, I64) => format!("(long long)({x})"),
+            (I32 | U32 | I64, F32) => format!("(float)({x})"),
+            (I32 | U32 | I64 | Bool, I32) => format!("(int)({x})"),
+            (I32 | U32 | I64 | Bool, U32) => format!("(unsigned)({x})"),
+            (I32 | U32 | I64 | Bool, I64) => format!("(long long)({x})"),
+            (Bool, F32) => format!("({x} ? 1.0f : 0.0f)"),
+            _ => return Err(unsupported(format!("cast from {from} to {to}"), span)),
+        })
+    }
+}
+
+fn indent_lines(w: &mut Writer, levels: usize) {
+    let pad = "    ".repeat(levels);
+    for l in &mut w.lines {
+        if !l.text.is_empty() {
+            l.text = format!("{pad}{}", l.text);
+        }
+    }
+}
+
+/// `CUtensorMapDataType` of a dtype.
+fn tensor_map_dtype(d: DType) -> u32 {
+    match d {
+        DType::Bool | DType::F8E4M3 | DType::F8E5M2 => 0, // UINT8
+        DType::BF16 => 9,
+        DType::F16 => 6,
+        DType::F32 => 7,
+        DType::I32 => 3,
+        DType::U32 => 2,
+        DType::I64 => 5,
+    }
+}
+
+/// Registers per thread that `__launch_bounds__(threads, 1)` caps the kernel at.
+pub(crate) fn launch_reg_cap(threads: u32) -> u32 {
+    let per = 65536 / threads.max(1);
+    (per.min(255) / 8) * 8
+}
+
+fn binop_prec(op: BinOp) -> u8 {
+    match op {
+        BinOp::Mul | BinOp::Div | BinOp::Rem => 8,
+        BinOp::Add | BinOp::Sub => 7,
+        BinOp::Shl | BinOp::Shr => 6,
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => 5,
+        BinOp::Eq | BinOp::Ne => 4,
+        BinOp::And => 3,
+        BinOp::Or => 2,
+    }
+}
+
+/// `a op b` with the parentheses C needs (left-associative; `&&` inside `||` kept explicit).
+pub(crate) fn binary_c(op: BinOp, a: &str, pa: u8, b: &str, pb: u8) -> String {
+    let p = binop_prec(op);
+    let wrap_a = pa < p || (op == BinOp::Or && pa == 3);
+    let wrap_b = pb <= p || (op == BinOp::Or && pb == 3);
+    let a = if wrap_a { format!("({a})") } else { a.to_string() };
+    let b = if wrap_b { format!("({b})") } else { b.to_string() };
+    format!("{a} {} {b}", op.symbol())
+}
+
+pub(crate) fn unary_c(op: UnOp, a: &str, pa: u8) -> String {
+    let sym = match op {
+        UnOp::Neg => "-",
+        UnOp::Not => "!",
+    };
+    if pa < 9 || a.starts_with('-') {
+        format!("{sym}({a})")
+    } else {
+        format!("{sym}{a}")
+    }
+}
+
+fn float_literal(s: &str) -> String {
+    let s = s.replace('_', "");
+    if s.contains('.') || s.contains('e') || s.contains('E') {
+        format!("{s}f")
+    } else {
+        format!("{s}.0f")
+    }
+}
+
+fn strip_parens(s: &str) -> &str {
+    if s.starts_with('(') && s.ends_with(')') {
+        // Only when the outer parentheses enclose everything.
+        let inner = &s[1..s.len() - 1];
+        let mut depth = 0i32;
+        for c in inner.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth < 0 {
+                        return s;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if depth == 0 {
+            return inner;
+        }
+    }
+    s
+}
+
+/// C code of a size over dims.
+pub(crate) fn size_c(m: &Module, s: &Size) -> String {
+    let e = SizeExpr::from_size(m, s);
+    fn go(e: &SizeExpr) -> String {
+        match e {
+            SizeExpr::Const(c) => c.to_string(),
+            SizeExpr::Dim(d) => c_ident(d),
+            SizeExpr::Add(a, b) => format!("({} + {})", go(a), go(b)),
+            SizeExpr::Sub(a, b) => format!("({} - {})", go(a), go(b)),
+            SizeExpr::Mul(a, b) => format!("({} * {})", go(a), go(b)),
+            SizeExpr::Div(a, b) => format!("({} / {})", go(a), go(b)),
+        }
+    }
+    strip_parens(&go(&e)).to_string()
+}
+
+/// A number every value of the size is a multiple of.
+pub(crate) fn size_multiple(m: &Module, s: &Size) -> i64 {
+    match s {
+        Size::Const(c) => c.abs(),
+        Size::Dim(d) => m.dims[*d].multiple_of.unwrap_or(1).abs(),
+        Size::Bin(SizeOp::Mul, a, b) => size_multiple(m, a).saturating_mul(size_multiple(m, b)),
+        Size::Bin(SizeOp::Add | SizeOp::Sub, a, b) => gcd(size_multiple(m, a), size_multiple(m, b)),
+        Size::Bin(SizeOp::Div, ..) => 1,
+    }
+}

@@ -1,0 +1,307 @@
+//! Device helper functions the generated kernels call: one small `__forceinline__` function per
+//! PTX form, emitted only when used, in a fixed order (so output is deterministic). Each one
+//! names the PTX instruction it wraps; no CUDA header is included.
+
+use std::fmt::Write as _;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Helper {
+    TensorMapType,
+    SmemU32,
+    MbarInit,
+    FenceMbarrierInit,
+    FenceProxyAsync,
+    MbarWait,
+    MbarTestWait,
+    MbarArrive,
+    MbarArriveExpectTx,
+    PrefetchTensorMap,
+    TmaLoad(u32),
+    WgmmaDesc,
+    WgmmaFence,
+    WgmmaCommit,
+    WgmmaWait,
+    FenceRegs,
+    Wgmma { n: u32 },
+    CpAsync16,
+    CpAsyncCommit,
+    CpAsyncWait,
+    LdmatrixX4,
+    MmaBf16,
+    MmaF16,
+    PackBf16x2,
+    PackF16x2,
+    RoundBf16,
+    RoundF16,
+    ArgBetter,
+    NamedBarrier,
+    Swizzle,
+}
+
+pub(crate) fn text(h: Helper) -> String {
+    match h {
+        Helper::TensorMapType => r#"// The driver's CUtensorMap: 128 opaque bytes, built on the host with cuTensorMapEncodeTiled and
+// passed by value as a `const __grid_constant__` kernel parameter.
+struct __align__(64) CUtensorMap { unsigned long long opaque[16]; };
+"#
+        .into(),
+        Helper::SmemU32 => r#"// 32-bit shared-window address of a generic pointer into shared memory (cvta.to.shared).
+static __device__ __forceinline__ unsigned cake_smem_u32(const void* p) {
+    unsigned a;
+    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+"#
+        .into(),
+        Helper::MbarInit => r#"// mbarrier.init: a fresh barrier in phase 0 expecting `count` arrivals per phase.
+static __device__ __forceinline__ void cake_mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+"#
+        .into(),
+        Helper::FenceMbarrierInit => r#"// Make mbarrier initialisation visible to the other threads and the async proxy (TMA).
+static __device__ __forceinline__ void cake_fence_mbarrier_init() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+"#
+        .into(),
+        Helper::FenceProxyAsync => r#"// Order this thread's generic-proxy shared-memory accesses before later async-proxy ones.
+static __device__ __forceinline__ void cake_fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+"#
+        .into(),
+        Helper::MbarWait => r#"// Wait until the phase of `bar` with parity `parity` has completed (try_wait may suspend; loop
+// until it reports completion).
+static __device__ __forceinline__ void cake_mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+"#
+        .into(),
+        Helper::MbarTestWait => r#"// Wait until the phase of `bar` with parity `parity` has completed (sm_80: test_wait polls).
+static __device__ __forceinline__ void cake_mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+"#
+        .into(),
+        Helper::MbarArrive => r#"// One arrival on `bar` (release semantics at CTA scope).
+static __device__ __forceinline__ void cake_mbar_arrive(unsigned bar) {
+    asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" :: "r"(bar) : "memory");
+}
+"#
+        .into(),
+        Helper::MbarArriveExpectTx => r#"// Announce `bytes` of transactions for the current phase of `bar` and arrive once.
+static __device__ __forceinline__ void cake_mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }" :: "r"(bar), "r"(bytes) : "memory");
+}
+"#
+        .into(),
+        Helper::PrefetchTensorMap => r#"// Bring a tensor map into the descriptor cache ahead of its first use.
+static __device__ __forceinline__ void cake_prefetch_tensormap(const CUtensorMap* map) {
+    asm volatile("prefetch.tensormap [%0];" :: "l"(map) : "memory");
+}
+"#
+        .into(),
+        Helper::TmaLoad(rank) => {
+            let params: Vec<String> = (0..rank).map(|i| format!("int c{i}")).collect();
+            let coords: Vec<String> = (0..rank).map(|i| format!("%{}", i + 3)).collect();
+            let args: Vec<String> = (0..rank).map(|i| format!("\"r\"(c{i})")).collect();
+            format!(
+                r#"// TMA: copy one box of a {rank}-D tensor (coordinates innermost first) into shared memory at `dst`,
+// crediting its bytes to mbarrier `bar` (complete_tx).
+static __device__ __forceinline__ void cake_tma_load_{rank}d(unsigned dst, const CUtensorMap* map, unsigned bar, {}) {{
+    asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {{{}}}], [%2];"
+                 :: "r"(dst), "l"(map), "r"(bar), {} : "memory");
+}}
+"#,
+                params.join(", "),
+                coords.join(", "),
+                args.join(", ")
+            )
+        }
+        Helper::WgmmaDesc => r#"// wgmma shared-memory matrix descriptor: bits 0-13 start address >> 4, 16-29 leading byte offset >> 4,
+// 32-45 stride byte offset >> 4, 49-51 base offset (0: atoms 1024-byte aligned), 62-63 layout
+// (1 = 128B swizzle, 2 = 64B, 3 = 32B).
+static __device__ __forceinline__ unsigned long long cake_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo, unsigned layout) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4)
+         | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16)
+         | ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32)
+         | ((unsigned long long)layout << 62);
+}
+"#
+        .into(),
+        Helper::WgmmaFence => r#"// Order earlier register and shared-memory accesses before the following wgmma.mma_async.
+static __device__ __forceinline__ void cake_wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+"#
+        .into(),
+        Helper::WgmmaCommit => r#"// Close the warpgroup's pending wgmma.mma_async into one group.
+static __device__ __forceinline__ void cake_wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+"#
+        .into(),
+        Helper::WgmmaWait => r#"// Wait until at most N wgmma groups are pending.
+template <int N>
+static __device__ __forceinline__ void cake_wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
+"#
+        .into(),
+        Helper::FenceRegs => r#"// Compiler-only fence: the registers are read and written here, so no access to them moves across
+// the asynchronous wgmma that reads and writes them behind the compiler's back.
+template <int N>
+static __device__ __forceinline__ void cake_fence_regs(float (&r)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
+}
+"#
+        .into(),
+        Helper::Wgmma { n } => wgmma_text(n),
+        Helper::CpAsync16 => r#"// cp.async of 16 bytes global -> shared, bypassing L1; `src_bytes` < 16 zero-fills the rest.
+static __device__ __forceinline__ void cake_cp_async_16(unsigned dst, const void* src, unsigned src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+"#
+        .into(),
+        Helper::CpAsyncCommit => r#"// Close this thread's pending cp.async copies into one group.
+static __device__ __forceinline__ void cake_cp_async_commit() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+"#
+        .into(),
+        Helper::CpAsyncWait => r#"// Wait until at most N of this thread's cp.async groups are pending.
+template <int N>
+static __device__ __forceinline__ void cake_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+"#
+        .into(),
+        Helper::LdmatrixX4 => r#"// ldmatrix x4: four 8x8 16-bit matrices; lanes 8i..8i+7 give the row addresses of matrix i, and
+// lane l receives row l/4, columns 2(l%4), 2(l%4)+1 of each matrix in r0..r3.
+static __device__ __forceinline__ void cake_ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr) : "memory");
+}
+"#
+        .into(),
+        Helper::MmaBf16 => mma_text("bf16"),
+        Helper::MmaF16 => mma_text("f16"),
+        Helper::PackBf16x2 => r#"// Round two f32 to bf16 (nearest even) and pack them: `lo` at the lower address.
+static __device__ __forceinline__ unsigned cake_pack_bf16x2(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+"#
+        .into(),
+        Helper::PackF16x2 => r#"// Round two f32 to f16 (nearest even) and pack them: `lo` at the lower address.
+static __device__ __forceinline__ unsigned cake_pack_f16x2(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+"#
+        .into(),
+        Helper::RoundBf16 => r#"// An f32 rounded to the nearest bf16 (held as the f32 of equal value).
+static __device__ __forceinline__ float cake_round_bf16(float x) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(x), "f"(0.0f));
+    return __uint_as_float(r & 0xFFFF0000u);
+}
+"#
+        .into(),
+        Helper::RoundF16 => r#"// An f32 rounded to the nearest f16 (held as the f32 of equal value).
+static __device__ __forceinline__ float cake_round_f16(float x) {
+    float r;
+    asm("{ .reg .f16 h; cvt.rn.f16.f32 h, %1; cvt.f32.f16 %0, h; }" : "=f"(r) : "f"(x));
+    return r;
+}
+"#
+        .into(),
+        Helper::ArgBetter => r#"// Whether candidate (v, i) beats the current best (bv, bi) of an arg-min (`max_ = false`) or
+// arg-max: a strictly better value, or an equal value at a smaller index; NaN never beats a number
+// (and among NaNs the smaller index wins, so an all-NaN row gives index 0).
+template <typename T>
+static __device__ __forceinline__ bool cake_arg_better(bool max_, T v, int i, T bv, int bi) {
+    const bool v_nan = !(v == v), b_nan = !(bv == bv);
+    if (b_nan) return !v_nan || i < bi;
+    if (v_nan) return false;
+    return (max_ ? v > bv : v < bv) || (v == bv && i < bi);
+}
+"#
+        .into(),
+        Helper::Swizzle => r#"// The shared-memory swizzle of a region with SPAN-byte swizzling (the TMA / CUTLASS Swizzle<b,4,3>
+// pattern): the 16-byte chunk index (byte-offset bits 4..) is XORed with bits 7.. of the offset.
+template <int SPAN>
+static __device__ __forceinline__ unsigned cake_swizzle(unsigned off) {
+    return off ^ (((off >> 7) & (SPAN / 16 - 1)) << 4);
+}
+"#
+        .into(),
+        Helper::NamedBarrier => r#"// Named barrier `id` over `threads` threads (bar.sync orders their memory accesses).
+static __device__ __forceinline__ void cake_named_barrier(unsigned id, unsigned threads) {
+    asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(threads) : "memory");
+}
+"#
+        .into(),
+    }
+}
+
+fn mma_text(ty: &str) -> String {
+    format!(
+        r#"// mma.sync m16n8k16, {ty} operands, f32 accumulators: d (4 f32) += a (4 packed regs, 16x16 row-major)
+// · b (2 packed regs, 16x8 column-major = our K-major b[N, K]).
+static __device__ __forceinline__ void cake_mma_m16n8k16_f32_{ty}(float& d0, float& d1, float& d2, float& d3,
+        unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};"
+        : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}}
+"#
+    )
+}
+
+fn wgmma_text(n: u32) -> String {
+    let regs = n / 2;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "// wgmma m64n{n}k16, bf16 operands from shared-memory descriptors (both K-major), f32 accumulators:\n\
+         // d ({regs} f32 per thread, the m64n{n} accumulator layout) = a · bᵀ + (scale_d ? d : 0).\n\
+         static __device__ __forceinline__ void cake_wgmma_m64n{n}k16_f32_bf16(float (&d)[{regs}], unsigned long long desc_a, unsigned long long desc_b, int scale_d) {{"
+    );
+    let dlist: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    let _ = writeln!(s, "    asm volatile(");
+    let _ = writeln!(s, "        \"{{ .reg .pred p; setp.ne.b32 p, %{}, 0;\\n\"", regs + 2);
+    let _ = writeln!(s, "        \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{\"");
+    for chunk in dlist.chunks(16) {
+        let _ = writeln!(s, "        \"{}\"", chunk.join(", ") + if chunk.last() == dlist.last() { "" } else { ", " });
+    }
+    let _ = writeln!(s, "        \"}}, %{}, %{}, p, 1, 1, 0, 0; }}\\n\"", regs, regs + 1);
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
+    let _ = write!(s, "        :");
+    for (k, chunk) in outs.chunks(8).enumerate() {
+        if k > 0 {
+            let _ = write!(s, "\n         ");
+        }
+        let _ = write!(s, " {}", chunk.join(", "));
+        if (k + 1) * 8 < outs.len() {
+            let _ = write!(s, ",");
+        }
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "        : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d)");
+    let _ = writeln!(s, "        : \"memory\");");
+    let _ = writeln!(s, "}}");
+    s
+}

@@ -1,0 +1,446 @@
+//! sm_90a lowering: pipelines over mbarriers, TMA loads, wgmma.
+
+use super::frag::mul_c;
+use super::layout::Layout;
+use super::prelude::Helper;
+use super::{strip_parens, unsupported, Lw, LowerError};
+use crate::ir::*;
+use crate::span::Span;
+
+/// The mbarrier transaction-count range per phase (PTX: ±(2^20 − 1)).
+const TX_MAX: u64 = (1 << 20) - 1;
+
+/// Transaction bytes found after an `acquire` (up to its next acquire).
+struct TxScan {
+    bytes: u64,
+}
+
+impl<'a> Lw<'a> {
+    fn pipeline_of(&self, e: Handle<Expr>, span: Span) -> Result<Handle<PipelineDecl>, LowerError> {
+        match self.m.exprs[e].kind {
+            ExprKind::Pipeline(p) => Ok(p),
+            ExprKind::Barrier(_) => Err(unsupported("explicit barriers", span)),
+            _ => Err(unsupported("this synchronisation argument", span)),
+        }
+    }
+
+    fn pipe_state(&self, p: Handle<PipelineDecl>, span: Span) -> Result<super::PipeState, LowerError> {
+        self.role
+            .as_ref()
+            .and_then(|r| r.pipes.get(&p).cloned())
+            .ok_or_else(|| unsupported(format!("pipeline `{}` used outside its producer and consumer", self.m.pipelines[p].name), span))
+    }
+
+    fn wait_helper(&mut self) {
+        if self.sm90() {
+            self.need(Helper::MbarWait);
+        } else {
+            self.need(Helper::MbarTestWait);
+        }
+    }
+
+    fn is_leader_guarded(&self) -> Option<String> {
+        let r = self.role.as_ref()?;
+        (!r.single_thread).then(|| r.leader.clone())
+    }
+
+    /// `acquire(p)`: advance, wait until consumers released the stage, arm its full barrier with
+    /// the derived transaction bytes.
+    pub(crate) fn acquire(&mut self, pe: Handle<Expr>, span: Span, siblings: &[Handle<Stmt>], pos: usize) -> Result<(), LowerError> {
+        let p = self.pipeline_of(pe, span)?;
+        let m = self.m;
+        let pd = &m.pipelines[p];
+        let role = self.role.as_ref().map(|r| r.h);
+        if role != Some(pd.producer) {
+            return Err(unsupported(format!("acquire of `{}` outside its producer role", pd.name), span));
+        }
+        let st = self.pipe_state(p, span)?;
+        let pp = &self.pipes[p.index()];
+        let (full, empty, stages) = (pp.full.clone(), pp.empty.clone(), pp.stages);
+        let tx = self.tx_after(p, &siblings[pos + 1..], 1)?;
+        if tx.bytes == 0 {
+            return Err(LowerError::new(
+                "L004",
+                format!("no tma_load into pipeline `{}` follows this acquire before the next one", pd.name),
+                span,
+            ));
+        }
+        if tx.bytes > TX_MAX {
+            return Err(LowerError::new(
+                "L004",
+                format!("{} transaction bytes per stage exceed the mbarrier's range ({TX_MAX})", tx.bytes),
+                span,
+            ));
+        }
+        self.wait_helper();
+        self.need(Helper::MbarArriveExpectTx);
+        self.w.line(format!("if (++{} == {stages}) {{ {} = 0; {} ^= 1u; }}", st.stage, st.stage, st.phase));
+        self.w.line(format!(
+            "cake_mbar_wait({empty} + 8 * {}, {} ^ 1u);  // the consumers released this stage (a fresh barrier passes parity 1)",
+            st.stage, st.phase
+        ));
+        let arm = format!(
+            "cake_mbar_arrive_expect_tx({full} + 8 * {}, {}u);  // the bytes of this stage's tma_loads, up to the next acquire",
+            st.stage, tx.bytes
+        );
+        match self.is_leader_guarded() {
+            Some(l) => self.w.line(format!("if ({l}) {arm}")),
+            None => self.w.line(arm),
+        }
+        if let Some(top) = self.acquired.last_mut() {
+            top.push(p);
+        }
+        Ok(())
+    }
+
+    /// Bytes the `tma_load`s naming `p` bring in, in `rest` (times `mult`), up to the next
+    /// `acquire(p)`.
+    fn tx_after(&self, p: Handle<PipelineDecl>, rest: &[Handle<Stmt>], mult: u64) -> Result<TxScan, LowerError> {
+        let m = self.m;
+        let mut total = 0u64;
+        for s in rest {
+            match &m.stmts[*s] {
+                Stmt::Op(c) if c.op == "acquire" && self.names_pipeline(c.args.first().copied().flatten(), p) => {
+                    return Ok(TxScan { bytes: total });
+                }
+                Stmt::Op(c) if c.op == "tma_load" && self.names_pipeline(c.args.get(2).copied().flatten(), p) => {
+                    let Some(dst) = c.args.first().copied().flatten() else { continue };
+                    let ty = &m.exprs[dst].ty;
+                    let bytes = ty.const_shape().map(|s| s.iter().product::<i64>().max(0) as u64).unwrap_or(0)
+                        * ty.dtype().map_or(0, |d| d.size_bytes());
+                    total += bytes * mult;
+                }
+                Stmt::For { lo, hi, body, .. } => {
+                    let trips = match (self.const_int(*lo), self.const_int(*hi)) {
+                        (Some(a), Some(b)) => Some((b - a).max(0) as u64),
+                        _ => None,
+                    };
+                    let loads = self.block_loads(body, p);
+                    let acquires = self.block_acquires(body, p);
+                    if acquires {
+                        // The loop's own acquires take over; loads before the first one would be
+                        // split between two stages.
+                        let first = self.tx_after(p, &body.stmts, 1)?;
+                        if first.bytes > 0 {
+                            return Err(LowerError::new(
+                                "L004",
+                                "tma_loads before the acquire inside this loop cannot be attributed to one stage",
+                                *m.stmts.span(*s),
+                            ));
+                        }
+                        return Ok(TxScan { bytes: total });
+                    }
+                    if loads {
+                        let Some(n) = trips else {
+                            return Err(LowerError::new(
+                                "L004",
+                                "cannot derive the transaction bytes: tma_loads in a loop with a run-time trip count",
+                                *m.stmts.span(*s),
+                            )
+                            .with_note("acquire the stage inside the loop, or make the trip count constant"));
+                        };
+                        let inner = self.tx_after(p, &body.stmts, mult * n)?;
+                        total += inner.bytes;
+                    }
+                }
+                Stmt::ForTiles { body, .. } => {
+                    if self.block_acquires(body, p) {
+                        return Ok(TxScan { bytes: total });
+                    }
+                    if self.block_loads(body, p) {
+                        return Err(LowerError::new("L004", "cannot derive the transaction bytes: tma_loads in the tile loop after the acquire", *m.stmts.span(*s)));
+                    }
+                }
+                Stmt::If { then_block, else_block, .. } => {
+                    let any = |f: &dyn Fn(&Block) -> bool| f(then_block) || else_block.as_ref().is_some_and(f);
+                    if any(&|b| self.block_loads(b, p) || self.block_acquires(b, p)) {
+                        return Err(LowerError::new(
+                            "L004",
+                            "cannot derive the transaction bytes: a conditional tma_load or acquire",
+                            *m.stmts.span(*s),
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(TxScan { bytes: total })
+    }
+
+    fn names_pipeline(&self, e: Option<Handle<Expr>>, p: Handle<PipelineDecl>) -> bool {
+        e.is_some_and(|e| matches!(self.m.exprs[e].kind, ExprKind::Pipeline(q) if q == p))
+    }
+
+    fn block_has(&self, b: &Block, f: &dyn Fn(&OpCall) -> bool) -> bool {
+        let mut found = false;
+        self.scan_block(b, &mut |_, s| {
+            if let Stmt::Op(c) = s {
+                if f(c) {
+                    found = true;
+                }
+            }
+        });
+        found
+    }
+
+    fn block_loads(&self, b: &Block, p: Handle<PipelineDecl>) -> bool {
+        self.block_has(b, &|c| c.op == "tma_load" && self.names_pipeline(c.args.get(2).copied().flatten(), p))
+    }
+
+    fn block_acquires(&self, b: &Block, p: Handle<PipelineDecl>) -> bool {
+        self.block_has(b, &|c| c.op == "acquire" && self.names_pipeline(c.args.first().copied().flatten(), p))
+    }
+
+    /// `wait(p)` (consumer): advance, wait until the stage is full.
+    pub(crate) fn wait(&mut self, pe: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let p = self.pipeline_of(pe, span)?;
+        let pd = &self.m.pipelines[p];
+        if self.role.as_ref().map(|r| r.h) != Some(pd.consumer) {
+            return Err(unsupported(format!("wait on `{}` outside its consumer role", pd.name), span));
+        }
+        let st = self.pipe_state(p, span)?;
+        let pp = &self.pipes[p.index()];
+        let (full, stages) = (pp.full.clone(), pp.stages);
+        self.wait_helper();
+        self.w.line(format!("if (++{} == {stages}) {{ {} = 0; {} ^= 1u; }}", st.stage, st.stage, st.phase));
+        self.w.line(format!("cake_mbar_wait({full} + 8 * {}, {});  // the stage's TMA bytes have landed", st.stage, st.phase));
+        Ok(())
+    }
+
+    /// `release(p)` (consumer): one elected arrival per consumer warpgroup (warp) on the empty
+    /// barrier of the oldest stage it holds.
+    pub(crate) fn release(&mut self, pe: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let p = self.pipeline_of(pe, span)?;
+        let pd = &self.m.pipelines[p];
+        if self.role.as_ref().map(|r| r.h) != Some(pd.consumer) {
+            return Err(unsupported(format!("release of `{}` outside its consumer role", pd.name), span));
+        }
+        let st = self.pipe_state(p, span)?;
+        let pp = &self.pipes[p.index()];
+        let (empty, stages, warps) = (pp.empty.clone(), pp.stages, pp.consumer_warps);
+        let (generic, bar_base) = self.role.as_ref().map(|r| (r.generic_smem_reads, r.release_bar_base)).expect("role");
+        let role = &self.m.roles[pd.consumer];
+        self.need(Helper::MbarArrive);
+        if warps {
+            if generic {
+                self.w.line("__syncwarp();  // the warp's reads of the stage are done before lane 0 arrives");
+            }
+            self.w.line(format!("if (cake_lane == 0) cake_mbar_arrive({empty} + 8 * {});  // one arrival per consumer warp", st.release));
+        } else {
+            if generic {
+                self.need(Helper::NamedBarrier);
+                let first_wg = role.warps().start / 4;
+                self.w.line(format!(
+                    "cake_named_barrier({bar_base} + cake_warp / 4 - {first_wg}, 128);  // the warpgroup's ordinary shared-memory reads are done"
+                ));
+            }
+            self.w.line(format!(
+                "if (threadIdx.x % 128 == 0) cake_mbar_arrive({empty} + 8 * {});  // one elected arrival per consumer warpgroup",
+                st.release
+            ));
+        }
+        self.w.line(format!("if (++{} == {stages}) {} = 0;", st.release, st.release));
+        Ok(())
+    }
+
+    /// `tma_load(dst, src, p)`: the elected thread copies one box.
+    pub(crate) fn tma_load(&mut self, dst: Handle<Expr>, src: Handle<Expr>, bar: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let m = self.m;
+        let p = self.pipeline_of(bar, span)?;
+        let pd = &m.pipelines[p];
+        if self.role.as_ref().map(|r| r.h) != Some(pd.producer) {
+            return Err(unsupported(format!("tma_load into `{}` outside its producer role", pd.name), span));
+        }
+        if !self.acquired.iter().any(|scope| scope.contains(&p)) {
+            return Err(LowerError::new(
+                "L004",
+                format!("tma_load into pipeline `{}` without a preceding acquire in an enclosing block", pd.name),
+                span,
+            ));
+        }
+        // Source: the tensor and the box coordinates.
+        let (base, items) = match &m.exprs[src].kind {
+            ExprKind::Index { base, items } => (*base, items.clone()),
+            _ => return Err(unsupported("a tma_load source that is not a window of a tensor", span)),
+        };
+        let ExprKind::Tensor(t) = m.exprs[base].kind else {
+            return Err(unsupported("a tma_load source that is not a tensor", span));
+        };
+        let td = &m.tensors[t];
+        let Some(tma) = &td.tma else {
+            return Err(LowerError::new("L005", format!("`{}` has no tensor map (declare it with `tma [box]`)", td.name), span));
+        };
+        let rank = td.shape.len();
+        if !(1..=5).contains(&rank) || tma.box_dims.len() != rank {
+            return Err(LowerError::new("L005", format!("`{}`: rank {rank} with a box of {} dimensions", td.name, tma.box_dims.len()), span));
+        }
+        let mut coords = Vec::new();
+        for d in 0..rank {
+            let bx = tma.box_dims[d];
+            let c = match items.get(d) {
+                Some(IndexItem::At(x)) => {
+                    if bx != 1 {
+                        return Err(LowerError::new("L005", format!("dimension {d} of `{}` is indexed, but its box extent is {bx} (must be 1)", td.name), span));
+                    }
+                    self.scalar(*x)?
+                }
+                Some(IndexItem::Window { start, len }) => {
+                    if *len != bx {
+                        return Err(LowerError::new("L005", format!("window of {len} on dimension {d} of `{}`, whose box extent is {bx}", td.name), span));
+                    }
+                    self.scalar(*start)?
+                }
+                Some(IndexItem::Full) | None => {
+                    if td.shape[d].as_const() != Some(bx) {
+                        return Err(LowerError::new("L005", format!("whole dimension {d} of `{}` is not one box ({bx})", td.name), span));
+                    }
+                    "0".into()
+                }
+            };
+            coords.push(strip_parens(&c).to_string());
+        }
+        coords.reverse(); // innermost first
+        // Destination.
+        let r = self.smem_ref(dst)?;
+        let align = if r.swizzle == crate::ir::Swizzle::None { 128 } else { 8 * u64::from(r.swizzle.bytes()) };
+        if !r.aligned(align, false) {
+            return Err(LowerError::new(
+                "L006",
+                format!("the TMA destination is not provably {align}-byte aligned (window starts must be multiples of whole swizzle atoms)"),
+                span,
+            ));
+        }
+        let dst_c = self.smem_addr_c_noswizzle(&r);
+        let st = self.pipe_state(p, span)?;
+        let full = self.pipes[p.index()].full.clone();
+        let map = self.tmap_name(&td.name);
+        self.need(Helper::TmaLoad(rank as u32));
+        let call = format!("cake_tma_load_{rank}d({dst_c}, &{map}, {full} + 8 * {}, {});", st.stage, coords.join(", "));
+        match self.is_leader_guarded() {
+            Some(l) => self.w.line(format!("if ({l}) {call}")),
+            None => self.w.line(call),
+        }
+        Ok(())
+    }
+
+    /// A shared address without the swizzle function (TMA and wgmma apply the pattern themselves
+    /// from the address bits).
+    fn smem_addr_c_noswizzle(&self, r: &super::frag::SmemRef) -> String {
+        let base = self.regions[r.region].addr.clone();
+        let off = r.offset_c();
+        if off == "0" {
+            base
+        } else {
+            format!("{base} + {off}")
+        }
+    }
+
+    /// `wgmma(acc, a, b)`: acc (64×N f32, per warpgroup) += a (64×K) · bᵀ (N×K), both K-major in
+    /// swizzled shared memory, one instruction per 16-wide K slice.
+    pub(crate) fn wgmma(&mut self, acc: Handle<Expr>, a: Handle<Expr>, b: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let m = self.m;
+        let ExprKind::Local(l) = m.exprs[acc].kind else { return Err(unsupported("a wgmma accumulator that is not a fragment", span)) };
+        let lay = self.layouts.get(&l).copied();
+        let Some(Layout::Acc { n_tiles, wg: true, .. }) = lay else {
+            return Err(LowerError::new("L007", "the wgmma accumulator must be a 64×N fragment per warpgroup", span));
+        };
+        let n = 8 * n_tiles;
+        let (ad, bd) = (m.exprs[a].ty.dtype(), m.exprs[b].ty.dtype());
+        if ad != Some(DType::BF16) || bd != Some(DType::BF16) || m.exprs[acc].ty.dtype() != Some(DType::F32) {
+            return Err(unsupported("wgmma other than bf16 × bf16 → f32", span));
+        }
+        let ra = self.smem_ref(a)?;
+        let rb = self.smem_ref(b)?;
+        if ra.shape.len() != 2 || rb.shape.len() != 2 || ra.shape[0] != 64 || rb.shape[0] != i64::from(n) || ra.shape[1] != rb.shape[1] {
+            return Err(LowerError::new("L007", format!("wgmma operand shapes {:?} and {:?} for a 64×{n} accumulator", ra.shape, rb.shape), span));
+        }
+        let k = ra.shape[1];
+        if k % 16 != 0 {
+            return Err(LowerError::new("L007", format!("K = {k} is not a multiple of 16"), span));
+        }
+        let da = self.wgmma_desc(&ra, span)?;
+        let db = self.wgmma_desc(&rb, span)?;
+        let name = self.local_name(l);
+        let flag = self.scale_flags.get(&l).cloned().unwrap_or_else(|| "1".into());
+        if !self.wg_fenced {
+            self.need(Helper::FenceRegs);
+            self.need(Helper::WgmmaFence);
+            self.w.line(format!("cake_fence_regs({name});"));
+            self.w.line("cake_wgmma_fence();  // order earlier register writes before the asynchronous MMA");
+        }
+        self.need(Helper::WgmmaDesc);
+        self.need(Helper::Wgmma { n });
+        self.w.open("{");
+        let sw = |r: &super::frag::SmemRef| r.swizzle.bytes();
+        self.w.line(format!("const unsigned long long cake_da = {da};  // A: 64×{k}, K-major, {}B swizzle", sw(&ra)));
+        self.w.line(format!("const unsigned long long cake_db = {db};  // B: {n}×{k}, K-major, {}B swizzle", sw(&rb)));
+        self.w.line("#pragma unroll");
+        self.w.open(format!(
+            "for (int cake_k = 0; cake_k < {}; ++cake_k) {{  // K = {k}: k16 slices, +32 bytes (2 in the descriptor's address field) each",
+            k / 16
+        ));
+        self.w.line(format!("cake_wgmma_m64n{n}k16_f32_bf16({name}, cake_da + 2 * cake_k, cake_db + 2 * cake_k, {flag});"));
+        if flag != "1" {
+            self.w.line(format!("{flag} = 1;"));
+        }
+        self.w.close("}");
+        self.w.close("}");
+        self.wg_fenced = true;
+        Ok(())
+    }
+
+    /// C: the descriptor of a K-major swizzled operand (K slice 0).
+    fn wgmma_desc(&mut self, r: &super::frag::SmemRef, span: Span) -> Result<String, LowerError> {
+        let sw = r.swizzle;
+        let (layout, bytes) = match sw {
+            crate::ir::Swizzle::B128 => (1, 128u64),
+            crate::ir::Swizzle::B64 => (2, 64),
+            crate::ir::Swizzle::B32 => (3, 32),
+            crate::ir::Swizzle::None => {
+                return Err(LowerError::new("L006", "wgmma operands must be swizzled (core matrices of 8 rows × 16 contiguous bytes)", span))
+            }
+        };
+        if r.pitch != bytes {
+            return Err(unsupported(
+                format!("a K-major wgmma operand whose rows ({} bytes) are not exactly one {bytes}-byte swizzle span", r.pitch),
+                span,
+            ));
+        }
+        let atom = 8 * bytes;
+        // Row and stage offsets must keep the operand on whole swizzle atoms; a K offset must be
+        // whole k16 slices (32 bytes) inside the row.
+        for t in &r.terms {
+            let ok = if t.innermost {
+                t.mult == 0 || (t.mult as u64 * t.stride) % 32 == 0
+            } else {
+                t.mult == 0 || (t.mult as u64).saturating_mul(t.stride) % atom == 0 || t.stride % atom == 0
+            };
+            if !ok {
+                return Err(LowerError::new(
+                    "L006",
+                    format!("wgmma operand offset `{}` is not provably a multiple of {} bytes", mul_c(t.stride, &t.c), if t.innermost { 32 } else { atom }),
+                    span,
+                ));
+            }
+        }
+        let base = self.regions[r.region].addr.clone();
+        let off = r.offset_c();
+        let addr = if off == "0" { base } else { format!("{base} + {off}") };
+        Ok(format!("cake_wgmma_desc({addr}, 16, {atom}, {layout})"))
+    }
+
+    pub(crate) fn wgmma_wait(&mut self, n: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let n = self.const_int(n).ok_or_else(|| LowerError::new("L001", "wgmma_wait needs a constant", span))?;
+        self.need(Helper::WgmmaWait);
+        self.w.line(format!("cake_wgmma_wait<{n}>();"));
+        let accs = self.role.as_ref().map(|r| r.wgmma_accs.clone()).unwrap_or_default();
+        if !accs.is_empty() {
+            self.need(Helper::FenceRegs);
+        }
+        for l in accs {
+            let name = self.local_name(l);
+            self.w.line(format!("cake_fence_regs({name});  // reads of {name} stay after the wait"));
+        }
+        Ok(())
+    }
+}

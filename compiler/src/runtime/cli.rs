@@ -1,0 +1,225 @@
+//! The `cake run`, `cake bench` and hidden `cake __run-child` / `cake __probe-gpu` commands.
+//!
+//! Exit status of `run` / `bench`: 0 every run passed; 1 a run failed (mismatch, error, timeout),
+//! the program has errors, or the verifier rejected it; 2 usage or I/O error (bad arguments,
+//! workload or shape); 3 nothing ran (every run skipped: no GPU on this machine).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use super::harness::{self, HarnessError, Mode, Options, Outcome, Prelude};
+use super::rng::Dist;
+use super::workload::{self, Baseline};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DistArg {
+    Normal,
+    Uniform,
+    Outliers,
+    Ties,
+}
+
+impl From<DistArg> for Dist {
+    fn from(d: DistArg) -> Dist {
+        match d {
+            DistArg::Normal => Dist::Normal,
+            DistArg::Uniform => Dist::Uniform,
+            DistArg::Outliers => Dist::Outliers,
+            DistArg::Ties => Dist::Ties,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BaselineArg {
+    Cublas,
+    None,
+}
+
+/// Arguments both commands share.
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// The `.cake` program.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// A shape: a value for every dim, `M=8192,N=8192,K=8192` (repeatable). Default: the
+    /// workload's `shapes` (run) or `headline` (bench).
+    #[arg(long = "shape", value_name = "DIMS")]
+    pub shapes: Vec<String>,
+    /// Draw every input from this distribution (repeatable: one run per distribution).
+    /// Default: the workload's `distributions`, else each input's own.
+    #[arg(long = "dist", value_enum, value_name = "DIST")]
+    pub dists: Vec<DistArg>,
+    /// Wall-clock limit in seconds for one run (one shape × distribution, in its own process).
+    #[arg(long, default_value_t = 60.0, value_name = "S")]
+    pub timeout: f64,
+    /// Run even if the verifier rejects the program (for deliberately broken programs); the
+    /// records say `unverified: true`.
+    #[arg(long)]
+    pub unsafe_skip_verify: bool,
+    /// The workload spec. Default: `<FILE stem>.workload.toml` beside FILE.
+    #[arg(long, value_name = "TOML")]
+    pub workload: Option<PathBuf>,
+    /// Evidence root; records go to `DIR/runs/<sha256>.json`. Default: `.cake/evidence`.
+    #[arg(long, value_name = "DIR")]
+    pub evidence: Option<PathBuf>,
+    /// Timed repeats (each after an L2 flush). Default: 5 (run), 20 (bench).
+    #[arg(long, value_name = "N")]
+    pub repeats: Option<u32>,
+    /// Untimed warm-up launches. Default: 1 (run), 3 (bench).
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+    /// Seed of the input generator. Default: the workload's `seed`, else 1.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Build for this architecture (`sm_90a`, `sm_90`) instead of choosing from the device.
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<String>,
+    /// Do not compare GEMM outputs with cuBLAS in full (the sampled fp64 oracle still runs).
+    #[arg(long)]
+    pub no_cublas_check: bool,
+    /// After N timeouts, skip the remaining runs of this invocation (recorded as skipped, class
+    /// `too_many_timeouts`): a schedule that hangs at every shape costs N timeouts, not all.
+    #[arg(long, value_name = "N")]
+    pub max_timeouts: Option<u32>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// The peer timed in the same run. Default: the workload's `baseline` (cublas for GEMM).
+    #[arg(long, value_enum)]
+    pub baseline: Option<BaselineArg>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunChildArgs {
+    /// The job file written by the parent.
+    #[arg(long, value_name = "FILE")]
+    pub job: PathBuf,
+}
+
+pub fn run(args: RunArgs, color: bool) -> u8 {
+    drive(Mode::Run, args.common, None, color)
+}
+
+pub fn bench(args: BenchArgs, color: bool) -> u8 {
+    let b = args.baseline.map(|b| match b {
+        BaselineArg::Cublas => Baseline::Cublas,
+        BaselineArg::None => Baseline::None,
+    });
+    drive(Mode::Bench, args.common, b, color)
+}
+
+pub fn run_child(args: RunChildArgs) -> u8 {
+    super::job::child_main(&args.job).clamp(0, 255) as u8
+}
+
+pub fn probe_gpu() -> u8 {
+    super::isolate::probe_main() as u8
+}
+
+fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> u8 {
+    let mut shapes = Vec::new();
+    for s in &c.shapes {
+        match workload::parse_shape(s) {
+            Ok(s) => shapes.push(s),
+            Err(e) => {
+                eprintln!("error: --shape {s}: {e}");
+                return 2;
+            }
+        }
+    }
+    if !(c.timeout > 0.0 && c.timeout.is_finite()) {
+        eprintln!("error: --timeout must be a positive number of seconds");
+        return 2;
+    }
+    let opts = Options {
+        mode,
+        program: c.file.clone(),
+        workload: c.workload.clone(),
+        shapes,
+        dists: c.dists.iter().map(|d| Dist::from(*d)).collect(),
+        timeout: Duration::from_secs_f64(c.timeout),
+        unsafe_skip_verify: c.unsafe_skip_verify,
+        evidence: harness::evidence_root(c.evidence.as_deref()),
+        repeats: c.repeats,
+        warmup: c.warmup,
+        baseline,
+        seed: c.seed,
+        cublas_check: !c.no_cublas_check,
+        arch: c.arch.clone(),
+        exe: harness::current_exe(),
+        max_timeouts: c.max_timeouts,
+    };
+    let name = c.file.display().to_string();
+    let mut header_done = false;
+    let mut on_prelude = |p: &Prelude| {
+        if !p.diagnostics.is_empty() {
+            eprint!("{}", crate::render::render_human(&name, &p.source, &p.diagnostics, color));
+        }
+        match (&p.gpu, &p.gpu_problem) {
+            (Some(g), _) => eprintln!(
+                "gpu: {} (sm_{}{}, {} SMs, driver {}{}), building for {}",
+                g.name,
+                g.cc[0],
+                g.cc[1],
+                g.sm_count,
+                g.driver_cuda,
+                g.driver_release.as_deref().map(|r| format!(" / {r}")).unwrap_or_default(),
+                p.arch
+            ),
+            (None, Some(e)) if e.is_no_gpu() => eprintln!("SKIP ({}); building for {} only", e.message, p.arch),
+            (None, Some(e)) => eprintln!("gpu: unusable: {e}"),
+            (None, None) => {}
+        }
+        for n in &p.notes {
+            eprintln!("note: {n}");
+        }
+    };
+    let mut on_run = |o: &Outcome| {
+        if !header_done {
+            println!("{}", harness::table_header(mode));
+            header_done = true;
+        }
+        println!("{}", harness::table_row(mode, o));
+        if let Some(e) = &o.write_error {
+            eprintln!("error: could not write the run record: {e}");
+        }
+    };
+    match harness::run(&opts, &mut on_prelude, &mut on_run) {
+        Ok(outcomes) => {
+            let evidence = super::record::runs_dir(&opts.evidence);
+            let tally = super::record::tally(&outcomes.iter().map(|o| o.record.clone()).collect::<Vec<_>>());
+            let parts: Vec<String> = tally.iter().map(|(k, v)| format!("{v} {k}")).collect();
+            eprintln!("{} run(s): {}; records in {}", outcomes.len(), parts.join(", "), evidence.display());
+            harness::exit_status(&outcomes)
+        }
+        Err(HarnessError::Usage(m)) => {
+            eprintln!("error: {m}");
+            2
+        }
+        Err(HarnessError::Findings { source, diagnostics }) => {
+            eprint!("{}", crate::render::render_human(&name, &source, &diagnostics, color));
+            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+            eprintln!(
+                "error: {name} has {errors} error finding(s); nothing ran (use --unsafe-skip-verify to run a program the verifier rejects)"
+            );
+            1
+        }
+        Err(HarnessError::Build { error, source, record }) => {
+            eprint!("{}", crate::render::render_human(&name, &source, &error.to_diagnostics(), color));
+            eprintln!("error: the build failed [{}]{}", error.code(), record.map(|p| format!("; record {}", p.display())).unwrap_or_default());
+            1
+        }
+    }
+}

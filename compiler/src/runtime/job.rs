@@ -1,0 +1,803 @@
+//! One run of one kernel at one shape, as a self-contained JSON job that a child process
+//! executes (`cake __run-child --job FILE`): open the GPU, generate and upload inputs, encode
+//! tensor maps, load the cubin, launch, check against the oracle (and cuBLAS), time, and write a
+//! [`JobResult`] to the job's `result` path. The parent ([`super::isolate`]) turns a child that
+//! hangs or dies into a result too.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::convert;
+use super::cublas::Cublas;
+use super::error::RunError;
+use super::gpu::{encode_tensor_map, DevBuf, Gpu, GpuInfo, KernelFacts, LaunchDims};
+use super::oracle::{self, CheckReport};
+use super::rng::{Dist, Rng};
+use super::tma::{SwizzleSer, TensorMapArg, TensorMapSpec};
+use super::workload::{Baseline, Derive, OracleName, Shape, WorkloadSpec};
+use crate::ir::DType;
+use crate::lower::{LaunchSpec, ParamSpec};
+
+pub const JOB_FORMAT: u32 = 1;
+
+/// Elements per generator stream: inputs are the same whatever the thread count.
+pub const GEN_CHUNK: usize = 1 << 16;
+
+/// Default size of the buffer written before every timed sample to flush the L2 (60 MB on H200).
+pub const L2_FLUSH_BYTES: u64 = 256 << 20;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Job {
+    pub format: u32,
+    /// The cubin (or PTX) to load.
+    pub cubin: PathBuf,
+    pub launch: LaunchSpec,
+    pub shape: Shape,
+    pub workload: WorkloadSpec,
+    /// Overrides every filled input's distribution.
+    pub dist: Option<Dist>,
+    pub seed: u64,
+    pub warmup: u32,
+    pub repeats: u32,
+    pub baseline: Baseline,
+    /// Compare the whole output with cuBLAS (matmul_abt only).
+    pub cublas_check: bool,
+    /// How long one wait for the GPU may take before the run counts as hung.
+    pub kernel_timeout_s: f64,
+    pub l2_flush_bytes: u64,
+    /// Where the child writes its [`JobResult`].
+    pub result: PathBuf,
+    /// Test hook: behave like a child that sleeps, crashes or answers a canned result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fake: Option<Fake>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fake {
+    /// Print a stage line, then sleep (a hung kernel).
+    Sleep { seconds: f64 },
+    /// Exit with this code and write nothing (a crash).
+    Exit { code: i32 },
+    /// Abort (SIGABRT).
+    Abort,
+    /// Write this result.
+    Answer { result: Box<JobResult> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Mismatch,
+    Error,
+    Timeout,
+    Skipped,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Mismatch => "mismatch",
+            Verdict::Error => "error",
+            Verdict::Timeout => "timeout",
+            Verdict::Skipped => "skipped",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Times {
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub p90_ms: f64,
+    pub mean_ms: f64,
+    pub repeats: u32,
+    pub warmup: u32,
+    /// Bytes written before each sample to flush the L2 (not timed).
+    pub l2_flush_bytes: u64,
+    pub samples_ms: Vec<f64>,
+}
+
+impl Times {
+    pub fn from_samples(samples: Vec<f64>, warmup: u32, l2_flush_bytes: u64) -> Option<Times> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut s = samples.clone();
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        let median = if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 };
+        // Nearest-rank p90.
+        let p90 = s[((0.9 * n as f64).ceil() as usize).clamp(1, n) - 1];
+        Some(Times {
+            median_ms: median,
+            min_ms: s[0],
+            p90_ms: p90,
+            mean_ms: s.iter().sum::<f64>() / n as f64,
+            repeats: n as u32,
+            warmup,
+            l2_flush_bytes,
+            samples_ms: samples,
+        })
+    }
+}
+
+/// One tensor as allocated.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorFacts {
+    pub name: String,
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    pub bytes: u64,
+    /// `input` (with its distribution), `derived` (with its recipe) or `output` (poisoned).
+    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaunchFacts {
+    pub entry: String,
+    pub dims: LaunchDims,
+    /// What the driver says about the loaded kernel.
+    pub kernel: KernelFacts,
+    /// The tensor maps as encoded (concrete dims, strides, boxes).
+    pub tensor_maps: Vec<TensorMapSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BaselineResult {
+    pub name: String,
+    pub times: Times,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobResult {
+    pub verdict: Verdict,
+    pub error: Option<RunError>,
+    /// The last stage the child reached.
+    pub stage: String,
+    pub gpu: Option<GpuInfo>,
+    pub launch: Option<LaunchFacts>,
+    pub tensors: Vec<TensorFacts>,
+    pub checks: Vec<CheckReport>,
+    pub times: Option<Times>,
+    pub baseline: Option<BaselineResult>,
+    pub notes: Vec<String>,
+}
+
+impl JobResult {
+    pub fn empty() -> JobResult {
+        JobResult {
+            verdict: Verdict::Error,
+            error: None,
+            stage: "start".into(),
+            gpu: None,
+            launch: None,
+            tensors: Vec::new(),
+            checks: Vec::new(),
+            times: None,
+            baseline: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// A result for an error, with the verdict its class implies.
+    pub fn from_error(e: RunError, stage: &str) -> JobResult {
+        let mut r = JobResult::empty();
+        r.stage = stage.into();
+        r.verdict = verdict_of_error(&e);
+        r.error = Some(e);
+        r
+    }
+}
+
+pub fn verdict_of_error(e: &RunError) -> Verdict {
+    if e.is_no_gpu() {
+        Verdict::Skipped
+    } else if e.class == "timeout" {
+        Verdict::Timeout
+    } else {
+        Verdict::Error
+    }
+}
+
+/// The line prefix the parent reads to learn a hung child's last stage.
+pub const STAGE_PREFIX: &str = "cake-child: stage ";
+
+fn stage(res: &mut JobResult, name: &str) {
+    res.stage = name.to_string();
+    eprintln!("{STAGE_PREFIX}{name}");
+}
+
+/// The hidden `cake __run-child --job FILE` entry point. Returns the process exit code.
+pub fn child_main(job_path: &Path) -> i32 {
+    let job: Job = match std::fs::read_to_string(job_path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+    {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("cake __run-child: cannot read job {}: {e}", job_path.display());
+            return 2;
+        }
+    };
+    if let Some(f) = &job.fake {
+        match f {
+            Fake::Sleep { seconds } => {
+                eprintln!("{STAGE_PREFIX}launch (correctness)");
+                std::thread::sleep(Duration::from_secs_f64(*seconds));
+                return 0;
+            }
+            Fake::Exit { code } => return *code,
+            Fake::Abort => std::process::abort(),
+            Fake::Answer { result } => {
+                return match write_result(&job.result, result) {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        eprintln!("cake __run-child: {e}");
+                        2
+                    }
+                }
+            }
+        }
+    }
+    let mut res = JobResult::empty();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(&job, &mut res)));
+    match outcome {
+        Ok(Ok(())) => {
+            res.verdict = if res.checks.iter().all(|c| c.passed) { Verdict::Pass } else { Verdict::Mismatch };
+        }
+        Ok(Err(e)) => {
+            eprintln!("cake-child: {} during {}: {}", e.class, res.stage, e.message);
+            res.verdict = verdict_of_error(&e);
+            res.error = Some(e);
+        }
+        Err(p) => {
+            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            res.verdict = Verdict::Error;
+            res.error = Some(RunError::internal(format!("the runtime panicked during {}: {msg}", res.stage)));
+        }
+    }
+    if let Err(e) = write_result(&job.result, &res) {
+        eprintln!("cake __run-child: {e}");
+        return 2;
+    }
+    if super::gpu::is_poisoned() {
+        // The GPU is hung or its context dead; the driver's exit handlers may block on it. The
+        // result is written: leave without them (the parent kills the group if even this hangs).
+        fast_exit(0);
+    }
+    0
+}
+
+#[cfg(unix)]
+fn fast_exit(code: i32) -> ! {
+    extern "C" {
+        fn _exit(code: i32) -> !;
+    }
+    use std::io::Write;
+    let _ = std::io::stderr().flush();
+    let _ = std::io::stdout().flush();
+    // SAFETY: _exit(2) ends the process without running atexit handlers.
+    unsafe { _exit(code) }
+}
+
+#[cfg(not(unix))]
+fn fast_exit(code: i32) -> ! {
+    std::process::exit(code)
+}
+
+/// Write atomically: a reader never sees half a result.
+pub fn write_result(path: &Path, res: &JobResult) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(res).map_err(|e| e.to_string())?;
+    let tmp = path.with_extension("json.partial");
+    std::fs::write(&tmp, text + "\n").map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename to {}: {e}", path.display()))
+}
+
+/// One tensor of the kernel, concrete.
+struct Tensor {
+    name: String,
+    dtype: DType,
+    shape: Vec<u64>,
+    access: String,
+    buf: Option<DevBuf>,
+    /// Host values (decoded from the stored dtype) of inputs, for oracles and derivations.
+    host: Option<Vec<f32>>,
+}
+
+impl Tensor {
+    fn elems(&self) -> u64 {
+        self.shape.iter().product()
+    }
+    fn bytes(&self) -> u64 {
+        self.elems() * self.dtype.size_bytes()
+    }
+}
+
+/// Generate `len` values of `dist` for tensor number `index`, stored as `dtype` bytes, in parallel.
+pub fn generate(dtype: DType, len: usize, dist: Dist, scale: f64, seed: u64, index: u64) -> Vec<u8> {
+    let w = dtype.size_bytes() as usize;
+    let mut bytes = vec![0u8; len * w];
+    let chunks: Vec<(usize, &mut [u8])> = bytes.chunks_mut(GEN_CHUNK * w).enumerate().collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).max(1);
+    let per = chunks.len().div_ceil(threads).max(1);
+    let mut groups: Vec<Vec<(usize, &mut [u8])>> = Vec::new();
+    let mut it = chunks.into_iter().peekable();
+    while it.peek().is_some() {
+        groups.push(it.by_ref().take(per).collect());
+    }
+    std::thread::scope(|s| {
+        for group in groups {
+            s.spawn(move || {
+                let mut vals = vec![0f64; GEN_CHUNK];
+                for (ci, out) in group {
+                    let n = out.len() / w;
+                    let mut rng = Rng::stream(seed, index, ci as u64);
+                    dist.fill(&mut rng, scale, &mut vals[..n]);
+                    for (v, o) in vals[..n].iter().zip(out.chunks_exact_mut(w)) {
+                        convert::store(dtype, *v, o);
+                    }
+                }
+            });
+        }
+    });
+    bytes
+}
+
+fn eval(e: &crate::lower::SizeExpr, shape: &Shape, what: &str) -> Result<u64, RunError> {
+    let v = e.eval(shape).map_err(|m| RunError::new("shape", format!("{what}: {m}")))?;
+    u64::try_from(v).map_err(|_| RunError::new("shape", format!("{what} = {v} is negative")))
+}
+
+/// One tensor parameter at a concrete shape: (name, dtype, shape, access keyword).
+pub type ConcreteTensor = (String, DType, Vec<u64>, String);
+
+/// The concrete (dtype, shape) of every tensor parameter of a launch spec at `shape`, in ABI order.
+pub fn concrete_tensors(launch: &LaunchSpec, shape: &Shape) -> Result<Vec<ConcreteTensor>, RunError> {
+    let mut out = Vec::new();
+    for p in &launch.params {
+        if let ParamSpec::TensorPtr { tensor, dtype, access, shape: dims, .. } = p {
+            let d = DType::parse(dtype).ok_or_else(|| RunError::new("launch_spec", format!("tensor `{tensor}`: unknown dtype `{dtype}`")))?;
+            let dims = dims.iter().map(|e| eval(e, shape, &format!("shape of `{tensor}`"))).collect::<Result<Vec<_>, _>>()?;
+            out.push((tensor.clone(), d, dims, access.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// Concrete tensor maps of a launch spec at `shape`, cross-checked against the dense row-major
+/// layout of their tensors (a disagreement is a lowering bug, reported rather than launched).
+/// Validation against the driver's limits is separate ([`TensorMapSpec::validate`]).
+pub fn concrete_tensor_maps(launch: &LaunchSpec, shape: &Shape) -> Result<Vec<TensorMapSpec>, RunError> {
+    let tensors = concrete_tensors(launch, shape)?;
+    let mut out = Vec::new();
+    for m in &launch.tensor_maps {
+        let (name, dtype, tshape, _) = tensors.iter().find(|t| t.0 == m.tensor).ok_or_else(|| {
+            RunError::new("launch_spec", format!("tensor map for `{}`, which has no pointer parameter", m.tensor))
+        })?;
+        let dims = m.global_dims.iter().map(|e| eval(e, shape, &format!("global dim of `{}`", m.tensor))).collect::<Result<Vec<_>, _>>()?;
+        let strides = m
+            .global_strides_bytes
+            .iter()
+            .map(|e| eval(e, shape, &format!("global stride of `{}`", m.tensor)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let swizzle = match m.swizzle {
+            0 => SwizzleSer::None,
+            1 => SwizzleSer::B32,
+            2 => SwizzleSer::B64,
+            3 => SwizzleSer::B128,
+            s => return Err(RunError::new("launch_spec", format!("tensor map of `{}`: swizzle enum {s}", m.tensor))),
+        };
+        if super::tma::tensor_map_dtype(*dtype) != Some(m.data_type) {
+            return Err(RunError::new(
+                "launch_spec",
+                format!("tensor map of `{}`: data type {} does not match the tensor's dtype {dtype}", m.tensor, m.data_type),
+            ));
+        }
+        let spec = TensorMapSpec {
+            tensor: m.tensor.clone(),
+            dtype: *dtype,
+            global_dims: dims,
+            global_strides: strides,
+            box_dims: m.box_dims.clone(),
+            element_strides: m.element_strides.clone(),
+            swizzle,
+        };
+        let dense = TensorMapSpec::dense(name, *dtype, tshape, &[], crate::ir::Swizzle::None);
+        if spec.global_dims != dense.global_dims {
+            return Err(RunError::new(
+                "launch_spec",
+                format!("tensor map of `{}`: global dims {:?} (innermost first) disagree with the tensor's shape {:?}", m.tensor, spec.global_dims, tshape),
+            ));
+        }
+        if spec.global_strides != dense.global_strides {
+            return Err(RunError::new(
+                "launch_spec",
+                format!(
+                    "tensor map of `{}`: strides {:?} B disagree with a dense row-major {:?} {dtype} ({:?} B)",
+                    m.tensor, spec.global_strides, tshape, dense.global_strides
+                ),
+            ));
+        }
+        if m.interleave != 0 {
+            return Err(RunError::new("launch_spec", format!("tensor map of `{}`: interleaved maps are not supported", m.tensor)));
+        }
+        out.push(spec);
+    }
+    Ok(out)
+}
+
+/// Storage for one kernel parameter (the largest is a 128-byte, 64-aligned tensor map).
+#[repr(C, align(64))]
+struct ParamSlot([u8; 128]);
+
+fn param_bytes<T: Copy>(v: &T) -> Box<ParamSlot> {
+    let mut slot = Box::new(ParamSlot([0; 128]));
+    let n = std::mem::size_of::<T>();
+    assert!(n <= 128);
+    // SAFETY: T is Copy plain data of n ≤ 128 bytes; the slot is 64-aligned.
+    unsafe { std::ptr::copy_nonoverlapping(v as *const T as *const u8, slot.0.as_mut_ptr(), n) };
+    slot
+}
+
+fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
+    if job.format != JOB_FORMAT {
+        return Err(RunError::internal(format!("job format {} (this binary reads {JOB_FORMAT})", job.format)));
+    }
+    stage(res, "open GPU");
+    let gpu = Gpu::open()?;
+    res.gpu = Some(gpu.info.clone());
+    let timeout = Duration::from_secs_f64(job.kernel_timeout_s.max(0.1));
+
+    // ---- tensors, in ABI order
+    stage(res, "prepare tensors");
+    let mut tensors: Vec<Tensor> = concrete_tensors(&job.launch, &job.shape)?
+        .into_iter()
+        .map(|(name, dtype, shape, access)| Tensor { name, dtype, shape, access, buf: None, host: None })
+        .collect();
+    let wl = &job.workload;
+    let derived = wl.derived().map_err(|e| RunError::new("workload", e.to_string()))?;
+    let seed = job.seed;
+    // Inputs first (derived ones after their sources).
+    for (ti, t) in tensors.iter_mut().enumerate() {
+        if t.access == "out" || derived.contains_key(&t.name) {
+            continue;
+        }
+        let spec = wl.inputs.get(&t.name);
+        let dist = job.dist.or(spec.map(|s| s.dist)).unwrap_or(Dist::Normal);
+        let scale = spec.and_then(|s| s.scale).unwrap_or(1.0);
+        stage(res, &format!("generate `{}` ({dist})", t.name));
+        let bytes = generate(t.dtype, t.elems() as usize, dist, scale, seed, ti as u64);
+        t.host = Some(convert::decode_all_f32(t.dtype, &bytes));
+        let buf = gpu.alloc(bytes.len(), &t.name)?;
+        gpu.upload(&buf, &bytes, &t.name)?;
+        t.buf = Some(buf);
+        res.tensors.push(TensorFacts {
+            name: t.name.clone(),
+            dtype: t.dtype.name().into(),
+            shape: t.shape.clone(),
+            bytes: t.bytes(),
+            role: "input".into(),
+            fill: Some(if scale == 1.0 { dist.name().to_string() } else { format!("{dist}*{scale}") }),
+        });
+    }
+    for (name, d) in &derived {
+        stage(res, &format!("derive `{name}`"));
+        let Derive::RowSqnorm { of } = d;
+        let src = tensors.iter().find(|t| t.name == *of).ok_or_else(|| RunError::new("workload", format!("derive.{name}: no tensor `{of}`")))?;
+        let inner = *src.shape.last().unwrap_or(&1) as usize;
+        let vals: Vec<f64> = src.host.as_ref().ok_or_else(|| RunError::new("workload", format!("derive.{name}: `{of}` is not an input")))?.iter().map(|&v| f64::from(v)).collect();
+        let out = oracle::row_sqnorm(&vals, inner);
+        let t = tensors.iter_mut().find(|t| t.name == *name).ok_or_else(|| RunError::new("workload", format!("derive: no tensor `{name}`")))?;
+        if out.len() as u64 != t.elems() {
+            return Err(RunError::new("workload", format!("derive.{name}: {} values for a tensor of {} elements", out.len(), t.elems())));
+        }
+        let w = t.dtype.size_bytes() as usize;
+        let mut bytes = vec![0u8; out.len() * w];
+        for (v, o) in out.iter().zip(bytes.chunks_exact_mut(w)) {
+            convert::store(t.dtype, *v, o);
+        }
+        t.host = Some(convert::decode_all_f32(t.dtype, &bytes));
+        let buf = gpu.alloc(bytes.len(), name)?;
+        gpu.upload(&buf, &bytes, name)?;
+        t.buf = Some(buf);
+        res.tensors.push(TensorFacts {
+            name: name.clone(),
+            dtype: t.dtype.name().into(),
+            shape: t.shape.clone(),
+            bytes: t.bytes(),
+            role: "derived".into(),
+            fill: Some(format!("row_sqnorm({of})")),
+        });
+    }
+    for t in tensors.iter_mut().filter(|t| t.buf.is_none()) {
+        // Outputs: poisoned with 0xFF bytes (NaN for floats, -1 for signed ints), so unwritten
+        // elements show.
+        let buf = gpu.alloc(t.bytes() as usize, &t.name)?;
+        gpu.memset(&buf, 0xFF, &t.name)?;
+        t.buf = Some(buf);
+        res.tensors.push(TensorFacts {
+            name: t.name.clone(),
+            dtype: t.dtype.name().into(),
+            shape: t.shape.clone(),
+            bytes: t.bytes(),
+            role: "output".into(),
+            fill: Some("poison 0xFF".into()),
+        });
+    }
+
+    gpu.sync_all("uploading inputs")?;
+
+    // ---- tensor maps and parameters
+    stage(res, "encode tensor maps");
+    let map_specs = concrete_tensor_maps(&job.launch, &job.shape)?;
+    let mut maps: Vec<TensorMapArg> = Vec::new();
+    for spec in &map_specs {
+        let t = tensors.iter().find(|t| t.name == spec.tensor).expect("checked by concrete_tensor_maps");
+        let lm = job.launch.tensor_maps.iter().find(|m| m.tensor == spec.tensor).expect("same list");
+        maps.push(encode_tensor_map(spec, t.buf.as_ref().expect("allocated").ptr, lm.l2_promotion, lm.oob_fill)?);
+    }
+    let mut slots: Vec<Box<ParamSlot>> = Vec::new();
+    for p in &job.launch.params {
+        slots.push(match p {
+            ParamSpec::TensorPtr { tensor, .. } => {
+                let t = tensors.iter().find(|t| t.name == *tensor).expect("collected above");
+                param_bytes(&t.buf.as_ref().expect("allocated").ptr)
+            }
+            ParamSpec::TensorMap { tensor, map, .. } => {
+                let i = *map;
+                let m = maps.get(i).ok_or_else(|| RunError::new("launch_spec", format!("tensor map index {i} of `{tensor}` out of range")))?;
+                param_bytes(m)
+            }
+            ParamSpec::Dim { name, .. } => {
+                let v = *job.shape.get(name).ok_or_else(|| RunError::new("shape", format!("no value for dim `{name}`")))?;
+                let v = i32::try_from(v).map_err(|_| RunError::new("shape", format!("dim `{name}` = {v} exceeds i32")))?;
+                param_bytes(&v)
+            }
+            ParamSpec::Scalar { name, dtype, .. } => {
+                let v = *wl.scalars.get(name).ok_or_else(|| RunError::new("workload", format!("no value for scalar `{name}`")))?;
+                let d = DType::parse(dtype).ok_or_else(|| RunError::new("launch_spec", format!("scalar `{name}`: unknown dtype `{dtype}`")))?;
+                let mut b = [0u8; 8];
+                convert::store(d, v, &mut b[..d.size_bytes() as usize]);
+                param_bytes(&b)
+            }
+        });
+    }
+    let mut ptrs: Vec<*mut c_void> = slots.iter_mut().map(|s| s.0.as_mut_ptr() as *mut c_void).collect();
+
+    // ---- grid and kernel
+    stage(res, "load kernel");
+    let l = &job.launch;
+    let mut blocks = l.grid.blocks(&job.shape, gpu.info.sm_count).map_err(|e| RunError::new("shape", format!("grid: {e}")))?;
+    let cx = l.cluster[0].max(1);
+    if l.cluster[1] > 1 || l.cluster[2] > 1 {
+        return Err(RunError::new("launch_spec", format!("cluster {:?} on a 1-D grid", l.cluster)));
+    }
+    if l.grid.persistent {
+        blocks -= blocks % cx;
+    } else if blocks % cx != 0 {
+        return Err(RunError::new("grid_cluster", format!("{blocks} blocks is not a multiple of the cluster size {cx}")));
+    }
+    if blocks == 0 {
+        return Err(RunError::new("shape", "the grid has no blocks (no tiles at this shape)"));
+    }
+    let dims = LaunchDims { grid: [blocks, 1, 1], block: [l.block_threads, 1, 1], smem: l.dynamic_smem_bytes, cluster: [cx, 1, 1] };
+    let image = std::fs::read(&job.cubin).map_err(|e| RunError::new("io", format!("cannot read {}: {e}", job.cubin.display())))?;
+    let kernel = gpu.load_kernel(&image, &l.entry)?;
+    if u64::from(l.dynamic_smem_bytes) > gpu.info.smem_per_block_optin {
+        return Err(RunError::new(
+            "smem_too_large",
+            format!("{} B of dynamic shared memory; the device allows {} B per block", l.dynamic_smem_bytes, gpu.info.smem_per_block_optin),
+        ));
+    }
+    if l.dynamic_smem_bytes > 48 * 1024 || l.needs_smem_opt_in {
+        gpu.set_max_dynamic_smem(&kernel, l.dynamic_smem_bytes)?;
+    }
+    res.launch = Some(LaunchFacts { entry: l.entry.clone(), dims, kernel: kernel.facts.clone(), tensor_maps: map_specs.clone() });
+
+    // ---- correctness launch
+    stage(res, "launch (correctness)");
+    // SAFETY: ptrs point into `slots`, laid out in the launch spec's ABI order.
+    unsafe { gpu.launch(&kernel, &dims, &mut ptrs)? };
+    gpu.wait("launch (correctness)", timeout)?;
+
+    stage(res, "check");
+    let mut rng = Rng::stream(seed, 0xC0FFEE, 0);
+    let tol = wl.tolerance();
+    let find = |name: &str| tensors.iter().find(|t| t.name == name);
+    let mut downloaded: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for t in tensors.iter().filter(|t| t.access != "in") {
+        downloaded.insert(t.name.clone(), gpu.download(t.buf.as_ref().expect("allocated"), &t.name)?);
+    }
+    match wl.oracle {
+        OracleName::MatmulAbt => {
+            let (a, b, c) = (find(&wl.role("a")), find(&wl.role("b")), find(&wl.role("c")));
+            let (Some(a), Some(b), Some(c)) = (a, b, c) else {
+                return Err(RunError::new("workload", "matmul_abt: a role names no tensor of the kernel"));
+            };
+            let (m, k, n) = (a.shape[0], a.shape[1], b.shape[0]);
+            if b.shape[1] != k || c.shape != [m, n] {
+                return Err(RunError::new("workload", format!("matmul_abt: shapes A{:?} B{:?} C{:?} do not fit C = A·Bᵀ", a.shape, b.shape, c.shape)));
+            }
+            let got = convert::decode_all_f32(c.dtype, &downloaded[&c.name]);
+            let (ah, bh) = (a.host.as_ref().expect("input"), b.host.as_ref().expect("input"));
+            res.checks.push(oracle::matmul_abt(ah, bh, &got, m, n, k, tol, &mut rng));
+            let same = a.dtype == b.dtype && b.dtype == c.dtype;
+            if job.cublas_check && same {
+                stage(res, "check against cuBLAS");
+                match Cublas::new(gpu.stream) {
+                    Ok(cb) => {
+                        let cref = gpu.alloc(c.bytes() as usize, "cuBLAS C")?;
+                        gpu.memset(&cref, 0xFF, "cuBLAS C")?;
+                        cb.gemm_abt(a.dtype, a.buf.as_ref().unwrap().ptr, b.buf.as_ref().unwrap().ptr, cref.ptr, m, n, k)?;
+                        gpu.wait("cuBLAS GEMM", timeout)?;
+                        let want = convert::decode_all_f32(c.dtype, &gpu.download(&cref, "cuBLAS C")?);
+                        res.checks.push(oracle::compare_full("cublas", &got, &want, &c.shape, tol));
+                    }
+                    Err(e) => res.notes.push(format!("full comparison with cuBLAS skipped: {e}")),
+                }
+            } else if job.cublas_check {
+                res.notes.push("full comparison with cuBLAS skipped: A, B and C differ in dtype".into());
+            }
+        }
+        OracleName::KmeansAssign => {
+            let (x, c, idx) = (find(&wl.role("x")), find(&wl.role("c")), find(&wl.role("idx")));
+            let (Some(x), Some(c), Some(idx)) = (x, c, idx) else {
+                return Err(RunError::new("workload", "kmeans_assign: a role names no tensor of the kernel"));
+            };
+            let (b, n, d, k) = (x.shape[0], x.shape[1], x.shape[2], c.shape[1]);
+            if c.shape != [b, k, d] || idx.shape != [b, n] {
+                return Err(RunError::new("workload", format!("kmeans_assign: shapes X{:?} C{:?} Idx{:?} do not fit", x.shape, c.shape, idx.shape)));
+            }
+            let got = convert::decode_all_i32(&downloaded[&idx.name]);
+            res.checks.push(oracle::kmeans_assign(x.host.as_ref().expect("input"), c.host.as_ref().expect("input"), &got, b, n, k, d, tol, &mut rng));
+        }
+        OracleName::None => res.notes.push("no oracle: outputs checked for unwritten (non-finite) elements only".into()),
+    }
+    // Every other float output must be fully written (the oracles check their own).
+    let oracle_out = match wl.oracle {
+        OracleName::MatmulAbt => Some(wl.role("c")),
+        OracleName::KmeansAssign => Some(wl.role("idx")),
+        OracleName::None => None,
+    };
+    for t in tensors.iter().filter(|t| t.access != "in" && t.dtype.is_float() && Some(&t.name) != oracle_out.as_ref()) {
+        let v = convert::decode_all_f32(t.dtype, &downloaded[&t.name]);
+        let nonfinite = v.iter().filter(|x| !x.is_finite()).count() as u64;
+        let first = v.iter().position(|x| !x.is_finite());
+        res.checks.push(CheckReport {
+            oracle: "written".into(),
+            tolerance: tol,
+            checked: v.len() as u64,
+            mismatches: 0,
+            nonfinite,
+            first_bad: first
+                .map(|i| oracle::BadElement {
+                    index: oracle::unflatten(i as u64, &t.shape),
+                    got: f64::from(v[i]),
+                    want: f64::NAN,
+                    note: Some(format!("`{}` not written or non-finite", t.name)),
+                })
+                .into_iter()
+                .collect(),
+            max_abs_err: 0.0,
+            max_err_over_tol: 0.0,
+            rel_l2_err: 0.0,
+            ties_accepted: 0,
+            passed: nonfinite == 0,
+        });
+    }
+    drop(downloaded);
+
+    // ---- timing
+    if job.repeats > 0 {
+        stage(res, "timing");
+        let flush = gpu.alloc(job.l2_flush_bytes as usize, "L2 flush buffer")?;
+        let samples = time_samples(&gpu, &flush, job.warmup, job.repeats, timeout, "kernel", |g| {
+            // SAFETY: as for the correctness launch.
+            unsafe { g.launch(&kernel, &dims, &mut ptrs) }
+        })?;
+        res.times = Times::from_samples(samples, job.warmup, job.l2_flush_bytes);
+        if job.baseline == Baseline::Cublas {
+            stage(res, "timing cuBLAS");
+            if wl.oracle != OracleName::MatmulAbt {
+                res.notes.push("baseline cublas needs the matmul_abt oracle; no baseline timed".into());
+            } else {
+                let (a, b, c) = (find(&wl.role("a")).unwrap(), find(&wl.role("b")).unwrap(), find(&wl.role("c")).unwrap());
+                match Cublas::new(gpu.stream) {
+                    Ok(cb) => {
+                        let (m, k, n) = (a.shape[0], a.shape[1], b.shape[0]);
+                        let cref = gpu.alloc(c.bytes() as usize, "cuBLAS C")?;
+                        let (ap, bp, cp) = (a.buf.as_ref().unwrap().ptr, b.buf.as_ref().unwrap().ptr, cref.ptr);
+                        let samples = time_samples(&gpu, &flush, job.warmup, job.repeats, timeout, "cuBLAS", |_| cb.gemm_abt(a.dtype, ap, bp, cp, m, n, k))?;
+                        if let Some(times) = Times::from_samples(samples, job.warmup, job.l2_flush_bytes) {
+                            res.baseline = Some(BaselineResult { name: "cublas".into(), times });
+                        }
+                    }
+                    Err(e) => res.notes.push(format!("baseline cublas not timed: {e}")),
+                }
+            }
+        }
+    }
+    stage(res, "done");
+    Ok(())
+}
+
+/// Warm up, then time `repeats` runs of `launch`, each after writing the flush buffer (outside
+/// the timed region), with CUDA events.
+fn time_samples(
+    gpu: &Gpu,
+    flush: &DevBuf,
+    warmup: u32,
+    repeats: u32,
+    timeout: Duration,
+    what: &str,
+    mut launch: impl FnMut(&Gpu) -> Result<(), RunError>,
+) -> Result<Vec<f64>, RunError> {
+    for _ in 0..warmup {
+        launch(gpu)?;
+    }
+    gpu.wait(&format!("warm-up of {what}"), timeout * (warmup + 1))?;
+    let mut events = Vec::new();
+    for i in 0..repeats {
+        gpu.memset(flush, i as u8, "L2 flush buffer")?;
+        let (start, end) = (gpu.event()?, gpu.event()?);
+        gpu.record(&start)?;
+        launch(gpu)?;
+        gpu.record(&end)?;
+        events.push((start, end));
+    }
+    gpu.wait(&format!("timed runs of {what}"), timeout * (repeats + 1))?;
+    events.iter().map(|(a, b)| gpu.elapsed_ms(a, b)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_is_deterministic_and_thread_independent() {
+        let a = generate(DType::BF16, 300_000, Dist::Normal, 1.0, 5, 1);
+        let b = generate(DType::BF16, 300_000, Dist::Normal, 1.0, 5, 1);
+        assert_eq!(a, b);
+        assert_ne!(a, generate(DType::BF16, 300_000, Dist::Normal, 1.0, 6, 1));
+        assert_ne!(a, generate(DType::BF16, 300_000, Dist::Normal, 1.0, 5, 2));
+        // Chunk-by-chunk: the first chunk does not depend on the length (thread split).
+        let short = generate(DType::BF16, GEN_CHUNK, Dist::Normal, 1.0, 5, 1);
+        assert_eq!(&a[..short.len()], &short[..]);
+        let f = convert::decode_all_f32(DType::BF16, &a);
+        let mean = f.iter().map(|&v| f64::from(v)).sum::<f64>() / f.len() as f64;
+        assert!(mean.abs() < 0.01);
+    }
+
+    #[test]
+    fn ties_are_exact_in_every_dtype() {
+        for d in [DType::BF16, DType::F16, DType::F8E4M3, DType::F8E5M2, DType::F32, DType::I32] {
+            let v = generate(d, 1000, Dist::Ties, 1.0, 1, 0);
+            let f = convert::decode_all_f32(d, &v);
+            for x in f {
+                let ok = if d == DType::I32 { [-1.0, 0.0, 1.0].contains(&x) } else { [-1.0, -0.5, 0.0, 0.5, 1.0].contains(&x) };
+                assert!(ok, "{d}: {x}");
+            }
+        }
+    }
+
+    #[test]
+    fn times_statistics() {
+        let t = Times::from_samples(vec![5.0, 1.0, 3.0, 2.0, 4.0, 10.0, 6.0, 7.0, 8.0, 9.0], 2, 1).unwrap();
+        assert_eq!(t.median_ms, 5.5);
+        assert_eq!(t.min_ms, 1.0);
+        assert_eq!(t.p90_ms, 9.0);
+        assert_eq!(t.samples_ms.len(), 10);
+        let t = Times::from_samples(vec![3.0], 0, 0).unwrap();
+        assert_eq!((t.median_ms, t.p90_ms), (3.0, 3.0));
+        assert!(Times::from_samples(vec![], 0, 0).is_none());
+    }
+}

@@ -1,0 +1,25 @@
+//! The GPU runtime: runs a built kernel on the GPU against an oracle independent of Cake,
+//! times it, and writes run records (evidence). See `README.md` beside this file for the
+//! workload schema, the run-record format and the child-process protocol.
+//!
+//! - [`workload`]: the `*.workload.toml` spec (oracle, distributions, shapes, tolerance);
+//! - [`rng`], [`convert`]: deterministic inputs and host-side number formats;
+//! - [`tma`]: tensor-map description and validation;
+//! - [`gpu`], [`cublas`]: the CUDA driver API and cuBLAS through cudarc (dynamically loaded);
+//! - [`oracle`]: reference answers and comparisons;
+//! - [`job`]: one run in a child process; [`isolate`]: spawning it with a timeout;
+//! - [`record`]: content-addressed run records; [`harness`]: `cake run` / `cake bench`.
+
+pub mod convert;
+pub mod cli;
+pub mod cublas;
+pub mod error;
+pub mod gpu;
+pub mod harness;
+pub mod isolate;
+pub mod job;
+pub mod oracle;
+pub mod record;
+pub mod rng;
+pub mod tma;
+pub mod workload;

@@ -1,0 +1,562 @@
+//! Oracles: reference answers computed on the host, independent of Cake (no lowering, no
+//! generated code), and the comparison that turns a kernel's output into a verdict.
+//!
+//! - `matmul_abt`: C = A·Bᵀ for row-major A[M,K], B[N,K], C[M,N]. The reference is fp64 on the
+//!   CPU over `samples` random rows × all columns plus `samples` random columns × all rows
+//!   (first and last row/column always included): a transposed or shifted layout, a wrong tile
+//!   origin or a swapped operand shows in either a row or a column. An element passes when
+//!   `|got − ref| ≤ atol·rms(ref) + rtol·|ref|` (atol is relative to the RMS of the reference
+//!   values checked, so one tolerance suits every distribution and K).
+//! - `kmeans_assign`: Idx[b,n] = argmin_k ‖X[b,n,:] − C[b,k,:]‖². The reference is fp64 on
+//!   `samples` random points (first and last included) plus a range check of every index. The
+//!   kernel's choice j is wrong only when `d(j) − d_min > atol + rtol·(‖x‖² + ‖c_j‖²)`: an exact
+//!   (or within-rounding) tie may pick either centroid.
+//! - [`compare_full`]: element-wise comparison of a whole output against another implementation
+//!   (cuBLAS for GEMM), same rule as `matmul_abt`.
+//!
+//! Every output element is also scanned for non-finite values: outputs are poisoned with NaN
+//! (0xFF bytes) before the launch, so an element the kernel never wrote is a mismatch.
+
+use serde::{Deserialize, Serialize};
+
+use super::rng::{sample_indices, Rng};
+
+/// How close is close enough, per oracle (see the module docs for each oracle's rule).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    pub rtol: f64,
+    pub atol: f64,
+    /// Sampled rows and columns (`matmul_abt`) or points (`kmeans_assign`).
+    pub samples: u64,
+}
+
+impl Tolerance {
+    /// bf16 output of an fp32-accumulated product: one bf16 rounding is 2^-9 relative; leave
+    /// room for accumulation order and the rounding of the reference comparison.
+    pub const MATMUL_BF16: Tolerance = Tolerance { rtol: 2e-2, atol: 1e-2, samples: 64 };
+    /// fp32 distances from bf16 operands: rounding of the fp32 sums only.
+    pub const KMEANS: Tolerance = Tolerance { rtol: 1e-4, atol: 1e-3, samples: 2048 };
+}
+
+/// One wrong element.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BadElement {
+    /// Index in the output tensor, outermost first.
+    pub index: Vec<u64>,
+    pub got: f64,
+    pub want: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What a comparison found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    /// `matmul_abt`, `kmeans_assign`, or `cublas` (full comparison against cuBLAS).
+    pub oracle: String,
+    pub tolerance: Tolerance,
+    /// Elements (or points) compared against the reference.
+    pub checked: u64,
+    pub mismatches: u64,
+    /// Non-finite elements anywhere in the output (unwritten elements stay NaN).
+    pub nonfinite: u64,
+    /// The first few wrong elements, in index order.
+    pub first_bad: Vec<BadElement>,
+    pub max_abs_err: f64,
+    /// max |got − ref| / (atol·rms + rtol·|ref|): ≤ 1 passes.
+    pub max_err_over_tol: f64,
+    /// ‖got − ref‖ / ‖ref‖ over the checked elements (bf16 products land near 1e-3..1e-2).
+    pub rel_l2_err: f64,
+    /// `kmeans_assign`: sampled points whose index differs from the fp64 argmin but lies
+    /// within tolerance of the minimum distance (accepted ties).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ties_accepted: u64,
+    pub passed: bool,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+pub const MAX_REPORTED: usize = 10;
+
+/// Run `f` over `items` on all cores; results in item order.
+pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len().max(1));
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items.chunks(chunk).map(|c| s.spawn(move || c.iter().map(f).collect::<Vec<R>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().expect("oracle worker panicked")).collect()
+    })
+}
+
+/// fp64 dot product of two f32 rows (8 independent accumulators so it vectorizes).
+pub fn dot_f64(a: &[f32], b: &[f32]) -> f64 {
+    let mut acc = [0f64; 8];
+    let n = a.len().min(b.len());
+    let (ac, bc) = (a[..n].chunks_exact(8), b[..n].chunks_exact(8));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        for l in 0..8 {
+            acc[l] += f64::from(x[l]) * f64::from(y[l]);
+        }
+    }
+    let mut s: f64 = acc.iter().sum();
+    for (x, y) in ar.iter().zip(br) {
+        s += f64::from(*x) * f64::from(*y);
+    }
+    s
+}
+
+/// Accumulates comparisons of (index, got, ref) under the `matmul_abt` rule.
+struct Comparer {
+    tol: Tolerance,
+    abs_tol: f64,
+    report: CheckReport,
+    sq_err: f64,
+    sq_ref: f64,
+}
+
+impl Comparer {
+    fn new(oracle: &str, tol: Tolerance, ref_rms: f64) -> Comparer {
+        Comparer {
+            tol,
+            abs_tol: tol.atol * ref_rms,
+            report: CheckReport {
+                oracle: oracle.to_string(),
+                tolerance: tol,
+                checked: 0,
+                mismatches: 0,
+                nonfinite: 0,
+                first_bad: Vec::new(),
+                max_abs_err: 0.0,
+                max_err_over_tol: 0.0,
+                rel_l2_err: 0.0,
+                ties_accepted: 0,
+                passed: false,
+            },
+            sq_err: 0.0,
+            sq_ref: 0.0,
+        }
+    }
+
+    fn add(&mut self, index: impl FnOnce() -> Vec<u64>, got: f64, want: f64) {
+        self.report.checked += 1;
+        let err = (got - want).abs();
+        let allowed = self.abs_tol + self.tol.rtol * want.abs();
+        let ok = err <= allowed; // false for NaN
+        if err.is_finite() {
+            self.report.max_abs_err = self.report.max_abs_err.max(err);
+            self.sq_err += err * err;
+            if allowed > 0.0 {
+                self.report.max_err_over_tol = self.report.max_err_over_tol.max(err / allowed);
+            }
+        } else {
+            self.report.max_abs_err = f64::INFINITY;
+            self.report.max_err_over_tol = f64::INFINITY;
+            self.sq_err = f64::INFINITY;
+        }
+        self.sq_ref += want * want;
+        if !ok {
+            self.bad(index(), got, want, None);
+        }
+    }
+
+    fn bad(&mut self, index: Vec<u64>, got: f64, want: f64, note: Option<String>) {
+        self.report.mismatches += 1;
+        self.report.first_bad.push(BadElement { index, got, want, note });
+    }
+
+    fn finish(mut self, output: &[f32]) -> CheckReport {
+        self.report.nonfinite = output.iter().filter(|v| !v.is_finite()).count() as u64;
+        if self.report.nonfinite > 0 && !self.report.first_bad.iter().any(|b| !b.got.is_finite()) {
+            // Point at the first unwritten / non-finite element even if no sample hit it.
+            if let Some(i) = output.iter().position(|v| !v.is_finite()) {
+                self.report.first_bad.push(BadElement {
+                    index: vec![i as u64],
+                    got: f64::from(output[i]),
+                    want: f64::NAN,
+                    note: Some("non-finite output (flat index; outputs are poisoned with NaN before the launch)".into()),
+                });
+            }
+        }
+        self.report.first_bad.sort_by(|a, b| a.index.cmp(&b.index));
+        self.report.first_bad.dedup_by(|a, b| a.index == b.index);
+        self.report.first_bad.truncate(MAX_REPORTED);
+        self.report.rel_l2_err = if self.sq_ref > 0.0 { (self.sq_err / self.sq_ref).sqrt() } else { self.sq_err.sqrt() };
+        self.report.passed = self.report.mismatches == 0 && self.report.nonfinite == 0 && self.report.checked > 0;
+        self.report
+    }
+}
+
+/// `matmul_abt`: check C[M,N] = A[M,K]·B[N,K]ᵀ on sampled rows and columns.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_abt(a: &[f32], b: &[f32], c: &[f32], m: u64, n: u64, k: u64, tol: Tolerance, rng: &mut Rng) -> CheckReport {
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    assert_eq!(a.len(), mu * ku, "A has M·K elements");
+    assert_eq!(b.len(), nu * ku, "B has N·K elements");
+    assert_eq!(c.len(), mu * nu, "C has M·N elements");
+    let rows = sample_indices(rng, m, tol.samples);
+    let cols = sample_indices(rng, n, tol.samples);
+    // Reference rows (all columns) and columns (all rows), in parallel.
+    let row_refs: Vec<Vec<f64>> = par_map(&rows, |&i| {
+        let ar = &a[i as usize * ku..(i as usize + 1) * ku];
+        (0..nu).map(|j| dot_f64(ar, &b[j * ku..(j + 1) * ku])).collect()
+    });
+    let col_refs: Vec<Vec<f64>> = par_map(&cols, |&j| {
+        let br = &b[j as usize * ku..(j as usize + 1) * ku];
+        (0..mu).map(|i| dot_f64(&a[i * ku..(i + 1) * ku], br)).collect()
+    });
+    let count = (row_refs.len() * nu + col_refs.len() * mu) as f64;
+    let sumsq: f64 = row_refs.iter().chain(&col_refs).flatten().map(|v| v * v).sum();
+    let rms = if count > 0.0 { (sumsq / count).sqrt() } else { 0.0 };
+    let mut cmp = Comparer::new("matmul_abt", tol, rms);
+    for (&i, r) in rows.iter().zip(&row_refs) {
+        for (j, &want) in r.iter().enumerate() {
+            cmp.add(|| vec![i, j as u64], f64::from(c[i as usize * nu + j]), want);
+        }
+    }
+    for (&j, r) in cols.iter().zip(&col_refs) {
+        for (i, &want) in r.iter().enumerate() {
+            if rows.binary_search(&(i as u64)).is_ok() {
+                continue; // already checked with its row
+            }
+            cmp.add(|| vec![i as u64, j], f64::from(c[i * nu + j as usize]), want);
+        }
+    }
+    cmp.finish(c)
+}
+
+/// Compare a whole output against another implementation's (`shape` outermost first).
+pub fn compare_full(name: &str, got: &[f32], want: &[f32], shape: &[u64], tol: Tolerance) -> CheckReport {
+    assert_eq!(got.len(), want.len());
+    let finite: Vec<f64> = want.iter().filter(|v| v.is_finite()).map(|&v| f64::from(v)).collect();
+    let rms = if finite.is_empty() { 0.0 } else { (finite.iter().map(|v| v * v).sum::<f64>() / finite.len() as f64).sqrt() };
+    let mut cmp = Comparer::new(name, tol, rms);
+    for (flat, (&g, &w)) in got.iter().zip(want).enumerate() {
+        cmp.add(|| unflatten(flat as u64, shape), f64::from(g), f64::from(w));
+    }
+    cmp.finish(got)
+}
+
+/// Flat row-major index → multi-index (outermost first).
+pub fn unflatten(mut flat: u64, shape: &[u64]) -> Vec<u64> {
+    let mut idx = vec![0; shape.len()];
+    for (slot, &d) in idx.iter_mut().zip(shape).rev() {
+        if d > 0 {
+            *slot = flat % d;
+            flat /= d;
+        }
+    }
+    idx
+}
+
+/// `kmeans_assign`: check Idx[B,N] = argmin_k ‖X[b,n,:] − C[b,k,:]‖².
+#[allow(clippy::too_many_arguments)]
+pub fn kmeans_assign(
+    x: &[f32],
+    c: &[f32],
+    idx: &[i32],
+    bsz: u64,
+    n: u64,
+    k: u64,
+    d: u64,
+    tol: Tolerance,
+    rng: &mut Rng,
+) -> CheckReport {
+    let (nu, ku, du) = (n as usize, k as usize, d as usize);
+    assert_eq!(x.len(), bsz as usize * nu * du, "X has B·N·D elements");
+    assert_eq!(c.len(), bsz as usize * ku * du, "C has B·K·D elements");
+    assert_eq!(idx.len(), bsz as usize * nu, "Idx has B·N elements");
+    let mut report = CheckReport {
+        oracle: "kmeans_assign".into(),
+        tolerance: tol,
+        checked: 0,
+        mismatches: 0,
+        nonfinite: 0,
+        first_bad: Vec::new(),
+        max_abs_err: 0.0,
+        max_err_over_tol: 0.0,
+        rel_l2_err: 0.0,
+        ties_accepted: 0,
+        passed: false,
+    };
+    // Every index must name a centroid (poisoned outputs read -1).
+    let mut out_of_range = Vec::new();
+    for (flat, &j) in idx.iter().enumerate() {
+        if j < 0 || j as u64 >= k {
+            report.nonfinite += 1;
+            if out_of_range.len() < MAX_REPORTED {
+                out_of_range.push(flat as u64);
+            }
+        }
+    }
+    for flat in out_of_range {
+        report.first_bad.push(BadElement {
+            index: unflatten(flat, &[bsz, n]),
+            got: f64::from(idx[flat as usize]),
+            want: f64::NAN,
+            note: Some(format!("index outside 0..{k} (-1 = never written)")),
+        });
+    }
+    let points = sample_indices(rng, bsz * n, tol.samples);
+    struct PointCheck {
+        flat: u64,
+        chosen: i32,
+        best: u64,
+        d_min: f64,
+        d_chosen: f64,
+        allowed: f64,
+    }
+    let checks: Vec<PointCheck> = par_map(&points, |&flat| {
+        let (b, _) = (flat / n, flat % n);
+        let xp = &x[flat as usize * du..(flat as usize + 1) * du];
+        let xn: f64 = xp.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+        let cb = &c[b as usize * ku * du..(b as usize + 1) * ku * du];
+        let dist = |kk: usize| -> (f64, f64) {
+            let cr = &cb[kk * du..(kk + 1) * du];
+            let mut s = 0.0;
+            let mut cn = 0.0;
+            for (&xv, &cv) in xp.iter().zip(cr) {
+                let diff = f64::from(xv) - f64::from(cv);
+                s += diff * diff;
+                cn += f64::from(cv) * f64::from(cv);
+            }
+            (s, cn)
+        };
+        let mut best = 0usize;
+        let mut d_min = f64::INFINITY;
+        for kk in 0..ku {
+            let (dk, _) = dist(kk);
+            if dk < d_min {
+                d_min = dk;
+                best = kk;
+            }
+        }
+        let chosen = idx[flat as usize];
+        let (d_chosen, allowed) = if chosen >= 0 && (chosen as u64) < k {
+            let (dj, cn) = dist(chosen as usize);
+            (dj, tol.atol + tol.rtol * (xn + cn))
+        } else {
+            (f64::NAN, 0.0)
+        };
+        PointCheck { flat, chosen, best: best as u64, d_min, d_chosen, allowed }
+    });
+    for p in checks {
+        report.checked += 1;
+        if p.d_chosen.is_nan() {
+            continue; // counted by the range check
+        }
+        let gap = p.d_chosen - p.d_min;
+        report.max_abs_err = report.max_abs_err.max(gap);
+        if p.allowed > 0.0 {
+            report.max_err_over_tol = report.max_err_over_tol.max(gap / p.allowed);
+        }
+        if gap > p.allowed {
+            report.mismatches += 1;
+            report.first_bad.push(BadElement {
+                index: unflatten(p.flat, &[bsz, n]),
+                got: f64::from(p.chosen),
+                want: p.best as f64,
+                note: Some(format!(
+                    "distance to the chosen centroid {:.6} exceeds the minimum {:.6} by {:.3e} (allowed {:.3e})",
+                    p.d_chosen, p.d_min, gap, p.allowed
+                )),
+            });
+        } else if p.chosen as u64 != p.best {
+            report.ties_accepted += 1;
+        }
+    }
+    report.first_bad.sort_by(|a, b| a.index.cmp(&b.index));
+    report.first_bad.truncate(MAX_REPORTED);
+    report.passed = report.mismatches == 0 && report.nonfinite == 0 && report.checked > 0;
+    report
+}
+
+/// `CN[b,k] = ‖C[b,k,:]‖²` (workload `derive = { CN = "row_sqnorm(C)" }`): sum of squares over
+/// the innermost dimension, in fp64.
+pub fn row_sqnorm(values: &[f64], inner: usize) -> Vec<f64> {
+    values.chunks_exact(inner.max(1)).map(|r| r.iter().map(|v| v * v).sum()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matmul_ref(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+        let mut c = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = dot_f64(&a[i * k..(i + 1) * k], &b[j * k..(j + 1) * k]) as f32;
+            }
+        }
+        c
+    }
+
+    fn data(len: usize, seed: u64) -> Vec<f32> {
+        let mut r = Rng::new(seed);
+        (0..len).map(|_| r.normal_pair().0 as f32).collect()
+    }
+
+    #[test]
+    fn matmul_accepts_a_correct_product() {
+        let (m, n, k) = (96, 80, 48);
+        let (a, b) = (data(m * k, 1), data(n * k, 2));
+        let c = matmul_ref(&a, &b, m, n, k);
+        let r = matmul_abt(&a, &b, &c, m as u64, n as u64, k as u64, Tolerance::MATMUL_BF16, &mut Rng::new(0));
+        assert!(r.passed, "{r:?}");
+        assert_eq!(r.checked as usize, 64 * n + 64 * m - 64 * 64);
+        assert!(r.rel_l2_err < 1e-6);
+    }
+
+    #[test]
+    fn matmul_catches_a_transposed_operand() {
+        // C = A·B instead of A·Bᵀ (square, so shapes match).
+        let (m, n, k) = (64, 64, 64);
+        let (a, b) = (data(m * k, 1), data(n * k, 2));
+        let mut bt = vec![0f32; n * k];
+        for j in 0..n {
+            for kk in 0..k {
+                bt[kk * n + j] = b[j * k + kk];
+            }
+        }
+        let c = matmul_ref(&a, &bt, m, n, k);
+        let r = matmul_abt(&a, &b, &c, m as u64, n as u64, k as u64, Tolerance::MATMUL_BF16, &mut Rng::new(0));
+        assert!(!r.passed);
+        assert!(r.mismatches > 1000);
+        assert_eq!(r.first_bad.len(), MAX_REPORTED);
+        assert_eq!(r.first_bad[0].index, vec![0, 0]);
+    }
+
+    #[test]
+    fn matmul_catches_one_wrong_tile_through_the_column_samples() {
+        // Only 4 rows sampled, but every column sample sees all rows: a bad 16×16 tile whose
+        // rows the row samples miss is still found.
+        let (m, n, k) = (256, 32, 16);
+        let (a, b) = (data(m * k, 3), data(n * k, 4));
+        let mut c = matmul_ref(&a, &b, m, n, k);
+        let tol = Tolerance { samples: 4, ..Tolerance::MATMUL_BF16 };
+        let rows = sample_indices(&mut Rng::new(9), m as u64, 4);
+        let bad_row = (0..m as u64).find(|r| !rows.contains(r) && *r >= 100).unwrap() as usize;
+        for i in bad_row..bad_row + 1 {
+            for j in 0..n {
+                c[i * n + j] += 1.0;
+            }
+        }
+        let r = matmul_abt(&a, &b, &c, m as u64, n as u64, k as u64, tol, &mut Rng::new(9));
+        assert!(!r.passed);
+        assert!(r.first_bad.iter().all(|e| e.index[0] == bad_row as u64));
+    }
+
+    #[test]
+    fn unwritten_elements_fail_even_unsampled() {
+        let (m, n, k) = (128, 128, 8);
+        let (a, b) = (data(m * k, 5), data(n * k, 6));
+        let mut c = matmul_ref(&a, &b, m, n, k);
+        // A NaN where no sample looks (rows 1..127 minus samples, column not sampled).
+        let tol = Tolerance { samples: 2, ..Tolerance::MATMUL_BF16 };
+        c[50 * n + 60] = f32::NAN;
+        let r = matmul_abt(&a, &b, &c, m as u64, n as u64, k as u64, tol, &mut Rng::new(1));
+        assert!(!r.passed);
+        assert_eq!(r.nonfinite, 1);
+        assert!(r.first_bad.iter().any(|e| e.got.is_nan()));
+    }
+
+    #[test]
+    fn bf16_rounding_of_the_output_passes() {
+        let (m, n, k) = (64, 64, 512);
+        let (a, b) = (data(m * k, 7), data(n * k, 8));
+        let c: Vec<f32> = matmul_ref(&a, &b, m, n, k)
+            .into_iter()
+            .map(|v| crate::runtime::convert::bf16_to_f64(crate::runtime::convert::f64_to_bf16(f64::from(v))) as f32)
+            .collect();
+        let r = matmul_abt(&a, &b, &c, m as u64, n as u64, k as u64, Tolerance::MATMUL_BF16, &mut Rng::new(2));
+        assert!(r.passed, "{r:?}");
+        assert!(r.rel_l2_err > 1e-4 && r.rel_l2_err < 1e-2, "{}", r.rel_l2_err);
+    }
+
+    #[test]
+    fn full_comparison_reports_indices() {
+        let want = vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let mut got = want.clone();
+        got[4] = 9.0;
+        let r = compare_full("cublas", &got, &want, &[2, 3], Tolerance::MATMUL_BF16);
+        assert!(!r.passed);
+        assert_eq!(r.mismatches, 1);
+        assert_eq!(r.first_bad[0].index, vec![1, 1]);
+        assert!(compare_full("cublas", &want, &want, &[2, 3], Tolerance::MATMUL_BF16).passed);
+    }
+
+    fn kmeans_ref(x: &[f32], c: &[f32], b: usize, n: usize, k: usize, d: usize) -> Vec<i32> {
+        let mut out = vec![0; b * n];
+        for bb in 0..b {
+            for p in 0..n {
+                let xp = &x[(bb * n + p) * d..(bb * n + p + 1) * d];
+                let mut best = (f64::INFINITY, 0);
+                for kk in 0..k {
+                    let cr = &c[(bb * k + kk) * d..(bb * k + kk + 1) * d];
+                    let s: f64 = xp.iter().zip(cr).map(|(&u, &v)| (f64::from(u) - f64::from(v)).powi(2)).sum();
+                    if s < best.0 {
+                        best = (s, kk as i32);
+                    }
+                }
+                out[bb * n + p] = best.1;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn kmeans_accepts_the_argmin_and_ties() {
+        let (b, n, k, d) = (2, 64, 16, 8);
+        let (x, mut c) = (data(b * n * d, 1), data(b * k * d, 2));
+        // Centroid 3 of batch 0 duplicates centroid 5: exact ties.
+        for i in 0..d {
+            c[3 * d + i] = c[5 * d + i];
+        }
+        let mut idx = kmeans_ref(&x, &c, b, n, k, d);
+        // Flip every choice of 5 to its twin 3 (equally near).
+        let mut flipped = 0;
+        for v in idx.iter_mut().take(n) {
+            if *v == 5 || *v == 3 {
+                *v = if *v == 5 { 3 } else { 5 };
+                flipped += 1;
+            }
+        }
+        let tol = Tolerance { samples: 1000, ..Tolerance::KMEANS };
+        let r = kmeans_assign(&x, &c, &idx, b as u64, n as u64, k as u64, d as u64, tol, &mut Rng::new(0));
+        assert!(r.passed, "{r:?}");
+        assert_eq!(r.ties_accepted, flipped);
+    }
+
+    #[test]
+    fn kmeans_rejects_a_wrong_choice_and_unwritten_points() {
+        let (b, n, k, d) = (1, 32, 8, 4);
+        let (x, c) = (data(b * n * d, 3), data(b * k * d, 4));
+        let mut idx = kmeans_ref(&x, &c, b, n, k, d);
+        idx[7] = (idx[7] + 1) % k as i32;
+        idx[9] = -1;
+        let tol = Tolerance { samples: 1000, ..Tolerance::KMEANS };
+        let r = kmeans_assign(&x, &c, &idx, b as u64, n as u64, k as u64, d as u64, tol, &mut Rng::new(0));
+        assert!(!r.passed);
+        assert_eq!(r.nonfinite, 1);
+        assert_eq!(r.mismatches, 1, "{r:?}");
+        assert_eq!(r.first_bad.iter().map(|e| e.index.clone()).collect::<Vec<_>>(), vec![vec![0, 7], vec![0, 9]]);
+    }
+
+    #[test]
+    fn row_sqnorm_sums_squares_of_the_last_axis() {
+        assert_eq!(row_sqnorm(&[1.0, 2.0, 3.0, 4.0], 2), vec![5.0, 25.0]);
+    }
+
+    #[test]
+    fn unflatten_is_row_major() {
+        assert_eq!(unflatten(7, &[2, 3, 4]), vec![0, 1, 3]);
+        assert_eq!(unflatten(23, &[2, 3, 4]), vec![1, 2, 3]);
+    }
+}

@@ -1,0 +1,497 @@
+//! Workload specs: `examples/NAME.workload.toml` beside `examples/NAME.cake` says how to run the
+//! program — which oracle checks it, how its inputs are drawn, which inputs are derived from
+//! others, the tolerance, the shapes to sweep and the headline shape. The schema is documented
+//! in `compiler/src/runtime/README.md`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::oracle::Tolerance;
+use super::rng::Dist;
+use crate::ir::{DType, Module};
+use crate::syntax::ast::Access;
+
+/// A shape: a value for every `dim` of the program.
+pub type Shape = BTreeMap<String, i64>;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// The kernel this workload is for (checked against the program's `kernel NAME`).
+    #[serde(default)]
+    pub kernel: Option<String>,
+    /// `matmul_abt`, `kmeans_assign` or `none` (run and time only).
+    pub oracle: OracleName,
+    /// Oracle role → tensor name (defaults: matmul_abt a=A b=B c=C; kmeans_assign x=X c=C idx=Idx).
+    #[serde(default)]
+    pub args: BTreeMap<String, String>,
+    /// Floating-point operations of one launch, an expression over dims (`2 * M * N * K`).
+    #[serde(default)]
+    pub flops: Option<String>,
+    /// Seed of the input generator (default 1).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// The distributions a sweep (`cake run` without `--dist`) runs, in order.
+    /// Default: the per-input distributions only (one run per shape).
+    #[serde(default)]
+    pub distributions: Vec<Dist>,
+    /// Default baseline for `cake bench`: `cublas` or `none`.
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// The shape `cake bench` uses when no `--shape` is given.
+    pub headline: Shape,
+    /// The shapes `cake run` sweeps when no `--shape` is given.
+    pub shapes: Vec<Shape>,
+    #[serde(default)]
+    pub tolerance: Option<ToleranceSpec>,
+    /// Per-input distribution (inputs not listed draw `normal`).
+    #[serde(default)]
+    pub inputs: BTreeMap<String, InputSpec>,
+    /// Inputs computed from other inputs on the host: `CN = "row_sqnorm(C)"`.
+    #[serde(default)]
+    pub derive: BTreeMap<String, String>,
+    /// Values of the program's `scalar` arguments.
+    #[serde(default)]
+    pub scalars: BTreeMap<String, f64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OracleName {
+    MatmulAbt,
+    KmeansAssign,
+    None,
+}
+
+impl OracleName {
+    pub fn name(self) -> &'static str {
+        match self {
+            OracleName::MatmulAbt => "matmul_abt",
+            OracleName::KmeansAssign => "kmeans_assign",
+            OracleName::None => "none",
+        }
+    }
+
+    /// The oracle's roles and their default tensor names.
+    pub fn roles(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            OracleName::MatmulAbt => &[("a", "A"), ("b", "B"), ("c", "C")],
+            OracleName::KmeansAssign => &[("x", "X"), ("c", "C"), ("idx", "Idx")],
+            OracleName::None => &[],
+        }
+    }
+
+    pub fn default_tolerance(self) -> Tolerance {
+        match self {
+            OracleName::KmeansAssign => Tolerance::KMEANS,
+            _ => Tolerance::MATMUL_BF16,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToleranceSpec {
+    pub rtol: Option<f64>,
+    pub atol: Option<f64>,
+    pub samples: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputSpec {
+    #[serde(default = "default_dist")]
+    pub dist: Dist,
+    /// Multiplies every value (default 1).
+    #[serde(default)]
+    pub scale: Option<f64>,
+}
+
+fn default_dist() -> Dist {
+    Dist::Normal
+}
+
+/// A derived input's recipe.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "fn")]
+pub enum Derive {
+    /// Sum of squares over the innermost axis of `of` (shape = `of`'s shape without it).
+    RowSqnorm { of: String },
+}
+
+impl Derive {
+    pub fn parse(text: &str) -> Result<Derive, String> {
+        let t = text.trim();
+        let (f, rest) = t.split_once('(').ok_or_else(|| format!("`{t}`: expected `FUNCTION(TENSOR)`"))?;
+        let arg = rest.strip_suffix(')').ok_or_else(|| format!("`{t}`: missing `)`"))?.trim();
+        if arg.is_empty() || !arg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!("`{t}`: the argument must be one tensor name"));
+        }
+        match f.trim() {
+            "row_sqnorm" => Ok(Derive::RowSqnorm { of: arg.to_string() }),
+            other => Err(format!("`{t}`: unknown function `{other}` (known: row_sqnorm)")),
+        }
+    }
+
+    pub fn source(&self) -> &str {
+        match self {
+            Derive::RowSqnorm { of } => of,
+        }
+    }
+}
+
+/// A workload spec that failed to load or does not fit the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadError(pub String);
+
+impl std::fmt::Display for WorkloadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WorkloadError {}
+
+fn err(msg: impl Into<String>) -> WorkloadError {
+    WorkloadError(msg.into())
+}
+
+/// `examples/x.cake` → `examples/x.workload.toml`.
+pub fn default_path(program: &Path) -> PathBuf {
+    let stem = program.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    program.with_file_name(format!("{stem}.workload.toml"))
+}
+
+impl WorkloadSpec {
+    pub fn from_toml_str(file: &str, text: &str) -> Result<WorkloadSpec, WorkloadError> {
+        toml::from_str(text).map_err(|e| err(format!("{file}: {}", e.to_string().trim_end())))
+    }
+
+    pub fn load(path: &Path) -> Result<WorkloadSpec, WorkloadError> {
+        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+        WorkloadSpec::from_toml_str(&path.display().to_string(), &text)
+    }
+
+    pub fn tolerance(&self) -> Tolerance {
+        let d = self.oracle.default_tolerance();
+        let t = self.tolerance.unwrap_or_default();
+        Tolerance { rtol: t.rtol.unwrap_or(d.rtol), atol: t.atol.unwrap_or(d.atol), samples: t.samples.unwrap_or(d.samples) }
+    }
+
+    /// Oracle role → tensor name, with defaults filled in.
+    pub fn role(&self, role: &str) -> String {
+        self.args.get(role).cloned().unwrap_or_else(|| {
+            self.oracle.roles().iter().find(|(r, _)| *r == role).map_or_else(String::new, |(_, t)| t.to_string())
+        })
+    }
+
+    pub fn derived(&self) -> Result<BTreeMap<String, Derive>, WorkloadError> {
+        self.derive
+            .iter()
+            .map(|(k, v)| Derive::parse(v).map(|d| (k.clone(), d)).map_err(|e| err(format!("derive.{k}: {e}"))))
+            .collect()
+    }
+
+    /// Check the spec against the program: kernel name, oracle roles (tensor exists, dtype and
+    /// rank fit), inputs and derived inputs, scalars, shapes.
+    pub fn validate(&self, m: &Module) -> Result<(), WorkloadError> {
+        if let Some(k) = &self.kernel {
+            if *k != m.name {
+                return Err(err(format!("the workload is for kernel `{k}`, the program is `{}`", m.name)));
+            }
+        }
+        let tensor = |name: &str| m.tensors.iter().map(|(_, t)| t).find(|t| t.name == name);
+        for role in self.args.keys() {
+            if !self.oracle.roles().iter().any(|(r, _)| r == role) {
+                let known: Vec<&str> = self.oracle.roles().iter().map(|(r, _)| *r).collect();
+                return Err(err(format!("args.{role}: oracle `{}` has no role `{role}` (roles: {})", self.oracle.name(), known.join(", "))));
+            }
+        }
+        // Role checks: (role, rank, dtypes allowed, must be output).
+        let wants: &[(&str, usize, &[DType], bool)] = match self.oracle {
+            OracleName::MatmulAbt => &[
+                ("a", 2, &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2], false),
+                ("b", 2, &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2], false),
+                ("c", 2, &[DType::BF16, DType::F16, DType::F32], true),
+            ],
+            OracleName::KmeansAssign => &[
+                ("x", 3, &[DType::BF16, DType::F16, DType::F32], false),
+                ("c", 3, &[DType::BF16, DType::F16, DType::F32], false),
+                ("idx", 2, &[DType::I32], true),
+            ],
+            OracleName::None => &[],
+        };
+        for (role, rank, dtypes, output) in wants {
+            let name = self.role(role);
+            let t = tensor(&name).ok_or_else(|| {
+                err(format!("oracle `{}` role `{role}` names tensor `{name}`, which the program does not declare", self.oracle.name()))
+            })?;
+            if t.shape.len() != *rank {
+                return Err(err(format!("oracle role `{role}`: tensor `{name}` has rank {}, expected {rank}", t.shape.len())));
+            }
+            if !dtypes.contains(&t.dtype) {
+                return Err(err(format!("oracle role `{role}`: tensor `{name}` is {}, which the oracle does not support", t.dtype)));
+            }
+            if *output && t.access == Access::In {
+                return Err(err(format!("oracle role `{role}`: tensor `{name}` is declared `in`, but the oracle reads it as the output")));
+            }
+        }
+        for name in self.inputs.keys() {
+            let t = tensor(name).ok_or_else(|| err(format!("inputs.{name}: the program declares no tensor `{name}`")))?;
+            if t.access == Access::Out {
+                return Err(err(format!("inputs.{name}: tensor `{name}` is `out`; only `in`/`inout` tensors are filled")));
+            }
+        }
+        for (name, d) in self.derived()? {
+            let t = tensor(&name).ok_or_else(|| err(format!("derive.{name}: the program declares no tensor `{name}`")))?;
+            if t.access == Access::Out {
+                return Err(err(format!("derive.{name}: tensor `{name}` is `out`")));
+            }
+            if self.inputs.contains_key(&name) {
+                return Err(err(format!("`{name}` is both in [inputs] and in [derive]")));
+            }
+            let src = tensor(d.source()).ok_or_else(|| err(format!("derive.{name}: no tensor `{}`", d.source())))?;
+            if self.derive.contains_key(d.source()) {
+                return Err(err(format!("derive.{name}: `{}` is itself derived", d.source())));
+            }
+            match &d {
+                Derive::RowSqnorm { .. } => {
+                    if src.shape.len() != t.shape.len() + 1 || src.shape[..t.shape.len()] != t.shape[..] {
+                        return Err(err(format!(
+                            "derive.{name}: row_sqnorm({}) drops the innermost axis, so `{name}` must have the shape of `{}` without its last dimension",
+                            d.source(),
+                            d.source()
+                        )));
+                    }
+                }
+            }
+        }
+        for (_, s) in m.scalars.iter() {
+            if !self.scalars.contains_key(&s.name) {
+                return Err(err(format!("scalars: no value for the program's scalar `{}`", s.name)));
+            }
+        }
+        if self.shapes.is_empty() {
+            return Err(err("shapes: at least one shape is needed"));
+        }
+        check_shape(m, &self.headline).map_err(|e| err(format!("headline: {e}")))?;
+        for (i, s) in self.shapes.iter().enumerate() {
+            check_shape(m, s).map_err(|e| err(format!("shapes[{i}]: {e}")))?;
+        }
+        if let Some(f) = &self.flops {
+            eval_expr(f, &self.headline).map_err(|e| err(format!("flops: {e}")))?;
+        }
+        if let Some(b) = &self.baseline {
+            Baseline::parse(b).ok_or_else(|| err(format!("baseline: `{b}` is not `cublas` or `none`")))?;
+        }
+        Ok(())
+    }
+
+    /// The distribution of every filled input (derived ones excluded), with `dist` overriding.
+    pub fn input_dists(&self, m: &Module, dist: Option<Dist>) -> BTreeMap<String, (Dist, f64)> {
+        m.tensors
+            .iter()
+            .map(|(_, t)| t)
+            .filter(|t| t.access != Access::Out && !self.derive.contains_key(&t.name))
+            .map(|t| {
+                let spec = self.inputs.get(&t.name);
+                let d = dist.or(spec.map(|s| s.dist)).unwrap_or(Dist::Normal);
+                (t.name.clone(), (d, spec.and_then(|s| s.scale).unwrap_or(1.0)))
+            })
+            .collect()
+    }
+
+    pub fn flops_at(&self, shape: &Shape) -> Option<f64> {
+        self.flops.as_ref().and_then(|f| eval_expr(f, shape).ok())
+    }
+}
+
+/// Baselines `cake bench` can time in the same run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Baseline {
+    None,
+    Cublas,
+}
+
+impl Baseline {
+    pub fn parse(s: &str) -> Option<Baseline> {
+        match s {
+            "none" => Some(Baseline::None),
+            "cublas" => Some(Baseline::Cublas),
+            _ => None,
+        }
+    }
+}
+
+/// A shape must bind every dim of the program (and nothing else) to a positive value that
+/// respects its `multiple_of`.
+pub fn check_shape(m: &Module, shape: &Shape) -> Result<(), String> {
+    for (_, d) in m.dims.iter() {
+        let v = *shape.get(&d.name).ok_or_else(|| format!("no value for dim `{}`", d.name))?;
+        if v <= 0 {
+            return Err(format!("dim `{}` = {v} must be positive", d.name));
+        }
+        if v > i64::from(i32::MAX) {
+            return Err(format!("dim `{}` = {v} does not fit the kernel's i32 dim parameter", d.name));
+        }
+        if let Some(k) = d.multiple_of {
+            if k > 0 && v % k != 0 {
+                return Err(format!("dim `{}` = {v} is not a multiple of {k} (`dim {} multiple_of {k}`)", d.name, d.name));
+            }
+        }
+    }
+    for k in shape.keys() {
+        if !m.dims.iter().any(|(_, d)| d.name == *k) {
+            let names: Vec<&str> = m.dims.iter().map(|(_, d)| d.name.as_str()).collect();
+            return Err(format!("the program has no dim `{k}` (dims: {})", names.join(", ")));
+        }
+    }
+    Ok(())
+}
+
+/// Parse `M=8192,N=8192,K=8192` (also `M=8192 N=...`; `_` digit separators allowed).
+pub fn parse_shape(text: &str) -> Result<Shape, String> {
+    let mut s = Shape::new();
+    for part in text.split([',', ' ']).map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=').ok_or_else(|| format!("`{part}`: expected NAME=VALUE"))?;
+        let v: i64 = v.trim().replace('_', "").parse().map_err(|_| format!("`{part}`: `{}` is not an integer", v.trim()))?;
+        if s.insert(k.trim().to_string(), v).is_some() {
+            return Err(format!("dim `{}` given twice", k.trim()));
+        }
+    }
+    if s.is_empty() {
+        return Err("empty shape".into());
+    }
+    Ok(s)
+}
+
+/// `M=8192,N=8192,K=8192` in dim-name order.
+pub fn shape_label(shape: &Shape) -> String {
+    shape.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// Evaluate an arithmetic expression over dims: integers, names, `+ - * /`, parentheses.
+pub fn eval_expr(text: &str, vars: &Shape) -> Result<f64, String> {
+    #[derive(Debug, Clone, PartialEq)]
+    enum Tok {
+        Num(f64),
+        Name(String),
+        Op(char),
+    }
+    let mut toks = Vec::new();
+    let cs: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < cs.len() {
+        let c = cs[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c.is_ascii_digit() || c == '.' {
+            let start = i;
+            while i < cs.len() && (cs[i].is_ascii_alphanumeric() || cs[i] == '.' || cs[i] == '_') {
+                i += 1;
+            }
+            let s: String = cs[start..i].iter().filter(|c| **c != '_').collect();
+            toks.push(Tok::Num(s.parse().map_err(|_| format!("bad number `{s}`"))?));
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let start = i;
+            while i < cs.len() && (cs[i].is_ascii_alphanumeric() || cs[i] == '_') {
+                i += 1;
+            }
+            toks.push(Tok::Name(cs[start..i].iter().collect()));
+        } else if "+-*/()".contains(c) {
+            toks.push(Tok::Op(c));
+            i += 1;
+        } else {
+            return Err(format!("unexpected `{c}` in `{text}`"));
+        }
+    }
+    struct P<'a> {
+        t: Vec<Tok>,
+        i: usize,
+        vars: &'a Shape,
+    }
+    impl P<'_> {
+        fn peek(&self) -> Option<&Tok> {
+            self.t.get(self.i)
+        }
+        fn sum(&mut self) -> Result<f64, String> {
+            let mut v = self.prod()?;
+            while let Some(Tok::Op(c @ ('+' | '-'))) = self.peek().cloned() {
+                self.i += 1;
+                let r = self.prod()?;
+                v = if c == '+' { v + r } else { v - r };
+            }
+            Ok(v)
+        }
+        fn prod(&mut self) -> Result<f64, String> {
+            let mut v = self.atom()?;
+            while let Some(Tok::Op(c @ ('*' | '/'))) = self.peek().cloned() {
+                self.i += 1;
+                let r = self.atom()?;
+                v = if c == '*' { v * r } else { v / r };
+            }
+            Ok(v)
+        }
+        fn atom(&mut self) -> Result<f64, String> {
+            let t = self.peek().cloned();
+            self.i += 1;
+            match t {
+                Some(Tok::Num(n)) => Ok(n),
+                Some(Tok::Name(n)) => self.vars.get(&n).map(|v| *v as f64).ok_or_else(|| format!("unknown dim `{n}`")),
+                Some(Tok::Op('(')) => {
+                    let v = self.sum()?;
+                    match self.peek() {
+                        Some(Tok::Op(')')) => {
+                            self.i += 1;
+                            Ok(v)
+                        }
+                        _ => Err("missing `)`".into()),
+                    }
+                }
+                Some(Tok::Op('-')) => Ok(-self.atom()?),
+                other => Err(format!("unexpected {other:?}")),
+            }
+        }
+    }
+    let mut p = P { t: toks, i: 0, vars };
+    let v = p.sum()?;
+    if p.i != p.t.len() {
+        return Err(format!("trailing input in `{text}`"));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_parse() {
+        let s = parse_shape("M=8192,N=8_192, K=64").unwrap();
+        assert_eq!(s["M"], 8192);
+        assert_eq!(s["N"], 8192);
+        assert_eq!(shape_label(&s), "K=64,M=8192,N=8192");
+        assert!(parse_shape("M=1,M=2").is_err());
+        assert!(parse_shape("M").is_err());
+        assert!(parse_shape("M=x").is_err());
+    }
+
+    #[test]
+    fn expressions_evaluate() {
+        let s = parse_shape("M=2,N=3,K=4").unwrap();
+        assert_eq!(eval_expr("2 * M * N * K", &s).unwrap(), 48.0);
+        assert_eq!(eval_expr("(M + N) * 2 - K / 2", &s).unwrap(), 8.0);
+        assert!(eval_expr("2 * Q", &s).is_err());
+        assert!(eval_expr("2 *", &s).is_err());
+    }
+
+    #[test]
+    fn derive_parses() {
+        assert_eq!(Derive::parse("row_sqnorm(C)").unwrap(), Derive::RowSqnorm { of: "C".into() });
+        assert!(Derive::parse("colnorm(C)").is_err());
+        assert!(Derive::parse("row_sqnorm(C").is_err());
+    }
+}

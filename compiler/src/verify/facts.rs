@@ -1,0 +1,1853 @@
+//! Facts: what the verifier's rules (and, later, the evolution engine) may say about a program.
+//!
+//! Every construct of a module — the kernel, the tile space, each shared region and view, each
+//! global tensor, role, pipeline and barrier, every op call site and every argument of a call —
+//! gets one [`FactSet`]: its kind, a display name, a flat map *fact name → [`Value`]*, a few
+//! integer-indexed facts (`dim(0)`, `box(-1)`), and named spans rules may point at (`decl`,
+//! `name`, `attr:stages`, `arg:dst`, ...). A fact that cannot be decided statically (a shape that
+//! depends on a `dim`, a loop bound known only at run time) is [`Value::Unknown`]; rules turn that
+//! into a coverage-limit finding, never into a pass.
+//!
+//! The target's limits are facts of every construct (`target_smem_max`, `has(wgmma)`), and the
+//! kernel's facts are readable everywhere with a `kernel_` prefix (`kernel_roles_with_regs`).
+//! [`vocabulary`] lists, per construct kind, every fact with a one-line meaning: rule files are
+//! validated against it, and a search over predicates can enumerate it ([`FactSet::iter`]).
+//!
+//! Call sites expose the facts of each bound argument with the parameter name as prefix
+//! (`dst_swizzle`, `src_box(-1)`, `bar_producer`); argument constructs expose the same facts
+//! unprefixed, plus `op`, `param` and the executing role's facts (`role`, `role_first_warp`, ...).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::catalog::{Access, Catalog, EffectAccess, OpDef, ParamKind, Proxy};
+use crate::ir::*;
+use crate::pred::{Facts, Value};
+use crate::span::Span;
+use crate::syntax::ast::{BinOp, UnOp};
+use crate::target::{TargetInfo, TargetTable};
+
+// ─── Construct kinds ─────────────────────────────────────────────────────────────────────────────
+
+/// What a fact set describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ConstructKind {
+    Kernel,
+    Grid,
+    Smem,
+    View,
+    Tensor,
+    Role,
+    Pipeline,
+    Barrier,
+    /// One op call site.
+    Call,
+    /// One argument of one call site.
+    Arg,
+}
+
+impl ConstructKind {
+    pub const ALL: [ConstructKind; 10] = [
+        ConstructKind::Kernel,
+        ConstructKind::Grid,
+        ConstructKind::Smem,
+        ConstructKind::View,
+        ConstructKind::Tensor,
+        ConstructKind::Role,
+        ConstructKind::Pipeline,
+        ConstructKind::Barrier,
+        ConstructKind::Call,
+        ConstructKind::Arg,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConstructKind::Kernel => "kernel",
+            ConstructKind::Grid => "grid",
+            ConstructKind::Smem => "smem",
+            ConstructKind::View => "view",
+            ConstructKind::Tensor => "tensor",
+            ConstructKind::Role => "role",
+            ConstructKind::Pipeline => "pipeline",
+            ConstructKind::Barrier => "barrier",
+            ConstructKind::Call => "call",
+            ConstructKind::Arg => "arg",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ConstructKind> {
+        ConstructKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Span keys every construct of this kind has (besides `attr:<key>` for declarations and
+    /// `arg:<param>` for calls).
+    pub fn span_keys(self) -> &'static [&'static str] {
+        match self {
+            ConstructKind::Kernel => &["decl", "smem_largest", "smem_last", "role_first", "role_last", "regs_role", "grid"],
+            ConstructKind::Grid => &["decl", "name"],
+            ConstructKind::Smem => &["decl", "name", "fill_call"],
+            ConstructKind::View => &["decl", "name", "region"],
+            ConstructKind::Tensor => &["decl", "name"],
+            ConstructKind::Role => &["decl", "name", "body", "overlap", "unit"],
+            ConstructKind::Pipeline => &["decl", "name", "producer", "consumer", "missing_body_role", "fill_region"],
+            ConstructKind::Barrier => &["decl", "name", "missing_body_role"],
+            ConstructKind::Call => &["decl", "call", "role", "body"],
+            ConstructKind::Arg => &["decl", "arg", "call", "role", "root", "region"],
+        }
+    }
+
+    /// Whether spans `attr:<key>` exist (declarations).
+    pub fn has_attr_spans(self) -> bool {
+        matches!(
+            self,
+            ConstructKind::Grid
+                | ConstructKind::Smem
+                | ConstructKind::View
+                | ConstructKind::Tensor
+                | ConstructKind::Role
+                | ConstructKind::Pipeline
+                | ConstructKind::Barrier
+        )
+    }
+}
+
+// ─── Fact sets ───────────────────────────────────────────────────────────────────────────────────
+
+/// The facts of one construct.
+#[derive(Clone, Debug)]
+pub struct FactSet {
+    pub kind: ConstructKind,
+    /// The construct's name in messages: `a_s`, `mma`, `tma_load`, `tma_load(dst)`.
+    pub name: String,
+    /// The op, for call and argument constructs.
+    pub op: Option<String>,
+    values: BTreeMap<String, Value>,
+    lists: BTreeMap<String, Vec<Value>>,
+    spans: BTreeMap<String, Span>,
+    /// Where a rule points when it names a span this construct does not have.
+    pub decl: Span,
+    /// Attribute spans of a declaration (fallback: its name).
+    attrs: Option<DeclSpans>,
+}
+
+impl FactSet {
+    fn new(kind: ConstructKind, name: impl Into<String>, decl: Span) -> FactSet {
+        let mut f = FactSet {
+            kind,
+            name: name.into(),
+            op: None,
+            values: BTreeMap::new(),
+            lists: BTreeMap::new(),
+            spans: BTreeMap::new(),
+            decl,
+            attrs: None,
+        };
+        f.spans.insert("decl".into(), decl);
+        f
+    }
+
+    fn decl(kind: ConstructKind, name: &str, spans: &DeclSpans) -> FactSet {
+        let mut f = FactSet::new(kind, name, spans.item);
+        f.spans.insert("name".into(), spans.name);
+        f.attrs = Some(spans.clone());
+        f
+    }
+
+    fn set(&mut self, name: &str, v: impl IntoValue) {
+        self.values.insert(name.to_string(), v.into_value());
+    }
+
+    fn set_list(&mut self, name: &str, v: Vec<Value>) {
+        self.lists.insert(name.to_string(), v);
+    }
+
+    fn span_at(&mut self, key: &str, span: Span) {
+        self.spans.insert(key.to_string(), span);
+    }
+
+    /// A nullary fact.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.values.get(name)
+    }
+
+    /// Whether `name` is an indexed fact here.
+    pub fn is_indexed(&self, name: &str) -> bool {
+        self.lists.contains_key(name)
+    }
+
+    /// An indexed fact: `dim(0)`; negative indices count from the end (`dim(-1)` is the innermost).
+    /// An index out of range is `Unknown`.
+    pub fn get_indexed(&self, name: &str, i: i64) -> Option<Value> {
+        let list = self.lists.get(name)?;
+        let i = if i < 0 { i + list.len() as i64 } else { i };
+        Some(usize::try_from(i).ok().and_then(|i| list.get(i).cloned()).unwrap_or(Value::Unknown))
+    }
+
+    /// The span named `key`: `decl`, `name`, `attr:<key>`, `arg:<param>`, or a kind-specific one.
+    pub fn span(&self, key: &str) -> Option<Span> {
+        if let Some(s) = self.spans.get(key) {
+            return Some(*s);
+        }
+        let attr = key.strip_prefix("attr:")?;
+        let spans = self.attrs.as_ref()?;
+        Some(spans.attr(attr))
+    }
+
+    /// Every fact of this construct, indexed facts flattened (`dim(0)`, `dim(1)`), in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (String, Value)> + '_ {
+        let scalars = self.values.iter().map(|(k, v)| (k.clone(), v.clone()));
+        let lists = self.lists.iter().flat_map(|(k, vs)| vs.iter().enumerate().map(move |(i, v)| (format!("{k}({i})"), v.clone())));
+        scalars.chain(lists)
+    }
+}
+
+trait IntoValue {
+    fn into_value(self) -> Value;
+}
+impl IntoValue for Value {
+    fn into_value(self) -> Value {
+        self
+    }
+}
+impl IntoValue for i64 {
+    fn into_value(self) -> Value {
+        Value::Int(self)
+    }
+}
+impl IntoValue for u32 {
+    fn into_value(self) -> Value {
+        Value::Int(i64::from(self))
+    }
+}
+impl IntoValue for u64 {
+    fn into_value(self) -> Value {
+        i64::try_from(self).map_or(Value::Unknown, Value::Int)
+    }
+}
+impl IntoValue for usize {
+    fn into_value(self) -> Value {
+        i64::try_from(self).map_or(Value::Unknown, Value::Int)
+    }
+}
+impl IntoValue for bool {
+    fn into_value(self) -> Value {
+        Value::Bool(self)
+    }
+}
+impl IntoValue for &str {
+    fn into_value(self) -> Value {
+        Value::Sym(self.to_string())
+    }
+}
+impl IntoValue for String {
+    fn into_value(self) -> Value {
+        Value::Sym(self)
+    }
+}
+impl<T: IntoValue> IntoValue for Option<T> {
+    fn into_value(self) -> Value {
+        self.map_or(Value::Unknown, IntoValue::into_value)
+    }
+}
+
+// ─── All facts of a module ───────────────────────────────────────────────────────────────────────
+
+/// The facts of every construct of one module on one target.
+#[derive(Clone, Debug)]
+pub struct ModuleFacts {
+    /// `target`, `target_*` facts; `has(feature)` answers from `features`.
+    pub target: FactSet,
+    pub features: BTreeSet<String>,
+    pub kernel: FactSet,
+    /// Every other construct, in a fixed order: grid, smem, views, tensors, roles, pipelines,
+    /// barriers, then call sites (source order) each followed by its arguments.
+    pub constructs: Vec<FactSet>,
+}
+
+impl ModuleFacts {
+    /// The constructs of one kind (the kernel included for `Kernel`).
+    pub fn of_kind(&self, kind: ConstructKind) -> impl Iterator<Item = &FactSet> {
+        std::iter::once(&self.kernel).chain(self.constructs.iter()).filter(move |c| c.kind == kind)
+    }
+
+    /// Evaluation scope for one construct.
+    pub fn scope<'a>(&'a self, own: &'a FactSet) -> Scope<'a> {
+        Scope { own, facts: self }
+    }
+
+    /// Every target fact, `has(f)` for every feature of the built-in vocabulary.
+    pub fn target_facts(&self) -> Vec<(String, Value)> {
+        let mut out: Vec<(String, Value)> = self.target.iter().collect();
+        for f in TargetTable::builtin().features.keys() {
+            out.push((format!("has({f})"), Value::Bool(self.features.contains(f))));
+        }
+        out
+    }
+}
+
+/// Answers facts for one construct: its own, then `target_*` / `has(...)`, then `kernel_*`.
+pub struct Scope<'a> {
+    pub own: &'a FactSet,
+    pub facts: &'a ModuleFacts,
+}
+
+impl Scope<'_> {
+    fn lookup(&self, name: &str) -> Option<Value> {
+        if let Some(v) = self.own.get(name) {
+            return Some(v.clone());
+        }
+        if name == "target" || name.starts_with("target_") {
+            return self.facts.target.get(name).cloned();
+        }
+        if let Some(rest) = name.strip_prefix("kernel_") {
+            return self.facts.kernel.get(rest).cloned();
+        }
+        None
+    }
+
+    /// Facts of calls and arguments that a parameter prefix names but this op lacks: Unknown
+    /// (the rule's `when` should have excluded the op; validation checked the name exists).
+    fn lenient(&self) -> bool {
+        matches!(self.own.kind, ConstructKind::Call | ConstructKind::Arg)
+    }
+}
+
+impl Facts for Scope<'_> {
+    fn fact(&self, name: &str, args: &[Value]) -> Result<Value, String> {
+        match args {
+            [] => match self.lookup(name) {
+                Some(v) => Ok(v),
+                None if self.lenient() => Ok(Value::Unknown),
+                None => Err(format!("{} has no fact `{name}`", self.own.kind.as_str())),
+            },
+            [Value::Sym(f)] if name == "has" => Ok(Value::Bool(self.facts.features.contains(f))),
+            [Value::Unknown] => Ok(Value::Unknown),
+            [Value::Int(i)] => {
+                let own = self.own.get_indexed(name, *i);
+                let kernel = name.strip_prefix("kernel_").and_then(|n| self.facts.kernel.get_indexed(n, *i));
+                match own.or(kernel) {
+                    Some(v) => Ok(v),
+                    None if self.lenient() => Ok(Value::Unknown),
+                    None => Err(format!("{} has no indexed fact `{name}(i)`", self.own.kind.as_str())),
+                }
+            }
+            _ => Err(format!("`{name}` takes no arguments or one integer index")),
+        }
+    }
+
+    fn symbol(&self, name: &str) -> Option<Value> {
+        match self.lookup(name) {
+            Some(v) => Some(v),
+            // A fact of the vocabulary this call or argument does not have (`swizzle` of a
+            // register argument, `dst_bytes` of an op without `dst`): undecidable, not a literal.
+            None if self.lenient() && is_call_fact_name(self.own.kind, name) => Some(Value::Unknown),
+            None => None,
+        }
+    }
+}
+
+/// Whether `name` is in the call/argument vocabulary: a call fact, an argument fact, or (for calls)
+/// `<param>_<argument fact>` (`dst_swizzle`).
+fn is_call_fact_name(kind: ConstructKind, name: &str) -> bool {
+    let plain = |n: &str| ARG_FACTS.iter().chain(ARG_ONLY_FACTS).chain(CALL_FACTS).any(|f| f.name == n);
+    match kind {
+        ConstructKind::Arg => plain(name),
+        ConstructKind::Call => {
+            plain(name)
+                || ARG_FACTS.iter().any(|f| {
+                    name.len() > f.name.len() + 1 && name.ends_with(f.name) && name.as_bytes()[name.len() - f.name.len() - 1] == b'_'
+                })
+        }
+        _ => false,
+    }
+}
+
+// ─── Vocabulary ──────────────────────────────────────────────────────────────────────────────────
+
+/// One fact of the vocabulary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FactDef {
+    pub name: &'static str,
+    /// Written `name(i)`.
+    pub indexed: bool,
+    pub doc: &'static str,
+}
+
+const fn f(name: &'static str, doc: &'static str) -> FactDef {
+    FactDef { name, indexed: false, doc }
+}
+const fn fi(name: &'static str, doc: &'static str) -> FactDef {
+    FactDef { name, indexed: true, doc }
+}
+
+/// Facts of the target, readable from every construct.
+pub const TARGET_FACTS: &[FactDef] = &[
+    f("target", "the target's name (`sm_90a`)"),
+    f("target_sm", "compute capability × 10"),
+    f("target_smem_max", "bytes of shared memory one block may use (opt-in maximum)"),
+    f("target_smem_per_sm", "bytes of shared memory per SM"),
+    f("target_regs_per_sm", "32-bit registers per SM"),
+    f("target_regs_per_thread_max", "registers one thread may use at launch"),
+    f("target_max_threads_per_block", "threads one block may have"),
+    f("target_max_threads_per_sm", "resident threads per SM"),
+    f("target_max_cluster", "portable maximum blocks per cluster (1: no clusters)"),
+    f("target_sm_count", "SMs of the reference SKU (unknown where not verified)"),
+    fi("has", "`has(feature)`: whether the target has a feature of targets.toml's vocabulary"),
+];
+
+pub const KERNEL_FACTS: &[FactDef] = &[
+    f("name", "the kernel's name"),
+    f("smem_bytes", "shared memory all regions need, each aligned (views alias their region)"),
+    f("smem_regions", "number of shared regions"),
+    f("threads_per_block", "threads per block: 32 × the highest warp any role uses"),
+    f("warps", "warps per block"),
+    f("roles", "number of roles"),
+    f("roles_with_regs", "roles that declare a register budget (`regs`)"),
+    f("idle_warps", "warps below the highest used one that belong to no role"),
+    f("launch_regs", "registers per thread at launch: min(regs_per_thread_max, regs_per_sm / threads) rounded down to 8"),
+    f("reg_pool", "registers the block holds at launch: threads_per_block × launch_regs"),
+    f("regs_total", "Σ threads × regs over roles (launch_regs for roles without `regs` and idle warps)"),
+    f("pipelines", "number of pipelines"),
+    f("barriers", "number of barriers"),
+    f("tensors", "number of tensor arguments"),
+    f("has_grid", "whether a tile space is declared"),
+    f("persistent", "whether the tile space is persistent"),
+    f("cluster_size", "blocks per cluster (1 without a cluster)"),
+];
+
+pub const GRID_FACTS: &[FactDef] = &[
+    f("name", "the tile space's name"),
+    f("persistent", "`persistent`: each block loops over tiles"),
+    f("axes", "number of axes"),
+    f("cluster_size", "product of the cluster shape"),
+    f("cluster_rank", "number of cluster dimensions"),
+    fi("cluster", "cluster extent per dimension"),
+    f("min_cluster", "smallest cluster extent"),
+    f("roles_with_tile_loop", "roles whose body walks the tile space"),
+    f("roles_without_tile_loop", "roles with a body that never walks the tile space"),
+];
+
+pub const SMEM_FACTS: &[FactDef] = &[
+    f("name", "the region's name"),
+    f("dtype", "element dtype"),
+    f("elem_bytes", "bytes per element"),
+    f("rank", "rank of one stage"),
+    fi("dim", "extent of one stage's dimension i"),
+    f("stages", "number of stages (1 without `stages`)"),
+    f("stage_bytes", "bytes of one stage"),
+    f("bytes", "bytes of all stages"),
+    f("inner_bytes", "bytes of the innermost dimension (one row)"),
+    f("swizzle", "swizzle span in bytes (0: none)"),
+    f("swizzle_atom", "bytes after which the swizzle pattern repeats: 8 × span (1024 for 128B); 16 unswizzled"),
+    f("align", "effective alignment in bytes (declared, else 1024 swizzled / 16 unswizzled)"),
+    f("align_declared", "whether `align` is written"),
+    f("align_pow2", "whether the alignment is a power of two"),
+    f("offset", "byte offset in the block's shared memory (regions laid out in order, each aligned)"),
+    f("views", "number of views onto the region"),
+    f("used", "whether any statement names it (or a view of it)"),
+    f("reads", "accesses that read it, directly or through a view"),
+    f("writes", "accesses that write it, directly or through a view"),
+    f("async_writes", "writes through the async proxy (TMA)"),
+    f("async_reads", "reads through the async proxy (wgmma, TMA store)"),
+    f("fill_pipelines", "distinct pipelines whose tma_loads credit writes into it"),
+];
+
+pub const VIEW_FACTS: &[FactDef] = &[
+    f("name", "the view's name"),
+    f("region", "the region it aliases"),
+    f("dtype", "element dtype"),
+    f("rank", "rank"),
+    fi("dim", "extent of dimension i"),
+    f("bytes", "bytes the view spans"),
+    f("offset", "byte offset into the region"),
+    f("end", "offset + bytes"),
+    f("inner_bytes", "bytes of the innermost dimension"),
+    f("swizzle", "the view's swizzle span (0: none)"),
+    f("swizzle_atom", "8 × swizzle span; 16 unswizzled"),
+    f("required_align", "alignment its offset needs: max(16, swizzle_atom)"),
+    f("region_bytes", "bytes of the region (all stages)"),
+    f("region_swizzle", "the region's swizzle span"),
+    f("used", "whether any statement names it"),
+    f("reads", "accesses that read through the view"),
+    f("writes", "accesses that write through the view"),
+    f("region_reads", "accesses that read the region not through this view"),
+    f("region_writes", "accesses that write the region not through this view"),
+];
+
+pub const TENSOR_FACTS: &[FactDef] = &[
+    f("name", "the tensor's name"),
+    f("access", "`in`, `out` or `inout`"),
+    f("dtype", "element dtype"),
+    f("elem_bytes", "bytes per element"),
+    f("rank", "rank"),
+    fi("dim", "extent of dimension i (unknown when it depends on a dim)"),
+    fi("dim_multiple", "a number dimension i is known to be a multiple of (from `multiple_of`)"),
+    f("has_tma", "whether it is a TMA operand (`tma [box]`)"),
+    f("box_rank", "entries of the TMA box"),
+    fi("box", "TMA box extent of dimension i"),
+    f("max_box", "largest box extent"),
+    f("min_box", "smallest box extent"),
+    f("box_inner", "innermost box extent"),
+    f("box_inner_bytes", "innermost box extent × element size"),
+    f("box_bytes", "bytes of one box"),
+    f("swizzle", "TMA swizzle span (0: none)"),
+    f("strides_16b_aligned", "every global stride (bytes between consecutive indices of a non-innermost dim) is provably a multiple of 16; unknown when a dim without a fitting `multiple_of` decides it"),
+    f("used", "whether any statement names it"),
+    f("reads", "accesses that read it"),
+    f("writes", "accesses that write it"),
+    f("tma_loads", "tma_load calls reading it"),
+    f("cp_async_src", "whether a cp_async reads it"),
+];
+
+pub const ROLE_FACTS: &[FactDef] = &[
+    f("name", "the role's name"),
+    f("unit", "`warp` or `warpgroup`"),
+    f("first", "first index, in units"),
+    f("count", "number of units"),
+    f("first_warp", "index of the first warp"),
+    f("warps", "number of warps"),
+    f("threads", "number of threads"),
+    f("regs", "register budget per thread (`regs`), unknown when not declared"),
+    f("has_regs", "whether `regs` is declared"),
+    f("has_body", "whether an `on` block gives its body"),
+    f("has_tile_loop", "whether its body walks the tile space"),
+    f("calls", "op calls in its body"),
+    f("overlaps", "earlier-declared roles that share a warp with it"),
+    f("produces", "pipelines it is the producer of"),
+    f("consumes", "pipelines it is the consumer of"),
+];
+
+pub const PIPELINE_FACTS: &[FactDef] = &[
+    f("name", "the pipeline's name"),
+    f("stages", "number of stages"),
+    f("producer", "producer role"),
+    f("consumer", "consumer role"),
+    f("producer_has_body", "whether the producer role has a body"),
+    f("consumer_has_body", "whether the consumer role has a body"),
+    f("used", "whether any statement names it"),
+    f("acquires", "acquire calls on it"),
+    f("waits", "wait calls on it"),
+    f("releases", "release calls on it"),
+    f("tma_loads", "tma_load calls crediting it"),
+    f("fills", "distinct shared regions its tma_loads write"),
+    f("min_fill_stages", "fewest stages among the regions its tma_loads write (unknown: none)"),
+    f("max_fill_stages", "most stages among the regions its tma_loads write (unknown: none)"),
+    f("acquire_in_loop", "whether an acquire of it sits inside a counted `for` loop"),
+];
+
+pub const BARRIER_FACTS: &[FactDef] = &[
+    f("name", "the barrier's name"),
+    f("stages", "number of barriers in the array (1: a single barrier)"),
+    f("count", "arrivals per phase"),
+    f("producers", "number of producer roles"),
+    f("consumers", "number of consumer roles"),
+    f("producers_without_body", "producer roles that have no body"),
+    f("consumers_without_body", "consumer roles that have no body"),
+    f("used", "whether any statement names it"),
+    f("waits", "wait calls on it"),
+    f("arrives", "arrive / arrive_expect_tx calls on it"),
+];
+
+/// Facts of a call site (besides the per-parameter ones).
+pub const CALL_FACTS: &[FactDef] = &[
+    f("op", "the op's name"),
+    f("issue", "who executes it (catalog `issue`: thread, warp, warpgroup, role, elected, block, cluster)"),
+    f("role", "the executing role"),
+    f("role_unit", "the executing role's unit"),
+    f("role_first_warp", "the executing role's first warp index"),
+    f("role_warps", "the executing role's warps"),
+    f("role_threads", "the executing role's threads"),
+    f("role_regs", "the executing role's register budget (unknown when not declared)"),
+    f("loop_depth", "counted `for` loops around the call"),
+    f("in_tile_loop", "whether the call is inside `for t in tiles`"),
+];
+
+/// Facts of one argument; at a call site each is prefixed with the parameter name (`dst_bytes`).
+pub const ARG_FACTS: &[FactDef] = &[
+    f("space", "`smem`, `global`, `frag`, `scalar`, `pipeline`, `barrier`, `roleref`, `dtypename` or `other`"),
+    f("access", "the catalog's access for this parameter: `read`, `write`, `readwrite` or `none`"),
+    f("reads", "whether the op reads it"),
+    f("writes", "whether the op writes it"),
+    f("proxy", "`async` or `generic` for data accesses, else `none`"),
+    f("dtype", "element dtype"),
+    f("rank", "rank of the value or window"),
+    fi("dim", "extent of dimension i of the value or window (unknown when symbolic)"),
+    f("numel", "elements"),
+    f("bytes", "bytes of the value or window"),
+    f("value", "compile-time integer value"),
+    f("scope", "fragment scope: `thread`, `warp`, `warpgroup`"),
+    f("root", "name of the declaration the argument reads from (region, view, tensor, pipeline, barrier)"),
+    f("is_view", "whether the shared memory is named through a view"),
+    f("region", "the underlying shared region"),
+    f("region_stages", "stages of the underlying region"),
+    f("swizzle", "swizzle span of the shared memory as named (of the view for a view); TMA swizzle of a global tensor"),
+    f("swizzle_atom", "8 × swizzle span; 16 unswizzled"),
+    f("region_swizzle", "swizzle span of the underlying region"),
+    f("row_bytes", "bytes of one row (innermost dimension) of the region or view"),
+    f("inner_bytes", "bytes of the window's innermost dimension"),
+    f("in_bounds", "every index and window start provably stays inside its dimension (unknown when a bound is run-time)"),
+    f("contiguous", "the window is one contiguous range of the buffer"),
+    f("outer_offset_base", "constant part of the window's byte offset from the buffer start, over all but the innermost dimension"),
+    f("outer_offset_step", "the variable part of that offset is a multiple of this (0: the offset is constant)"),
+    f("stage_source", "how a staged region's stage is chosen: `pipeline` (`P.stage`), `const`, `expr` or `none`"),
+    f("stage_pipeline", "the pipeline whose `.stage` selects the stage"),
+    f("tensor", "the global tensor"),
+    f("tensor_access", "`in`, `out` or `inout` of the global tensor"),
+    f("has_tma", "whether the global tensor is a TMA operand"),
+    fi("box", "TMA box extent of the global tensor's dimension i"),
+    f("window_is_box", "the global window is exactly one TMA box (indexed dimensions have box extent 1)"),
+    f("kind", "`pipeline` or `barrier`"),
+    f("name", "the pipeline's or barrier's name"),
+    f("stages", "the pipeline's or barrier's stages"),
+    f("producer", "the pipeline's producer role (a barrier's first producer)"),
+    f("consumer", "the pipeline's consumer role (a barrier's first consumer)"),
+];
+
+/// Extra facts of an argument construct (besides [`ARG_FACTS`] and [`CALL_FACTS`]).
+pub const ARG_ONLY_FACTS: &[FactDef] = &[f("param", "the parameter's name")];
+
+/// Every fact of a construct kind, with its meaning. For `Call` with an op, its parameters'
+/// prefixed facts; with `None` (any op), the prefixed facts of every catalog parameter name.
+pub fn vocabulary(kind: ConstructKind, op: Option<&OpDef>, catalog: &Catalog) -> Vec<(String, FactDef)> {
+    let plain = |defs: &[FactDef]| defs.iter().map(|d| (d.name.to_string(), *d)).collect::<Vec<_>>();
+    let mut out = match kind {
+        ConstructKind::Kernel => plain(KERNEL_FACTS),
+        ConstructKind::Grid => plain(GRID_FACTS),
+        ConstructKind::Smem => plain(SMEM_FACTS),
+        ConstructKind::View => plain(VIEW_FACTS),
+        ConstructKind::Tensor => plain(TENSOR_FACTS),
+        ConstructKind::Role => plain(ROLE_FACTS),
+        ConstructKind::Pipeline => plain(PIPELINE_FACTS),
+        ConstructKind::Barrier => plain(BARRIER_FACTS),
+        ConstructKind::Call => {
+            let mut v = plain(CALL_FACTS);
+            let params: BTreeSet<&str> = match op {
+                Some(op) => op.params.iter().map(|p| p.name.as_str()).collect(),
+                None => catalog.ops.iter().flat_map(|o| o.params.iter().map(|p| p.name.as_str())).collect(),
+            };
+            for p in params {
+                for d in ARG_FACTS {
+                    v.push((format!("{p}_{}", d.name), *d));
+                }
+            }
+            v
+        }
+        ConstructKind::Arg => {
+            let mut v = plain(ARG_FACTS);
+            v.extend(plain(ARG_ONLY_FACTS));
+            v.extend(plain(CALL_FACTS));
+            v
+        }
+    };
+    out.extend(plain(TARGET_FACTS));
+    if kind != ConstructKind::Kernel {
+        out.extend(KERNEL_FACTS.iter().map(|d| (format!("kernel_{}", d.name), *d)));
+    }
+    out
+}
+
+// ─── Computing facts ─────────────────────────────────────────────────────────────────────────────
+
+/// Compute the facts of every construct of `m` for `target`.
+pub fn compute(m: &Module, target: &TargetInfo, catalog: &Catalog) -> ModuleFacts {
+    let mut w = Walker::new(m, catalog);
+    w.walk_bodies();
+    let mut out = ModuleFacts {
+        target: target_facts(target),
+        features: target.features.iter().cloned().collect(),
+        kernel: FactSet::new(ConstructKind::Kernel, m.name.clone(), Span::default()),
+        constructs: Vec::new(),
+    };
+    out.kernel = kernel_facts(m, target, &w);
+    if let Some((h, g)) = m.grid.iter().next() {
+        out.constructs.push(grid_facts(m, g, m.grid.span(h), &w));
+    }
+    let offsets = smem_offsets(m);
+    for (h, s) in m.smem.iter() {
+        out.constructs.push(smem_facts(m, h, s, offsets[h.index()], &w));
+    }
+    for (h, v) in m.views.iter() {
+        out.constructs.push(view_facts(m, h, v, &w));
+    }
+    for (h, t) in m.tensors.iter() {
+        out.constructs.push(tensor_facts(m, h, t, &w));
+    }
+    for (h, r) in m.roles.iter() {
+        out.constructs.push(role_facts(m, h, r, &w));
+    }
+    for (h, p) in m.pipelines.iter() {
+        out.constructs.push(pipeline_facts(m, h, p, &w));
+    }
+    for (h, b) in m.barriers.iter() {
+        out.constructs.push(barrier_facts(m, h, b, &w));
+    }
+    for site in &w.calls {
+        let (call, args) = call_facts(m, catalog, site, &w);
+        out.constructs.push(call);
+        out.constructs.extend(args);
+    }
+    out
+}
+
+fn target_facts(t: &TargetInfo) -> FactSet {
+    let mut f = FactSet::new(ConstructKind::Kernel, t.name.clone(), Span::default());
+    f.set("target", t.name.as_str());
+    f.set("target_sm", t.sm);
+    f.set("target_smem_max", t.smem_per_block_max);
+    f.set("target_smem_per_sm", t.smem_per_sm);
+    f.set("target_regs_per_sm", t.regs_per_sm);
+    f.set("target_regs_per_thread_max", t.regs_per_thread_max);
+    f.set("target_max_threads_per_block", t.max_threads_per_block);
+    f.set("target_max_threads_per_sm", t.max_threads_per_sm);
+    f.set("target_max_cluster", t.max_cluster_size);
+    f.set("target_sm_count", t.sm_count);
+    f
+}
+
+/// A data access mode while walking expressions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Read,
+    Write,
+    ReadWrite,
+    /// Named without touching data (`ab.stage`, a pipeline argument).
+    Ref,
+}
+
+impl Mode {
+    fn reads(self) -> bool {
+        matches!(self, Mode::Read | Mode::ReadWrite)
+    }
+    fn writes(self) -> bool {
+        matches!(self, Mode::Write | Mode::ReadWrite)
+    }
+}
+
+/// Data accesses to one declaration.
+#[derive(Clone, Default, Debug)]
+struct Uses {
+    refs: u32,
+    reads: u32,
+    writes: u32,
+    async_reads: u32,
+    async_writes: u32,
+}
+
+/// One op call found in a role body.
+struct CallSite {
+    op: String,
+    args: Vec<Option<Handle<Expr>>>,
+    span: Span,
+    role: Handle<RoleDecl>,
+    body_span: Span,
+    loop_depth: u32,
+    in_tile_loop: bool,
+}
+
+struct Walker<'m> {
+    m: &'m Module,
+    catalog: &'m Catalog,
+    calls: Vec<CallSite>,
+    smem: Vec<Uses>,
+    views: Vec<Uses>,
+    tensors: Vec<Uses>,
+    pipelines: Vec<Uses>,
+    barriers: Vec<Uses>,
+    /// Loop variable → (lo, hi) expressions; `let` local → its value.
+    loop_bounds: HashMap<Handle<Local>, (Handle<Expr>, Handle<Expr>)>,
+    lets: HashMap<Handle<Local>, Handle<Expr>>,
+    tile_loop_roles: BTreeSet<Handle<RoleDecl>>,
+    calls_per_role: HashMap<Handle<RoleDecl>, u32>,
+    // Walk context.
+    role: Option<(Handle<RoleDecl>, Span)>,
+    loop_depth: u32,
+    tile_depth: u32,
+}
+
+impl<'m> Walker<'m> {
+    fn new(m: &'m Module, catalog: &'m Catalog) -> Walker<'m> {
+        Walker {
+            m,
+            catalog,
+            calls: Vec::new(),
+            smem: vec![Uses::default(); m.smem.len()],
+            views: vec![Uses::default(); m.views.len()],
+            tensors: vec![Uses::default(); m.tensors.len()],
+            pipelines: vec![Uses::default(); m.pipelines.len()],
+            barriers: vec![Uses::default(); m.barriers.len()],
+            loop_bounds: HashMap::new(),
+            lets: HashMap::new(),
+            tile_loop_roles: BTreeSet::new(),
+            calls_per_role: HashMap::new(),
+            role: None,
+            loop_depth: 0,
+            tile_depth: 0,
+        }
+    }
+
+    fn walk_bodies(&mut self) {
+        for (h, body) in self.m.bodies.iter() {
+            self.role = Some((body.role, *self.m.bodies.span(h)));
+            self.block(&body.block);
+        }
+        self.role = None;
+    }
+
+    fn block(&mut self, b: &Block) {
+        for s in &b.stmts {
+            self.stmt(*s);
+        }
+    }
+
+    fn stmt(&mut self, h: Handle<Stmt>) {
+        let m = self.m;
+        match &m.stmts[h] {
+            Stmt::Reg(_) => {}
+            Stmt::Let { local, value } => {
+                self.lets.insert(*local, *value);
+                self.expr(*value, Mode::Read);
+            }
+            Stmt::Assign { target, value } => {
+                self.expr(*target, Mode::Write);
+                self.expr(*value, Mode::Read);
+            }
+            Stmt::Op(call) => self.call(call, *m.stmts.span(h)),
+            Stmt::For { var, lo, hi, body, .. } => {
+                self.loop_bounds.insert(*var, (*lo, *hi));
+                self.expr(*lo, Mode::Read);
+                self.expr(*hi, Mode::Read);
+                self.loop_depth += 1;
+                self.block(body);
+                self.loop_depth -= 1;
+            }
+            Stmt::ForTiles { body, .. } => {
+                if let Some((r, _)) = self.role {
+                    self.tile_loop_roles.insert(r);
+                }
+                self.tile_depth += 1;
+                self.block(body);
+                self.tile_depth -= 1;
+            }
+            Stmt::If { cond, then_block, else_block } => {
+                self.expr(*cond, Mode::Read);
+                self.block(then_block);
+                if let Some(e) = else_block {
+                    self.block(e);
+                }
+            }
+        }
+    }
+
+    fn note(&mut self, root: Root, mode: Mode, proxy_async: bool) {
+        let uses = match root {
+            Root::Smem(s) => &mut self.smem[s.index()],
+            Root::View(v) => &mut self.views[v.index()],
+            Root::Tensor(t) => &mut self.tensors[t.index()],
+            Root::Pipeline(p) => &mut self.pipelines[p.index()],
+            Root::Barrier(b) => &mut self.barriers[b.index()],
+        };
+        uses.refs += 1;
+        if mode.reads() {
+            uses.reads += 1;
+            uses.async_reads += u32::from(proxy_async);
+        }
+        if mode.writes() {
+            uses.writes += 1;
+            uses.async_writes += u32::from(proxy_async);
+        }
+    }
+
+    fn expr(&mut self, h: Handle<Expr>, mode: Mode) {
+        self.expr_p(h, mode, false);
+    }
+
+    fn expr_p(&mut self, h: Handle<Expr>, mode: Mode, proxy_async: bool) {
+        let m = self.m;
+        match &m.exprs[h].kind {
+            ExprKind::Smem(s) => self.note(Root::Smem(*s), mode, proxy_async),
+            ExprKind::View(v) => self.note(Root::View(*v), mode, proxy_async),
+            ExprKind::Tensor(t) => self.note(Root::Tensor(*t), mode, proxy_async),
+            ExprKind::Pipeline(p) => self.note(Root::Pipeline(*p), Mode::Ref, false),
+            ExprKind::Barrier(b) => self.note(Root::Barrier(*b), Mode::Ref, false),
+            ExprKind::Field { base, .. } => self.expr(*base, Mode::Ref),
+            ExprKind::Index { base, items } => {
+                self.expr_p(*base, mode, proxy_async);
+                for it in items {
+                    match it {
+                        IndexItem::At(e) | IndexItem::Window { start: e, .. } => self.expr(*e, Mode::Read),
+                        IndexItem::Full => {}
+                    }
+                }
+            }
+            ExprKind::Call(c) => self.call(c, *m.exprs.span(h)),
+            ExprKind::Unary(_, x) => self.expr(*x, Mode::Read),
+            ExprKind::Binary(_, a, b) => {
+                self.expr(*a, Mode::Read);
+                self.expr(*b, Mode::Read);
+            }
+            _ => {}
+        }
+    }
+
+    fn call(&mut self, c: &OpCall, span: Span) {
+        if let Some((role, body_span)) = self.role {
+            *self.calls_per_role.entry(role).or_default() += 1;
+            self.calls.push(CallSite {
+                op: c.op.clone(),
+                args: c.args.clone(),
+                span,
+                role,
+                body_span,
+                loop_depth: self.loop_depth,
+                in_tile_loop: self.tile_depth > 0,
+            });
+        }
+        let Some(op) = self.catalog.get(&c.op) else {
+            for a in c.args.iter().flatten() {
+                self.expr(*a, Mode::Read);
+            }
+            return;
+        };
+        for (p, a) in op.params.iter().zip(&c.args) {
+            let Some(a) = a else { continue };
+            self.expr_p(*a, param_mode(p), param_proxy(op, &p.name) == Proxy::Async);
+        }
+    }
+
+    /// Every call crediting pipeline `p` through complete_tx, with the written regions.
+    fn fills_of(&self, p: Handle<PipelineDecl>) -> Vec<(&CallSite, Handle<SmemDecl>)> {
+        let mut out = Vec::new();
+        for site in &self.calls {
+            let Some(op) = self.catalog.get(&site.op) else { continue };
+            if credited_pipeline(self.m, op, &site.args) != Some(p) {
+                continue;
+            }
+            for (param, a) in op.params.iter().zip(&site.args) {
+                let Some(a) = a else { continue };
+                if param.access.is_some_and(|x| matches!(x, Access::Write | Access::Readwrite)) {
+                    if let Some(r) = region_of(self.m, *a) {
+                        out.push((site, r));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// How a call uses an argument: the catalog's access, else a read for value-like parameters
+/// (`cast(x, ...)` reads `x`) and a mere reference for pipelines, barriers, roles and dtypes.
+fn param_mode(p: &crate::catalog::ParamDef) -> Mode {
+    match p.access {
+        Some(Access::Read) => Mode::Read,
+        Some(Access::Write) => Mode::Write,
+        Some(Access::Readwrite) => Mode::ReadWrite,
+        None if p.kind.is_data() || matches!(p.kind, ParamKind::Value | ParamKind::Int | ParamKind::ConstInt | ParamKind::Float) => Mode::Read,
+        None => Mode::Ref,
+    }
+}
+
+/// The proxy of a param's data effect, per the catalog.
+fn param_proxy(op: &OpDef, param: &str) -> Proxy {
+    op.effects.iter().find(|e| e.on == param && e.access.is_data()).map_or(Proxy::None, |e| e.proxy)
+}
+
+/// The pipeline a call credits bytes to (an argument with a `complete_tx` effect).
+fn credited_pipeline(m: &Module, op: &OpDef, args: &[Option<Handle<Expr>>]) -> Option<Handle<PipelineDecl>> {
+    let e = op.effects.iter().find(|e| e.access == EffectAccess::CompleteTx)?;
+    let i = op.param_index(&e.on)?;
+    match &m.exprs[args.get(i).copied().flatten()?].kind {
+        ExprKind::Pipeline(p) => Some(*p),
+        _ => None,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Root {
+    Smem(Handle<SmemDecl>),
+    View(Handle<ViewDecl>),
+    Tensor(Handle<TensorDecl>),
+    Pipeline(Handle<PipelineDecl>),
+    Barrier(Handle<BarrierDecl>),
+}
+
+/// The declaration an argument expression names, under any indexing.
+fn root_of(m: &Module, mut h: Handle<Expr>) -> Option<Root> {
+    loop {
+        match &m.exprs[h].kind {
+            ExprKind::Index { base, .. } => h = *base,
+            ExprKind::Smem(s) => return Some(Root::Smem(*s)),
+            ExprKind::View(v) => return Some(Root::View(*v)),
+            ExprKind::Tensor(t) => return Some(Root::Tensor(*t)),
+            ExprKind::Pipeline(p) => return Some(Root::Pipeline(*p)),
+            ExprKind::Barrier(b) => return Some(Root::Barrier(*b)),
+            _ => return None,
+        }
+    }
+}
+
+/// The shared region under an argument (through a view).
+fn region_of(m: &Module, h: Handle<Expr>) -> Option<Handle<SmemDecl>> {
+    match root_of(m, h)? {
+        Root::Smem(s) => Some(s),
+        Root::View(v) => Some(m.views[v].region),
+        _ => None,
+    }
+}
+
+fn swizzle_atom(sw: Swizzle) -> i64 {
+    match sw {
+        Swizzle::None => 16,
+        s => i64::from(s.bytes()) * 8,
+    }
+}
+
+fn effective_align(s: &SmemDecl) -> u64 {
+    u64::from(s.align.unwrap_or(if s.swizzle == Swizzle::None { 16 } else { 1024 }))
+}
+
+/// Byte offset of every region, laid out as [`Module::smem_bytes`] does.
+fn smem_offsets(m: &Module) -> Vec<u64> {
+    let mut total = 0u64;
+    let mut out = Vec::new();
+    for (_, s) in m.smem.iter() {
+        let align = effective_align(s).max(1);
+        total = total.div_ceil(align) * align;
+        out.push(total);
+        total += s.total_bytes();
+    }
+    out
+}
+
+fn kernel_facts(m: &Module, target: &TargetInfo, w: &Walker) -> FactSet {
+    let mut f = FactSet::new(ConstructKind::Kernel, m.name.clone(), Span::default());
+    let threads = m.threads_per_block();
+    f.set("name", m.name.as_str());
+    f.set("smem_bytes", m.smem_bytes());
+    f.set("smem_regions", m.smem.len());
+    f.set("threads_per_block", threads);
+    f.set("warps", threads / 32);
+    f.set("roles", m.roles.len());
+    let with_regs = m.roles.iter().filter(|(_, r)| r.regs.is_some()).count();
+    f.set("roles_with_regs", with_regs);
+    let mut covered = BTreeSet::new();
+    for (_, r) in m.roles.iter() {
+        covered.extend(r.warps());
+    }
+    let idle = (threads / 32).saturating_sub(covered.iter().filter(|w| **w < threads / 32).count() as u32);
+    f.set("idle_warps", idle);
+    let launch_regs = (threads > 0).then(|| (target.regs_per_thread_max.min(target.regs_per_sm / threads) / 8 * 8) as i64);
+    f.set("launch_regs", launch_regs);
+    f.set("reg_pool", launch_regs.map(|l| l * i64::from(threads)));
+    let total = launch_regs.map(|l| {
+        let roles: i64 = m.roles.iter().map(|(_, r)| i64::from(r.threads()) * r.regs.map_or(l, i64::from)).sum();
+        roles + i64::from(idle) * 32 * l
+    });
+    f.set("regs_total", total);
+    f.set("pipelines", m.pipelines.len());
+    f.set("barriers", m.barriers.len());
+    f.set("tensors", m.tensors.len());
+    let grid = m.grid();
+    f.set("has_grid", grid.is_some());
+    f.set("persistent", grid.is_some_and(|g| g.persistent));
+    f.set("cluster_size", grid.map_or(1, |g| g.cluster.iter().product::<i64>()));
+    // Spans.
+    if let Some(h) = m.smem.handles().max_by_key(|h| (m.smem[*h].total_bytes(), std::cmp::Reverse(h.index()))) {
+        f.span_at("smem_largest", m.smem.span(h).item);
+    }
+    if let Some(h) = m.smem.handles().last() {
+        f.span_at("smem_last", m.smem.span(h).item);
+    }
+    if let Some(h) = m.roles.handles().next() {
+        f.span_at("role_first", m.roles.span(h).item);
+    }
+    if let Some(h) = m.roles.handles().max_by_key(|h| (m.roles[*h].warps().end, std::cmp::Reverse(h.index()))) {
+        f.span_at("role_last", m.roles.span(h).item);
+    }
+    let regs_role = m
+        .roles
+        .handles()
+        .filter(|h| m.roles[*h].regs.is_some())
+        .max_by_key(|h| (u64::from(m.roles[*h].threads()) * u64::from(m.roles[*h].regs.unwrap_or(0)), std::cmp::Reverse(h.index())));
+    if let Some(h) = regs_role {
+        f.span_at("regs_role", m.roles.span(h).attr("regs"));
+    } else if let Some(h) = m.roles.handles().next() {
+        f.span_at("regs_role", m.roles.span(h).item);
+    }
+    if let Some(h) = m.grid.handles().next() {
+        f.span_at("grid", m.grid.span(h).item);
+    }
+    // The kernel has no span of its own in the IR: its `decl` is the first declaration.
+    let first = [
+        m.dims.handles().next().map(|h| m.dims.span(h).item),
+        m.tensors.handles().next().map(|h| m.tensors.span(h).item),
+        m.grid.handles().next().map(|h| m.grid.span(h).item),
+        m.smem.handles().next().map(|h| m.smem.span(h).item),
+        m.roles.handles().next().map(|h| m.roles.span(h).item),
+    ]
+    .into_iter()
+    .flatten()
+    .min_by_key(|s| s.start);
+    if let Some(s) = first {
+        f.decl = s;
+        f.span_at("decl", s);
+    }
+    let _ = w;
+    f
+}
+
+fn grid_facts(m: &Module, g: &GridDecl, spans: &DeclSpans, w: &Walker) -> FactSet {
+    let mut f = FactSet::decl(ConstructKind::Grid, &g.name, spans);
+    f.set("name", g.name.as_str());
+    f.set("persistent", g.persistent);
+    f.set("axes", g.axes.len());
+    f.set("cluster_size", g.cluster.iter().product::<i64>());
+    f.set("cluster_rank", g.cluster.len());
+    f.set_list("cluster", g.cluster.iter().map(|c| Value::Int(*c)).collect());
+    f.set("min_cluster", g.cluster.iter().min().copied());
+    let with_body: Vec<Handle<RoleDecl>> = m.bodies.iter().map(|(_, b)| b.role).collect();
+    let looping = with_body.iter().filter(|r| w.tile_loop_roles.contains(r)).count();
+    f.set("roles_with_tile_loop", looping);
+    f.set("roles_without_tile_loop", with_body.len() - looping);
+    f
+}
+
+fn smem_facts(m: &Module, h: Handle<SmemDecl>, s: &SmemDecl, offset: u64, w: &Walker) -> FactSet {
+    let spans = m.smem.span(h);
+    let mut f = FactSet::decl(ConstructKind::Smem, &s.name, spans);
+    let e = s.dtype.size_bytes();
+    f.set("name", s.name.as_str());
+    f.set("dtype", s.dtype.name());
+    f.set("elem_bytes", e);
+    f.set("rank", s.shape.len());
+    f.set_list("dim", s.shape.iter().map(|d| Value::Int(*d)).collect());
+    f.set("stages", s.stages);
+    f.set("stage_bytes", s.stage_bytes());
+    f.set("bytes", s.total_bytes());
+    f.set("inner_bytes", s.shape.last().map(|d| *d as u64 * e));
+    f.set("swizzle", s.swizzle.bytes());
+    f.set("swizzle_atom", swizzle_atom(s.swizzle));
+    let align = effective_align(s);
+    f.set("align", align);
+    f.set("align_declared", s.align.is_some());
+    f.set("align_pow2", align.is_power_of_two());
+    f.set("offset", offset);
+    let views: Vec<Handle<ViewDecl>> = m.views.iter().filter(|(_, v)| v.region == h).map(|(vh, _)| vh).collect();
+    f.set("views", views.len());
+    let mut u = w.smem[h.index()].clone();
+    for v in &views {
+        let vu = &w.views[v.index()];
+        u.refs += vu.refs;
+        u.reads += vu.reads;
+        u.writes += vu.writes;
+        u.async_reads += vu.async_reads;
+        u.async_writes += vu.async_writes;
+    }
+    f.set("used", u.refs > 0);
+    f.set("reads", u.reads);
+    f.set("writes", u.writes);
+    f.set("async_reads", u.async_reads);
+    f.set("async_writes", u.async_writes);
+    let mut pipes = BTreeSet::new();
+    for (p, _) in m.pipelines.iter() {
+        if let Some((site, _)) = w.fills_of(p).into_iter().find(|(_, r)| *r == h) {
+            if pipes.is_empty() {
+                f.span_at("fill_call", site.span);
+            }
+            pipes.insert(p);
+        }
+    }
+    f.set("fill_pipelines", pipes.len());
+    f
+}
+
+fn view_facts(m: &Module, h: Handle<ViewDecl>, v: &ViewDecl, w: &Walker) -> FactSet {
+    let spans = m.views.span(h);
+    let mut f = FactSet::decl(ConstructKind::View, &v.name, spans);
+    let region = &m.smem[v.region];
+    let bytes = v.shape.iter().product::<i64>().max(0) * v.dtype.size_bytes() as i64;
+    f.set("name", v.name.as_str());
+    f.set("region", region.name.as_str());
+    f.set("dtype", v.dtype.name());
+    f.set("rank", v.shape.len());
+    f.set_list("dim", v.shape.iter().map(|d| Value::Int(*d)).collect());
+    f.set("bytes", bytes);
+    f.set("offset", v.offset);
+    f.set("end", v.offset.checked_add(bytes));
+    f.set("inner_bytes", v.shape.last().map(|d| *d * v.dtype.size_bytes() as i64));
+    f.set("swizzle", v.swizzle.bytes());
+    f.set("swizzle_atom", swizzle_atom(v.swizzle));
+    f.set("required_align", swizzle_atom(v.swizzle).max(16));
+    f.set("region_bytes", region.total_bytes());
+    f.set("region_swizzle", region.swizzle.bytes());
+    let u = &w.views[h.index()];
+    f.set("used", u.refs > 0);
+    f.set("reads", u.reads);
+    f.set("writes", u.writes);
+    let mut other = w.smem[v.region.index()].clone();
+    for (vh, ov) in m.views.iter() {
+        if vh != h && ov.region == v.region {
+            other.reads += w.views[vh.index()].reads;
+            other.writes += w.views[vh.index()].writes;
+        }
+    }
+    f.set("region_reads", other.reads);
+    f.set("region_writes", other.writes);
+    f.span_at("region", m.smem.span(v.region).item);
+    f
+}
+
+/// A number a size is known to be a multiple of (0: the size is 0).
+fn size_divisor(m: &Module, s: &Size) -> i64 {
+    match s {
+        Size::Const(c) => c.abs(),
+        Size::Dim(d) => m.dims[*d].multiple_of.unwrap_or(1),
+        Size::Bin(op, a, b) => {
+            let (x, y) = (size_divisor(m, a), size_divisor(m, b));
+            match op {
+                SizeOp::Mul => x.saturating_mul(y),
+                SizeOp::Add | SizeOp::Sub => gcd(x, y),
+                SizeOp::Div => match (a.as_const(), b.as_const()) {
+                    (Some(p), Some(q)) if q != 0 => (p / q).abs(),
+                    _ => 1,
+                },
+            }
+        }
+    }
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    i64::try_from(a).unwrap_or(i64::MAX)
+}
+
+fn tensor_facts(m: &Module, h: Handle<TensorDecl>, t: &TensorDecl, w: &Walker) -> FactSet {
+    let spans = m.tensors.span(h);
+    let mut f = FactSet::decl(ConstructKind::Tensor, &t.name, spans);
+    let e = t.dtype.size_bytes() as i64;
+    f.set("name", t.name.as_str());
+    f.set("access", t.access.keyword());
+    f.set("dtype", t.dtype.name());
+    f.set("elem_bytes", e);
+    f.set("rank", t.shape.len());
+    f.set_list("dim", t.shape.iter().map(|d| d.as_const().into_value()).collect());
+    f.set_list("dim_multiple", t.shape.iter().map(|d| Value::Int(size_divisor(m, d))).collect());
+    // Strides: dimension i steps over Π_{j>i} d_j elements.
+    let mut aligned = Some(true);
+    for i in 0..t.shape.len().saturating_sub(1) {
+        let rest = &t.shape[i + 1..];
+        let div = rest.iter().map(|d| size_divisor(m, d)).fold(1i64, |a, b| a.saturating_mul(b));
+        if div.saturating_mul(e) % 16 == 0 {
+            continue;
+        }
+        let exact: Option<i64> = rest.iter().map(Size::as_const).try_fold(1i64, |a, b| b.map(|b| a.saturating_mul(b)));
+        match exact {
+            Some(x) if x.saturating_mul(e) % 16 != 0 => {
+                aligned = Some(false);
+                break;
+            }
+            Some(_) => {}
+            None => aligned = aligned.and(None),
+        }
+    }
+    f.set("strides_16b_aligned", aligned);
+    f.set("has_tma", t.tma.is_some());
+    let b = t.tma.as_ref();
+    f.set("box_rank", b.map(|b| b.box_dims.len()));
+    f.set_list("box", b.map(|b| b.box_dims.iter().map(|d| Value::Int(*d)).collect()).unwrap_or_default());
+    f.set("max_box", b.and_then(|b| b.box_dims.iter().max().copied()));
+    f.set("min_box", b.and_then(|b| b.box_dims.iter().min().copied()));
+    f.set("box_inner", b.and_then(|b| b.box_dims.last().copied()));
+    f.set("box_inner_bytes", b.and_then(|b| b.box_dims.last().map(|d| d * e)));
+    f.set("box_bytes", b.map(|b| b.box_dims.iter().product::<i64>() * e));
+    f.set("swizzle", b.map_or(0, |b| b.swizzle.bytes()));
+    let u = &w.tensors[h.index()];
+    f.set("used", u.refs > 0);
+    f.set("reads", u.reads);
+    f.set("writes", u.writes);
+    let uses_in = |op: &str| w.calls.iter().filter(|c| c.op == op && c.args.iter().flatten().any(|a| root_of(m, *a) == Some(Root::Tensor(h)))).count();
+    f.set("tma_loads", uses_in("tma_load"));
+    f.set("cp_async_src", uses_in("cp_async") > 0);
+    f
+}
+
+fn role_facts(m: &Module, h: Handle<RoleDecl>, r: &RoleDecl, w: &Walker) -> FactSet {
+    let spans = m.roles.span(h);
+    let mut f = FactSet::decl(ConstructKind::Role, &r.name, spans);
+    let warps = r.warps();
+    f.set("name", r.name.as_str());
+    f.set("unit", unit_name(r.unit));
+    f.set("first", r.first);
+    f.set("count", r.count);
+    f.set("first_warp", warps.start);
+    f.set("warps", warps.len());
+    f.set("threads", r.threads());
+    f.set("regs", r.regs);
+    f.set("has_regs", r.regs.is_some());
+    let body = m.bodies.iter().find(|(_, b)| b.role == h).map(|(bh, _)| *m.bodies.span(bh));
+    f.set("has_body", body.is_some());
+    f.set("has_tile_loop", w.tile_loop_roles.contains(&h));
+    f.set("calls", w.calls_per_role.get(&h).copied().unwrap_or(0));
+    let earlier: Vec<Handle<RoleDecl>> =
+        m.roles.iter().filter(|(o, od)| *o < h && od.warps().start < warps.end && warps.start < od.warps().end).map(|(o, _)| o).collect();
+    f.set("overlaps", earlier.len());
+    if let Some(o) = earlier.first() {
+        f.span_at("overlap", m.roles.span(*o).item);
+    }
+    f.set("produces", m.pipelines.iter().filter(|(_, p)| p.producer == h).count());
+    f.set("consumes", m.pipelines.iter().filter(|(_, p)| p.consumer == h).count());
+    f.span_at("body", body.unwrap_or(spans.item));
+    f.span_at("unit", spans.attr(unit_name(r.unit)));
+    f
+}
+
+fn unit_name(u: RoleUnit) -> &'static str {
+    match u {
+        RoleUnit::Warp => "warp",
+        RoleUnit::Warpgroup => "warpgroup",
+    }
+}
+
+fn pipeline_facts(m: &Module, h: Handle<PipelineDecl>, p: &PipelineDecl, w: &Walker) -> FactSet {
+    let spans = m.pipelines.span(h);
+    let mut f = FactSet::decl(ConstructKind::Pipeline, &p.name, spans);
+    let has_body = |r: Handle<RoleDecl>| m.body_of(r).is_some();
+    f.set("name", p.name.as_str());
+    f.set("stages", p.stages);
+    f.set("producer", m.roles[p.producer].name.as_str());
+    f.set("consumer", m.roles[p.consumer].name.as_str());
+    f.set("producer_has_body", has_body(p.producer));
+    f.set("consumer_has_body", has_body(p.consumer));
+    f.set("used", w.pipelines[h.index()].refs > 0);
+    let names_p = |c: &&CallSite| c.args.iter().flatten().any(|a| matches!(m.exprs[*a].kind, ExprKind::Pipeline(x) if x == h));
+    let count = |op: &str| w.calls.iter().filter(|c| c.op == op).filter(names_p).count();
+    f.set("acquires", count("acquire"));
+    f.set("waits", count("wait"));
+    f.set("releases", count("release"));
+    f.set("acquire_in_loop", w.calls.iter().filter(|c| c.op == "acquire").filter(names_p).any(|c| c.loop_depth > 0));
+    let fills = w.fills_of(h);
+    let sites: BTreeSet<Span> = fills.iter().map(|(c, _)| c.span).collect();
+    f.set("tma_loads", sites.len());
+    let regions: BTreeSet<Handle<SmemDecl>> = fills.iter().map(|(_, r)| *r).collect();
+    f.set("fills", regions.len());
+    f.set("min_fill_stages", regions.iter().map(|r| m.smem[*r].stages).min());
+    f.set("max_fill_stages", regions.iter().map(|r| m.smem[*r].stages).max());
+    if let Some(r) = regions.iter().find(|r| m.smem[**r].stages != p.stages).or(regions.iter().next()) {
+        f.span_at("fill_region", m.smem.span(*r).item);
+    }
+    f.span_at("producer", m.roles.span(p.producer).item);
+    f.span_at("consumer", m.roles.span(p.consumer).item);
+    let missing = if !has_body(p.producer) {
+        spans.attr("producer")
+    } else if !has_body(p.consumer) {
+        spans.attr("consumer")
+    } else {
+        spans.name
+    };
+    f.span_at("missing_body_role", missing);
+    f
+}
+
+fn barrier_facts(m: &Module, h: Handle<BarrierDecl>, b: &BarrierDecl, w: &Walker) -> FactSet {
+    let spans = m.barriers.span(h);
+    let mut f = FactSet::decl(ConstructKind::Barrier, &b.name, spans);
+    let no_body = |rs: &[Handle<RoleDecl>]| rs.iter().filter(|r| m.body_of(**r).is_none()).count();
+    f.set("name", b.name.as_str());
+    f.set("stages", b.stages);
+    f.set("count", b.count);
+    f.set("producers", b.producers.len());
+    f.set("consumers", b.consumers.len());
+    f.set("producers_without_body", no_body(&b.producers));
+    f.set("consumers_without_body", no_body(&b.consumers));
+    f.set("used", w.barriers[h.index()].refs > 0);
+    let names_b = |c: &&CallSite| c.args.iter().flatten().any(|a| root_of(m, *a) == Some(Root::Barrier(h)));
+    f.set("waits", w.calls.iter().filter(|c| c.op == "wait").filter(names_b).count());
+    f.set("arrives", w.calls.iter().filter(|c| c.op == "arrive" || c.op == "arrive_expect_tx").filter(names_b).count());
+    let missing = if no_body(&b.producers) > 0 {
+        spans.attr("producer")
+    } else if no_body(&b.consumers) > 0 {
+        spans.attr("consumer")
+    } else {
+        spans.name
+    };
+    f.span_at("missing_body_role", missing);
+    f
+}
+
+// ─── Call sites and arguments ────────────────────────────────────────────────────────────────────
+
+fn call_facts(m: &Module, catalog: &Catalog, site: &CallSite, w: &Walker) -> (FactSet, Vec<FactSet>) {
+    let role = &m.roles[site.role];
+    let mut common: Vec<(&str, Value)> = vec![
+        ("op", Value::Sym(site.op.clone())),
+        ("role", Value::Sym(role.name.clone())),
+        ("role_unit", Value::Sym(unit_name(role.unit).into())),
+        ("role_first_warp", Value::Int(i64::from(role.warps().start))),
+        ("role_warps", Value::Int(role.warps().len() as i64)),
+        ("role_threads", Value::Int(i64::from(role.threads()))),
+        ("role_regs", role.regs.into_value()),
+        ("loop_depth", Value::Int(i64::from(site.loop_depth))),
+        ("in_tile_loop", Value::Bool(site.in_tile_loop)),
+    ];
+    let op = catalog.get(&site.op);
+    if let Some(op) = op {
+        common.push(("issue", Value::Sym(format!("{:?}", op.issue).to_lowercase())));
+    }
+    let role_span = m.roles.span(site.role).item;
+    let mut call = FactSet::new(ConstructKind::Call, site.op.clone(), site.span);
+    call.op = Some(site.op.clone());
+    for (k, v) in &common {
+        call.set(k, v.clone());
+    }
+    call.span_at("call", site.span);
+    call.span_at("role", role_span);
+    call.span_at("body", site.body_span);
+    let mut args = Vec::new();
+    let Some(op) = op else { return (call, args) };
+    for (p, a) in op.params.iter().zip(&site.args) {
+        let Some(a) = a else { continue };
+        let arg_span = *m.exprs.span(*a);
+        call.span_at(&format!("arg:{}", p.name), arg_span);
+        let mut af = FactSet::new(ConstructKind::Arg, format!("{}({})", site.op, p.name), arg_span);
+        af.op = Some(site.op.clone());
+        for (k, v) in &common {
+            af.set(k, v.clone());
+        }
+        af.set("param", p.name.as_str());
+        af.span_at("arg", arg_span);
+        af.span_at("call", site.span);
+        af.span_at("role", role_span);
+        arg_facts(m, op, p, *a, w, &mut af);
+        for (k, v) in af.values.iter() {
+            if ARG_FACTS.iter().any(|d| d.name == k) {
+                call.values.insert(format!("{}_{k}", p.name), v.clone());
+            }
+        }
+        for (k, v) in af.lists.iter() {
+            call.lists.insert(format!("{}_{k}", p.name), v.clone());
+        }
+        if let Some(s) = af.spans.get("root") {
+            call.span_at(&format!("root:{}", p.name), *s);
+        }
+        args.push(af);
+    }
+    (call, args)
+}
+
+/// One dimension of an indexed buffer: how it is indexed.
+#[derive(Clone, Copy)]
+enum Sel {
+    At(Handle<Expr>),
+    Window(Handle<Expr>, i64),
+    Full,
+}
+
+/// The index chain of an argument, flattened onto the root's dimensions (`None` when a nested
+/// index cannot be mapped).
+fn selection(m: &Module, h: Handle<Expr>, rank: usize) -> Option<Vec<Sel>> {
+    let mut chain = Vec::new();
+    let mut cur = h;
+    while let ExprKind::Index { base, items } = &m.exprs[cur].kind {
+        chain.push(items);
+        cur = *base;
+    }
+    let mut sel = vec![Sel::Full; rank];
+    // Dims of the current window, as indices into the root's dims.
+    let mut live: Vec<usize> = (0..rank).collect();
+    for items in chain.into_iter().rev() {
+        if items.len() > live.len() {
+            return None;
+        }
+        let mut next = Vec::new();
+        for (i, it) in items.iter().enumerate() {
+            let d = live[i];
+            match (it, sel[d]) {
+                (IndexItem::Full, _) => next.push(d),
+                (IndexItem::At(e), Sel::Full) => sel[d] = Sel::At(*e),
+                (IndexItem::Window { start, len }, Sel::Full) => {
+                    sel[d] = Sel::Window(*start, *len);
+                    next.push(d);
+                }
+                // Indexing into a window of a window: not modelled.
+                _ => return None,
+            }
+        }
+        next.extend_from_slice(&live[items.len()..]);
+        live = next;
+    }
+    Some(sel)
+}
+
+fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Expr>, w: &Walker, f: &mut FactSet) {
+    let ty = &m.exprs[a].ty;
+    let mode = param_mode(p);
+    f.set("access", p.access.map_or(if mode.reads() { "read" } else { "none" }, Access::as_str));
+    f.set("reads", mode.reads());
+    f.set("writes", mode.writes());
+    f.set(
+        "proxy",
+        match param_proxy(op, &p.name) {
+            Proxy::Async => "async",
+            Proxy::Generic => "generic",
+            Proxy::None => "none",
+        },
+    );
+    let space = match ty {
+        Type::Shared { .. } => "smem",
+        Type::Global { .. } => "global",
+        Type::Frag { .. } => "frag",
+        Type::Scalar(_) | Type::Literal { .. } => "scalar",
+        Type::Pipeline(_) => "pipeline",
+        Type::Barrier(_) => "barrier",
+        Type::Role(_) => "roleref",
+        Type::DTypeName(_) => "dtypename",
+        _ => "other",
+    };
+    f.set("space", space);
+    if let Some(d) = ty.dtype() {
+        f.set("dtype", d.name());
+    } else if let Type::DTypeName(d) = ty {
+        f.set("dtype", d.name());
+    }
+    let shape: Option<Vec<Option<i64>>> = match ty {
+        Type::Global { shape, .. } => Some(shape.iter().map(Size::as_const).collect()),
+        Type::Shared { shape, .. } | Type::Frag { shape, .. } => Some(shape.iter().map(|d| Some(*d)).collect()),
+        Type::Scalar(_) | Type::Literal { .. } => Some(Vec::new()),
+        _ => None,
+    };
+    if let Some(shape) = &shape {
+        f.set("rank", shape.len());
+        f.set_list("dim", shape.iter().map(|d| d.into_value()).collect());
+        let numel: Option<i64> = shape.iter().try_fold(1i64, |acc, d| d.map(|d| acc.saturating_mul(d)));
+        f.set("numel", numel);
+        f.set("bytes", numel.and_then(|n| ty.dtype().map(|d| n * d.size_bytes() as i64)));
+    }
+    if let Type::Frag { scope: Some(s), .. } = ty {
+        f.set("scope", s.name());
+    }
+    if let Some(v) = const_int(m, a) {
+        f.set("value", v);
+    }
+    let root = root_of(m, a);
+    match root {
+        Some(r @ (Root::Smem(_) | Root::View(_))) => smem_arg(m, a, r, w, f),
+        Some(Root::Tensor(t)) => tensor_arg(m, a, t, f),
+        Some(Root::Pipeline(ph)) => {
+            let pd = &m.pipelines[ph];
+            f.set("kind", "pipeline");
+            f.set("name", pd.name.as_str());
+            f.set("root", pd.name.as_str());
+            f.set("stages", pd.stages);
+            f.set("producer", m.roles[pd.producer].name.as_str());
+            f.set("consumer", m.roles[pd.consumer].name.as_str());
+            f.span_at("root", m.pipelines.span(ph).item);
+        }
+        Some(Root::Barrier(bh)) => {
+            let bd = &m.barriers[bh];
+            f.set("kind", "barrier");
+            f.set("name", bd.name.as_str());
+            f.set("root", bd.name.as_str());
+            f.set("stages", bd.stages);
+            f.set("producer", bd.producers.first().map(|r| m.roles[*r].name.clone()));
+            f.set("consumer", bd.consumers.first().map(|r| m.roles[*r].name.clone()));
+            f.span_at("root", m.barriers.span(bh).item);
+        }
+        None => {}
+    }
+}
+
+fn smem_arg(m: &Module, a: Handle<Expr>, root: Root, w: &Walker, f: &mut FactSet) {
+    let (region_h, dtype, root_shape, swizzle, name, root_span, is_view) = match root {
+        Root::Smem(s) => {
+            let d = &m.smem[s];
+            let mut shape = d.shape.clone();
+            if d.stages > 1 {
+                shape.insert(0, i64::from(d.stages));
+            }
+            (s, d.dtype, shape, d.swizzle, d.name.clone(), m.smem.span(s).item, false)
+        }
+        Root::View(v) => {
+            let d = &m.views[v];
+            (d.region, d.dtype, d.shape.clone(), d.swizzle, d.name.clone(), m.views.span(v).item, true)
+        }
+        _ => return,
+    };
+    let region = &m.smem[region_h];
+    let e = dtype.size_bytes() as i64;
+    f.set("root", name.as_str());
+    f.set("is_view", is_view);
+    f.set("region", region.name.as_str());
+    f.set("region_stages", region.stages);
+    f.set("swizzle", swizzle.bytes());
+    f.set("swizzle_atom", swizzle_atom(swizzle));
+    f.set("region_swizzle", region.swizzle.bytes());
+    f.set("row_bytes", root_shape.last().map(|d| d * e));
+    f.span_at("root", root_span);
+    f.span_at("region", m.smem.span(region_h).item);
+    let shape_inner = match &m.exprs[a].ty {
+        Type::Shared { shape, .. } => shape.last().copied(),
+        _ => None,
+    };
+    f.set("inner_bytes", shape_inner.map(|d| d * e));
+
+    let rank = root_shape.len();
+    let Some(sel) = selection(m, a, rank) else {
+        for k in ["in_bounds", "contiguous", "outer_offset_base", "outer_offset_step"] {
+            f.set(k, Value::Unknown);
+        }
+        f.set("stage_source", "none");
+        return;
+    };
+    // Element strides of the root, row-major.
+    let mut strides = vec![1i64; rank];
+    for i in (0..rank.saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1].saturating_mul(root_shape[i + 1]);
+    }
+    let iv = Intervals { m, w };
+    let mut in_bounds = Some(true);
+    let mut seen_wide = false;
+    let mut contiguous = true;
+    let (mut base, mut step) = (0i64, 0i64);
+    for (d, s) in sel.iter().enumerate() {
+        let extent = root_shape[d];
+        let (start, len) = match s {
+            Sel::At(e) => (Some(*e), 1),
+            Sel::Window(e, l) => (Some(*e), *l),
+            Sel::Full => (None, extent),
+        };
+        if let Some(x) = start {
+            let r = iv.of(x, 0);
+            let ok = match (r.lo, r.hi) {
+                (Some(lo), _) if lo < 0 => Some(false),
+                (_, Some(hi)) if hi + len > extent => Some(false),
+                (Some(_), Some(_)) => Some(true),
+                _ => None,
+            };
+            in_bounds = match (in_bounds, ok) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            };
+            if d + 1 < rank {
+                let (b, st) = form(m, x, 0);
+                let stride_bytes = strides[d].saturating_mul(e);
+                base = base.saturating_add(b.saturating_mul(stride_bytes));
+                step = gcd(step, st.saturating_mul(stride_bytes));
+            }
+        }
+        // Contiguous: once a dimension selects more than one position, every later one is whole.
+        if seen_wide && !matches!(s, Sel::Full) {
+            contiguous = false;
+        }
+        if len > 1 {
+            seen_wide = true;
+        }
+    }
+    f.set("in_bounds", in_bounds);
+    f.set("contiguous", contiguous);
+    f.set("outer_offset_base", base);
+    f.set("outer_offset_step", step);
+    // How the stage of a staged region is chosen.
+    let staged = matches!(root, Root::Smem(_)) && region.stages > 1;
+    let (source, pipeline) = if !staged {
+        ("none", None)
+    } else {
+        match sel.first() {
+            Some(Sel::At(e)) => match &m.exprs[*e].kind {
+                ExprKind::Field { base, field: Field::Stage } => match &m.exprs[*base].kind {
+                    ExprKind::Pipeline(p) => ("pipeline", Some(m.pipelines[*p].name.clone())),
+                    _ => ("expr", None),
+                },
+                _ if const_int(m, *e).is_some() => ("const", None),
+                _ => ("expr", None),
+            },
+            _ => ("none", None),
+        }
+    };
+    f.set("stage_source", source);
+    f.set("stage_pipeline", pipeline);
+}
+
+fn tensor_arg(m: &Module, a: Handle<Expr>, t: Handle<TensorDecl>, f: &mut FactSet) {
+    let td = &m.tensors[t];
+    f.set("root", td.name.as_str());
+    f.set("tensor", td.name.as_str());
+    f.set("tensor_access", td.access.keyword());
+    f.set("has_tma", td.tma.is_some());
+    f.set("swizzle", td.tma.as_ref().map_or(0, |b| b.swizzle.bytes()));
+    f.set_list("box", td.tma.as_ref().map(|b| b.box_dims.iter().map(|d| Value::Int(*d)).collect()).unwrap_or_default());
+    f.span_at("root", m.tensors.span(t).item);
+    let window_is_box = td.tma.as_ref().map(|b| {
+        let Some(sel) = selection(m, a, td.shape.len()) else { return Value::Unknown };
+        let mut ok = Some(true);
+        for ((s, bx), dim) in sel.iter().zip(&b.box_dims).zip(&td.shape) {
+            let this = match s {
+                Sel::At(_) => Some(*bx == 1),
+                Sel::Window(_, len) => Some(len == bx),
+                Sel::Full => dim.as_const().map(|d| d == *bx),
+            };
+            ok = match (ok, this) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            };
+        }
+        ok.into_value()
+    });
+    f.set("window_is_box", window_is_box);
+}
+
+/// The compile-time integer value of an expression.
+fn const_int(m: &Module, h: Handle<Expr>) -> Option<i64> {
+    match &m.exprs[h].kind {
+        ExprKind::Int(i) => Some(*i),
+        ExprKind::Unary(UnOp::Neg, x) => const_int(m, *x).map(i64::wrapping_neg),
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (const_int(m, *a)?, const_int(m, *b)?);
+            match op {
+                BinOp::Add => a.checked_add(b),
+                BinOp::Sub => a.checked_sub(b),
+                BinOp::Mul => a.checked_mul(b),
+                BinOp::Div => a.checked_div(b),
+                BinOp::Rem => a.checked_rem(b),
+                BinOp::Shl => u32::try_from(b).ok().and_then(|b| a.checked_shl(b)),
+                BinOp::Shr => u32::try_from(b).ok().and_then(|b| a.checked_shr(b)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// An integer expression as `base + (a multiple of step)`; step 0 means exactly `base`.
+fn form(m: &Module, h: Handle<Expr>, depth: u32) -> (i64, i64) {
+    if let Some(c) = const_int(m, h) {
+        return (c, 0);
+    }
+    if depth > 32 {
+        return (0, 1);
+    }
+    match &m.exprs[h].kind {
+        ExprKind::Binary(op, a, b) => {
+            let ((ba, sa), (bb, sb)) = (form(m, *a, depth + 1), form(m, *b, depth + 1));
+            match op {
+                BinOp::Add => (ba.saturating_add(bb), gcd(sa, sb)),
+                BinOp::Sub => (ba.saturating_sub(bb), gcd(sa, sb)),
+                // (ba + A)(bb + B) = ba·bb + ba·B + bb·A + A·B
+                BinOp::Mul => (ba.saturating_mul(bb), gcd(gcd(ba.saturating_mul(sb), bb.saturating_mul(sa)), sa.saturating_mul(sb))),
+                BinOp::Shl => match const_int(m, *b).and_then(|s| u32::try_from(s).ok()).and_then(|s| 1i64.checked_shl(s)) {
+                    Some(k) => (ba.saturating_mul(k), sa.saturating_mul(k)),
+                    None => (0, 1),
+                },
+                _ => (0, 1),
+            }
+        }
+        ExprKind::Unary(UnOp::Neg, x) => {
+            let (b, s) = form(m, *x, depth + 1);
+            (b.wrapping_neg(), s)
+        }
+        _ => (0, 1),
+    }
+}
+
+/// A closed interval with optional bounds.
+#[derive(Clone, Copy, Debug)]
+struct Iv {
+    lo: Option<i64>,
+    hi: Option<i64>,
+}
+
+const ANY: Iv = Iv { lo: None, hi: None };
+
+struct Intervals<'a, 'm> {
+    m: &'m Module,
+    w: &'a Walker<'m>,
+}
+
+impl Intervals<'_, '_> {
+    /// The values an integer expression may take (over-approximated).
+    fn of(&self, h: Handle<Expr>, depth: u32) -> Iv {
+        let m = self.m;
+        if let Some(c) = const_int(m, h) {
+            return Iv { lo: Some(c), hi: Some(c) };
+        }
+        if depth > 32 {
+            return ANY;
+        }
+        let pt = |lo: i64, hi: i64| Iv { lo: Some(lo), hi: Some(hi) };
+        match &m.exprs[h].kind {
+            ExprKind::Dim(_) => Iv { lo: Some(1), hi: None },
+            ExprKind::Local(l) => {
+                if let Some((lo, hi)) = self.w.loop_bounds.get(l) {
+                    let (lo, hi) = (self.of(*lo, depth + 1), self.of(*hi, depth + 1));
+                    Iv { lo: lo.lo, hi: hi.hi.map(|x| x - 1) }
+                } else if let Some(v) = self.w.lets.get(l) {
+                    self.of(*v, depth + 1)
+                } else {
+                    ANY
+                }
+            }
+            ExprKind::Field { base, field } => match (field, &m.exprs[*base].kind) {
+                (Field::Stage, ExprKind::Pipeline(p)) => pt(0, i64::from(m.pipelines[*p].stages) - 1),
+                (Field::TileAxis(_), _) => Iv { lo: Some(0), hi: None },
+                (Field::Warpgroup, ExprKind::Role(r)) => {
+                    let r = &m.roles[*r];
+                    match r.unit {
+                        RoleUnit::Warpgroup => pt(0, i64::from(r.count) - 1),
+                        RoleUnit::Warp => pt(0, (i64::from(r.count) - 1) / 4),
+                    }
+                }
+                (Field::Warp, ExprKind::Role(r)) => pt(0, m.roles[*r].warps().len() as i64 - 1),
+                (Field::Lane, _) => pt(0, 31),
+                _ => ANY,
+            },
+            ExprKind::Unary(UnOp::Neg, x) => {
+                let r = self.of(*x, depth + 1);
+                Iv { lo: r.hi.map(i64::wrapping_neg), hi: r.lo.map(i64::wrapping_neg) }
+            }
+            ExprKind::Binary(op, a, b) => {
+                let (x, y) = (self.of(*a, depth + 1), self.of(*b, depth + 1));
+                let add = |p: Option<i64>, q: Option<i64>| p.zip(q).and_then(|(p, q)| p.checked_add(q));
+                let sub = |p: Option<i64>, q: Option<i64>| p.zip(q).and_then(|(p, q)| p.checked_sub(q));
+                match op {
+                    BinOp::Add => Iv { lo: add(x.lo, y.lo), hi: add(x.hi, y.hi) },
+                    BinOp::Sub => Iv { lo: sub(x.lo, y.hi), hi: sub(x.hi, y.lo) },
+                    BinOp::Mul => mul(x, y),
+                    BinOp::Shl => match const_int(m, *b).and_then(|s| u32::try_from(s).ok()).and_then(|s| 1i64.checked_shl(s)) {
+                        Some(k) => mul(x, pt(k, k)),
+                        None => ANY,
+                    },
+                    BinOp::Div => match const_int(m, *b) {
+                        Some(c) if c > 0 && x.lo.is_some_and(|l| l >= 0) => Iv { lo: x.lo.map(|l| l / c), hi: x.hi.map(|h| h / c) },
+                        _ => ANY,
+                    },
+                    BinOp::Rem => match const_int(m, *b) {
+                        Some(c) if c > 0 && x.lo.is_some_and(|l| l >= 0) => Iv { lo: Some(0), hi: Some(x.hi.map_or(c - 1, |h| h.min(c - 1))) },
+                        Some(c) if c > 0 => pt(-(c - 1), c - 1),
+                        _ => ANY,
+                    },
+                    _ => ANY,
+                }
+            }
+            _ => ANY,
+        }
+    }
+}
+
+fn mul(x: Iv, y: Iv) -> Iv {
+    if let (Some(a), Some(b), Some(c), Some(d)) = (x.lo, x.hi, y.lo, y.hi) {
+        let ps = [a.checked_mul(c), a.checked_mul(d), b.checked_mul(c), b.checked_mul(d)];
+        if ps.iter().all(Option::is_some) {
+            let ps: Vec<i64> = ps.into_iter().flatten().collect();
+            return Iv { lo: ps.iter().min().copied(), hi: ps.iter().max().copied() };
+        }
+        return ANY;
+    }
+    if x.lo.is_some_and(|l| l >= 0) && y.lo.is_some_and(|l| l >= 0) {
+        let hi = x.hi.zip(y.hi).and_then(|(p, q)| p.checked_mul(q));
+        return Iv { lo: x.lo.zip(y.lo).and_then(|(p, q)| p.checked_mul(q)), hi };
+    }
+    ANY
+}

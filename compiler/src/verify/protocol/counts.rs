@@ -1,0 +1,675 @@
+//! Whole-program counting checks: who may use which barrier (V108), pipeline trip counts per
+//! tile compared symbolically (V104), arrivals per phase against a barrier's `count` (V102),
+//! phases completed against phases waited for (V104/V105/V106), transaction bytes announced
+//! against bytes delivered per phase (V101), and block barriers reached equally often (V104).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::catalog::{EffectAccess, ParamKind};
+use crate::diag::{Diagnostic, Severity};
+use crate::ir::*;
+
+use super::code;
+use super::eval::{eval, Env, Val};
+use super::model::{BufKey, Model, PipeKind, SyncObj};
+use super::symbolic::{expr_poly, Atom, Poly};
+use super::trace::{Binding, Credit, Ek, Trace};
+use super::Findings;
+
+// ------------------------------------------------------------------ listing (V108)
+
+/// Roles that wait on (or arrive on) a barrier or pipeline they are not declared on.
+pub fn listing(model: &Model, out: &mut Findings) {
+    for (a, role) in model.actors.iter().enumerate() {
+        if let Some(body) = model.body(a) {
+            listing_block(model, *role, body, out);
+        }
+    }
+}
+
+fn listing_block(model: &Model, role: Handle<RoleDecl>, b: &Block, out: &mut Findings) {
+    let m = model.m;
+    for s in &b.stmts {
+        match &m.stmts[*s] {
+            Stmt::Op(call) => listing_op(model, role, call, *s, out),
+            Stmt::For { body, .. } | Stmt::ForTiles { body, .. } => listing_block(model, role, body, out),
+            Stmt::If { then_block, else_block, .. } => {
+                listing_block(model, role, then_block, out);
+                if let Some(e) = else_block {
+                    listing_block(model, role, e, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn listing_op(model: &Model, role: Handle<RoleDecl>, call: &OpCall, s: Handle<Stmt>, out: &mut Findings) {
+    let m = model.m;
+    let Some(def) = model.cat.get(&call.op) else { return };
+    let rname = model.role_name(role).to_string();
+    // Pipelines: the rules V415 (acquire), V416 (wait / release) and V417 (tma_load) check the
+    // roles; here only explicit barriers.
+    for (i, param) in def.params.iter().enumerate() {
+        if !matches!(param.kind, ParamKind::Barrier | ParamKind::Sync) {
+            continue;
+        }
+        let Some(Some(e)) = call.args.get(i) else { continue };
+        let b = match &m.exprs[*e].kind {
+            ExprKind::Barrier(b) => *b,
+            ExprKind::Index { base, .. } => match m.exprs[*base].kind {
+                ExprKind::Barrier(b) => b,
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let d = &m.barriers[b];
+        let effs: Vec<_> = def.effects_on(&param.name).collect();
+        let waits = effs.iter().any(|x| x.access == EffectAccess::Wait);
+        let arrives = effs.iter().any(|x| matches!(x.access, EffectAccess::Arrive | EffectAccess::ExpectTx | EffectAccess::CompleteTx));
+        let (bad, side, list) = if waits && !d.consumers.contains(&role) {
+            (true, "consumer", &d.consumers)
+        } else if arrives && !d.producers.contains(&role) {
+            (true, "producer", &d.producers)
+        } else {
+            (false, "", &d.consumers)
+        };
+        if bad {
+            let names: Vec<String> = list.iter().map(|r| format!("`{}`", model.role_name(*r))).collect();
+            let verb = if side == "consumer" { "waits on" } else { "arrives on" };
+            let mut diag = Diagnostic::error(
+                code::NOT_LISTED,
+                format!(
+                    "role `{rname}` {verb} barrier `{}`, but is not among its {side}s ({})",
+                    d.name,
+                    if names.is_empty() { "none declared".to_string() } else { names.join(", ") }
+                ),
+                model.stmt_span(s),
+                format!("`{rname}` is not a {side} of `{}`", d.name),
+            )
+            .with_secondary(model.bar_span(b), format!("barrier `{}` declared here", d.name));
+            if let Some(r) = list.first() {
+                diag = diag.with_secondary(model.role_span(*r), format!("a declared {side}"));
+            }
+            diag = diag
+                .with_note("a barrier's count and phases are derived from its declared producers (who arrive) and consumers (who wait)")
+                .with_help(format!("add `{rname}` to the barrier's `{side}` list, or use a barrier that names it"));
+            out.push(diag);
+        }
+    }
+}
+
+// ------------------------------------------------------------------ pipeline trip counts (V104)
+
+#[derive(Clone, Debug)]
+pub struct SymCount {
+    pub per_tile: Poly,
+    pub outside: Poly,
+    pub known: bool,
+    pub first: Option<Handle<Stmt>>,
+}
+
+pub type SymCounts = BTreeMap<(usize, Handle<PipelineDecl>, PipeKind), SymCount>;
+
+pub fn symbolic_pipeline_counts(model: &Model) -> SymCounts {
+    let mut acc = SymCounts::new();
+    for a in 0..model.actors.len() {
+        if let Some(body) = model.body(a) {
+            sym_block(model, a, body, &Some(Poly::constant(1)), false, None, &mut acc);
+        }
+    }
+    acc
+}
+
+/// The innermost counted loop around a statement list: its variable, bounds, and the
+/// multiplier outside it.
+struct LoopCtx {
+    var: Handle<Local>,
+    lo: Poly,
+    hi: Poly,
+    outer: Option<Poly>,
+}
+
+/// How many iterations of the loop satisfy `var CMP bound` (bound a polynomial), assuming the
+/// bound lies within the loop's range (checked against the concrete traces afterwards).
+fn cond_count(m: &Module, cond: Handle<Expr>, lp: &LoopCtx) -> Option<Poly> {
+    use crate::syntax::ast::BinOp;
+    let ExprKind::Binary(op, x, y) = &m.exprs[cond].kind else { return None };
+    let is_var = |e: Handle<Expr>| matches!(m.exprs[e].kind, ExprKind::Local(l) if l == lp.var);
+    let (op, bound) = if is_var(*x) {
+        (*op, expr_poly(m, *y)?)
+    } else if is_var(*y) {
+        let flipped = match op {
+            BinOp::Lt => BinOp::Gt,
+            BinOp::Le => BinOp::Ge,
+            BinOp::Gt => BinOp::Lt,
+            BinOp::Ge => BinOp::Le,
+            o => *o,
+        };
+        (flipped, expr_poly(m, *x)?)
+    } else {
+        return None;
+    };
+    let one = Poly::constant(1);
+    match op {
+        BinOp::Ge => lp.hi.sub(&bound),
+        BinOp::Gt => lp.hi.sub(&bound)?.sub(&one),
+        BinOp::Lt => bound.sub(&lp.lo),
+        BinOp::Le => bound.add(&one)?.sub(&lp.lo),
+        BinOp::Eq => Some(one),
+        BinOp::Ne => lp.hi.sub(&lp.lo)?.sub(&one),
+        _ => None,
+    }
+}
+
+fn sym_block(model: &Model, a: usize, b: &Block, mult: &Option<Poly>, in_tile: bool, lp: Option<&LoopCtx>, acc: &mut SymCounts) {
+    let m = model.m;
+    for s in &b.stmts {
+        match &m.stmts[*s] {
+            Stmt::Op(call) => {
+                for (p, kind) in model.pipe_uses(call) {
+                    if kind == PipeKind::Credit {
+                        continue;
+                    }
+                    let e = acc.entry((a, p, kind)).or_insert(SymCount { per_tile: Poly::zero(), outside: Poly::zero(), known: true, first: None });
+                    if e.first.is_none() {
+                        e.first = Some(*s);
+                    }
+                    match mult {
+                        Some(x) => {
+                            let slot = if in_tile { &mut e.per_tile } else { &mut e.outside };
+                            match slot.add(x) {
+                                Some(v) => *slot = v,
+                                None => e.known = false,
+                            }
+                        }
+                        None => e.known = false,
+                    }
+                }
+            }
+            Stmt::For { var, lo, hi, body, .. } => {
+                let (l, h) = (expr_poly(m, *lo), expr_poly(m, *hi));
+                let trip = match (&l, &h) {
+                    (Some(l), Some(h)) => h.sub(l),
+                    _ => None,
+                };
+                let inner = match (mult, &trip) {
+                    (Some(x), Some(t)) => x.mul(t),
+                    _ => None,
+                };
+                match (l, h) {
+                    (Some(lo), Some(hi)) => {
+                        let ctx = LoopCtx { var: *var, lo, hi, outer: mult.clone() };
+                        sym_block(model, a, body, &inner, in_tile, Some(&ctx), acc);
+                    }
+                    _ => sym_block(model, a, body, &inner, in_tile, None, acc),
+                }
+            }
+            Stmt::ForTiles { body, .. } => sym_block(model, a, body, &Some(Poly::constant(1)), true, None, acc),
+            Stmt::If { cond, then_block, else_block } => {
+                let env = Env::default();
+                match eval(m, &env, *cond) {
+                    Val::Bool(true) => sym_block(model, a, then_block, mult, in_tile, lp, acc),
+                    Val::Bool(false) => {
+                        if let Some(e) = else_block {
+                            sym_block(model, a, e, mult, in_tile, lp, acc);
+                        }
+                    }
+                    _ => {
+                        // A condition on the innermost loop's variable: count its iterations.
+                        let counted = lp.and_then(|ctx| {
+                            let n = cond_count(m, *cond, ctx)?;
+                            let outer = ctx.outer.clone()?;
+                            let trip = ctx.hi.sub(&ctx.lo)?;
+                            Some((outer.mul(&n)?, outer.mul(&trip.sub(&n)?)?))
+                        });
+                        let (tm, em) = match counted {
+                            Some((t, e)) => (Some(t), Some(e)),
+                            None => (None, None),
+                        };
+                        sym_block(model, a, then_block, &tm, in_tile, None, acc);
+                        if let Some(e) = else_block {
+                            sym_block(model, a, e, &em, in_tile, None, acc);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn total(model: &Model, c: &SymCount) -> Option<Poly> {
+    let t = if model.persistent { Poly::atom(Atom::Tiles) } else { Poly::constant(1) };
+    c.per_tile.mul(&t)?.add(&c.outside)
+}
+
+fn render_count(model: &Model, c: &SymCount) -> String {
+    let m = model.m;
+    let per = c.per_tile.render(m);
+    let times = |s: &str| if s == "1" { "once".to_string() } else { format!("{s} times") };
+    match (c.per_tile.is_zero(), c.outside.is_zero()) {
+        (true, true) => "never".to_string(),
+        (false, true) => format!("{} per tile", times(&per)),
+        (true, false) => format!("{} outside the tile loop", times(&c.outside.render(m))),
+        (false, false) => format!("{} per tile and {} outside the tile loop", times(&per), times(&c.outside.render(m))),
+    }
+}
+
+/// Compare acquires, waits and releases of every pipeline: symbolically where the counts are
+/// polynomials, otherwise on the concrete traces (with a coverage-limit finding when they agree
+/// there: agreement on samples is not a proof).
+pub fn compare_pipeline_counts(model: &Model, sym: &SymCounts, runs: &[(Binding, Vec<Trace>)], out: &mut Findings) {
+    let m = model.m;
+    for (p, d) in m.pipelines.iter() {
+        let pa = model.actor_of(d.producer);
+        let ca = model.actor_of(d.consumer);
+        if pa.is_none() || ca.is_none() {
+            // A pipeline role without a body is rule V402.
+            continue;
+        }
+        let zero = SymCount { per_tile: Poly::zero(), outside: Poly::zero(), known: true, first: None };
+        let get = |a: Option<usize>, k: PipeKind| a.and_then(|a| sym.get(&(a, p, k)).cloned()).unwrap_or_else(|| zero.clone());
+        let acq = get(pa, PipeKind::Acquire);
+        let wait = get(ca, PipeKind::Wait);
+        let rel = get(ca, PipeKind::Release);
+        if acq.first.is_none() && wait.first.is_none() && rel.first.is_none() {
+            continue;
+        }
+        let prod = model.role_name(d.producer).to_string();
+        let cons = model.role_name(d.consumer).to_string();
+        let pairs: [(&SymCount, &SymCount, &str, &str, &str, &str, Handle<RoleDecl>); 2] = [
+            (&acq, &wait, "acquires a stage", "waits for one", &prod, &cons, d.producer),
+            (&wait, &rel, "waits for a stage", "releases one", &cons, &cons, d.consumer),
+        ];
+        for (i, (x, y, vx, vy, rx, ry, _)) in pairs.iter().enumerate() {
+            let (tx, ty) = (total(model, x), total(model, y));
+            let primary = if i == 0 { y.first.or(x.first) } else { y.first.or(x.first) };
+            let Some(primary) = primary else { continue };
+            let other = if i == 0 { x.first } else { x.first };
+            let mk = |msg: String| {
+                let mut diag = Diagnostic::error(code::TRIP_COUNT, msg, model.stmt_span(primary), "count differs")
+                    .with_secondary(model.pipe_span(p), format!("pipeline `{}` declared here", d.name));
+                if let Some(o) = other {
+                    if o != primary {
+                        diag = diag.with_secondary(model.stmt_span(o), format!("`{rx}` {vx} here"));
+                    }
+                }
+                diag.with_note("every acquire must be matched by exactly one wait and one release, per tile: otherwise one side blocks forever on a phase the other never completes (or exits while it waits), and the stage/phase counters of the next tile are out of step")
+                    .with_help("make the loops around acquire, wait and release run the same number of times")
+            };
+            let kx0 = if i == 0 { PipeKind::Acquire } else { PipeKind::Wait };
+            let ky0 = if i == 0 { PipeKind::Wait } else { PipeKind::Release };
+            let ax0 = if i == 0 { pa } else { ca };
+            let confirmed = |t: &Option<Poly>, actor: Option<usize>, k: PipeKind| -> bool {
+                let Some(t) = t else { return false };
+                runs.iter().all(|(b, traces)| match actor.and_then(|x| traces.get(x)) {
+                    Some(tr) if tr.complete => {
+                        let tiles = super::trace::tiles_walked(model, b);
+                        // Only a definite disagreement disproves (opaque terms cannot be evaluated).
+                        t.eval(&b.dims, tiles).is_none_or(|v| v == count_kind(tr, p, k) as i128)
+                    }
+                    _ => true,
+                })
+            };
+            if x.known && y.known && confirmed(&tx, ax0, kx0) && confirmed(&ty, ca, ky0) {
+                if let (Some(a), Some(b)) = (tx, ty) {
+                    if a != b {
+                        out.push(mk(format!(
+                            "pipeline `{}`: `{rx}` {vx} {}, but `{ry}` {vy} {}",
+                            d.name,
+                            render_count(model, x),
+                            render_count(model, y)
+                        )));
+                    }
+                    continue;
+                }
+            }
+            // Concrete comparison.
+            let kx = if i == 0 { PipeKind::Acquire } else { PipeKind::Wait };
+            let ky = if i == 0 { PipeKind::Wait } else { PipeKind::Release };
+            let ax = if i == 0 { pa } else { ca };
+            let ay = ca;
+            let mut all_equal = true;
+            let mut any = false;
+            for (b, traces) in runs {
+                let (Some(tx), Some(ty)) = (ax.and_then(|a| traces.get(a)), ay.and_then(|a| traces.get(a))) else { continue };
+                if !tx.complete || !ty.complete {
+                    continue;
+                }
+                any = true;
+                let nx = count_kind(tx, p, kx);
+                let ny = count_kind(ty, p, ky);
+                if nx != ny {
+                    all_equal = false;
+                    out.push(
+                        mk(format!("pipeline `{}`: `{rx}` {vx} {nx} times, but `{ry}` {vy} {ny} times", d.name))
+                            .with_note(format!("binding: {}", b.describe(m))),
+                    );
+                    break;
+                }
+            }
+            if all_equal && any {
+                out.push(
+                    Diagnostic::error(
+                        code::SYMBOLIC_UNDECIDED,
+                        format!(
+                            "pipeline `{}`: how often `{rx}` {vx} and `{ry}` {vy} could only be compared on sample sizes (they agree there)",
+                            d.name
+                        ),
+                        model.stmt_span(primary),
+                        "count compared on samples only",
+                    )
+                    .with_severity(Severity::CoverageLimit)
+                    .with_secondary(model.pipe_span(p), format!("pipeline `{}` declared here", d.name))
+                    .with_help("trip counts are compared symbolically when loop bounds are dims and constants and no `if` depends on loop variables"),
+                );
+            }
+        }
+    }
+}
+
+fn count_kind(t: &Trace, p: Handle<PipelineDecl>, k: PipeKind) -> usize {
+    t.events
+        .iter()
+        .filter(|e| match (&e.kind, k) {
+            (Ek::Acquire { p: q, .. }, PipeKind::Acquire) => *q == p,
+            (Ek::PWait { p: q, .. }, PipeKind::Wait) => *q == p,
+            (Ek::Release { p: q, .. }, PipeKind::Release) => *q == p,
+            _ => false,
+        })
+        .count()
+}
+
+// ------------------------------------------------------------------ explicit barriers
+
+/// Buffer stages that TMA loads completing on each explicit barrier stage fill.
+pub fn feeds(model: &Model, traces: &[Trace]) -> HashMap<usize, HashSet<BufKey>> {
+    let mut f: HashMap<usize, HashSet<BufKey>> = HashMap::new();
+    for t in traces {
+        for e in &t.events {
+            if let Ek::Tma { dst: Some(dst), credit: Credit::Bar { obj }, .. } = &e.kind {
+                f.entry(*obj).or_default().extend(dst.keys(model));
+            }
+        }
+    }
+    f
+}
+
+#[derive(Default)]
+struct Side {
+    arrivals: u64,
+    first_arrive: Option<Handle<Stmt>>,
+    waits: Vec<Handle<Stmt>>,
+    free: bool,
+}
+
+/// Arrivals per phase against `count`, and phases completed against phases waited for.
+pub fn barrier_accounting(model: &Model, b: &Binding, traces: &[Trace], out: &mut Findings) {
+    let m = model.m;
+    for (o, obj) in model.objs.iter().enumerate() {
+        let SyncObj::Bar(bar, _) = obj else { continue };
+        let decl = &m.barriers[*bar];
+        if decl.producers.iter().chain(&decl.consumers).any(|r| model.actor_of(*r).is_none()) {
+            // A barrier role without a body is rule V404.
+            continue;
+        }
+        let count = u64::from(decl.count.max(1));
+        let mut sides: Vec<Side> = (0..traces.len()).map(|_| Side::default()).collect();
+        for (a, t) in traces.iter().enumerate() {
+            for e in &t.events {
+                match &e.kind {
+                    Ek::Arrive { obj, arrivals, .. } if *obj == o => {
+                        sides[a].arrivals += u64::from(*arrivals);
+                        if *arrivals > 0 && sides[a].first_arrive.is_none() {
+                            sides[a].first_arrive = Some(e.stmt);
+                        }
+                    }
+                    Ek::BWait { obj, parity, k, .. } if *obj == o => {
+                        if *k == 0 && *parity == 1 {
+                            sides[a].free = true;
+                        }
+                        sides[a].waits.push(e.stmt);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let total: u64 = sides.iter().map(|s| s.arrivals).sum();
+        let name = model.obj_name(o);
+        let bspan = model.bar_span(*bar);
+        let note = format!("binding: {}", b.describe(m));
+        let arrivers: Vec<usize> = (0..sides.len()).filter(|a| sides[*a].arrivals > 0).collect();
+        for (w, side) in sides.iter().enumerate() {
+            let nw = side.waits.len() as u64;
+            if nw == 0 {
+                continue;
+            }
+            let wname = model.actor_name(w).to_string();
+            let needed = nw - u64::from(side.free);
+            if total == 0 {
+                if needed > 0 {
+                    let idx = usize::from(side.free);
+                    let at = side.waits.get(idx).copied().unwrap_or(side.waits[0]);
+                    let listed: Vec<String> = decl.producers.iter().map(|r| format!("`{}`", model.role_name(*r))).collect();
+                    let mut d = Diagnostic::error(
+                        code::DEADLOCK,
+                        format!("role `{wname}` waits on {name}, but no role ever arrives on it: the wait never returns"),
+                        model.stmt_span(at),
+                        "never satisfied",
+                    )
+                    .with_secondary(bspan, format!("barrier `{}` declared here", decl.name))
+                    .with_note(note.clone());
+                    if !listed.is_empty() {
+                        d = d.with_note(format!("its declared producers ({}) never call `arrive` or `arrive_expect_tx` on it", listed.join(", ")));
+                    }
+                    out.push(d.with_help("arrive on the barrier once per phase from its producer role"));
+                }
+                continue;
+            }
+            let mut cands = vec![nw];
+            if side.free && nw > 1 {
+                cands.push(nw - 1);
+            }
+            let divisible = |p: u64| p > 0 && arrivers.iter().all(|a| sides[*a].arrivals % p == 0);
+            if cands.iter().any(|p| divisible(*p) && total / p == count) {
+                continue;
+            }
+            if let Some(p) = cands.iter().copied().find(|p| divisible(*p)) {
+                let per = total / p;
+                let first = arrivers.first().copied().unwrap_or(0);
+                let at = sides[first].first_arrive.unwrap_or(side.waits[0]);
+                let who: Vec<String> = arrivers
+                    .iter()
+                    .map(|a| format!("`{}` {} per phase", model.actor_name(*a), sides[*a].arrivals / p))
+                    .collect();
+                let d = Diagnostic::error(
+                    code::ARRIVAL_COUNT,
+                    format!(
+                        "{name} completes a phase after {count} arrival(s), but {per} arrive per phase ({}): {}",
+                        who.join(", "),
+                        if per < count { "every phase waits for arrivals that never come (hang)" } else { "phases complete early, before all producers are done" }
+                    ),
+                    model.stmt_span(at),
+                    "arrivals per phase differ from the count",
+                )
+                .with_secondary(m.barriers.span(*bar).attr("count"), format!("count {count} declared here"))
+                .with_secondary(model.stmt_span(side.waits[0]), format!("`{wname}` waits for each phase"))
+                .with_note("`arrive` is one arrival per call by the whole role (its warps meet first); an op issued per thread, warp or warpgroup arrives once per thread, warp or warpgroup")
+                .with_note(note.clone())
+                .with_help(format!("declare `count {per}`, or arrive {count} time(s) per phase"));
+                out.push(d);
+                continue;
+            }
+            let phases = total / count;
+            if phases < needed {
+                let idx = (phases + u64::from(side.free)) as usize;
+                let at = side.waits.get(idx).copied().unwrap_or(side.waits[side.waits.len() - 1]);
+                let who: Vec<String> = arrivers.iter().map(|a| format!("`{}`", model.actor_name(*a))).collect();
+                let mut d = Diagnostic::error(
+                    code::EXIT_WHILE_WAITED,
+                    format!(
+                        "role `{wname}` waits for {needed} phase(s) of {name}, but the arrivals of {} complete only {phases}: they finish while `{wname}` still waits",
+                        who.join(", ")
+                    ),
+                    model.stmt_span(at),
+                    "waits for a phase that never completes",
+                )
+                .with_secondary(bspan, format!("barrier `{}` declared here", decl.name));
+                if let Some(a) = arrivers.first() {
+                    d = d.with_secondary(model.actor_span(*a), format!("`{}` arrives too few times", model.actor_name(*a)));
+                }
+                out.push(d.with_note(note.clone()).with_help("make every wait correspond to one phase the producers complete"));
+            } else {
+                let first = arrivers.first().copied().unwrap_or(0);
+                let mut d = Diagnostic::error(
+                    code::TRIP_COUNT,
+                    format!("arrivals complete {phases} phase(s) of {name}, but role `{wname}` waits for only {needed}"),
+                    model.stmt_span(side.waits[0]),
+                    "waits too few times",
+                )
+                .with_secondary(bspan, format!("barrier `{}` declared here", decl.name));
+                if let Some(s) = sides[first].first_arrive {
+                    d = d.with_secondary(model.stmt_span(s), format!("`{}` arrives here", model.actor_name(first)));
+                }
+                out.push(
+                    d.with_note("phases the waiter skips put its parity out of step with the barrier: it passes on a stale phase or hangs")
+                        .with_note(note.clone())
+                        .with_help("wait once per phase the producers complete"),
+                );
+            }
+        }
+    }
+}
+
+/// Transaction bytes announced by `arrive_expect_tx` against the bytes of the TMA loads that
+/// complete on the barrier in that phase (per role: from one announcement to the next).
+pub fn tx_bytes(model: &Model, traces: &[Trace], out: &mut Findings, cov: &mut Vec<Diagnostic>) {
+    let mut armers: HashMap<usize, HashSet<usize>> = HashMap::new();
+    for (a, t) in traces.iter().enumerate() {
+        for e in &t.events {
+            if let Ek::Arrive { obj, tx: Some(_), .. } = &e.kind {
+                armers.entry(*obj).or_default().insert(a);
+            }
+        }
+    }
+    for (a, t) in traces.iter().enumerate() {
+        // obj → (announced, stmt, delivered, first tma)
+        let mut open: HashMap<usize, (u64, Handle<Stmt>, u64, Option<Handle<Stmt>>)> = HashMap::new();
+        let close = |obj: usize, seg: (u64, Handle<Stmt>, u64, Option<Handle<Stmt>>), out: &mut Findings| {
+            let (n, at, sum, first) = seg;
+            if n != sum {
+                let name = model.obj_name(obj);
+                let mut d = Diagnostic::error(
+                    code::TX_BYTES,
+                    format!(
+                        "role `{}` announces {n} transaction bytes on {name}, but the TMA loads completing on it in this phase deliver {sum}: {}",
+                        model.actor_name(a),
+                        if sum < n { "the phase never completes (hang)" } else { "the phase completes before all data has landed" }
+                    ),
+                    model.stmt_span(at),
+                    format!("expects {n} bytes"),
+                )
+                .with_secondary(model.obj_decl_span(obj), "barrier declared here");
+                if let Some(f) = first {
+                    d = d.with_secondary(model.stmt_span(f), "TMA loads completing on it start here");
+                }
+                out.push(
+                    d.with_note("a phase completes when its arrivals are done and its transaction count is back to zero: every byte announced must be delivered by a copy that names the barrier")
+                        .with_help(format!("announce exactly {sum} bytes (the sum of the boxes loaded), or let a pipeline derive them")),
+                );
+            }
+        };
+        for e in &t.events {
+            match &e.kind {
+                Ek::Arrive { obj, tx: Some(n), .. } => {
+                    if let Some(seg) = open.remove(obj) {
+                        close(*obj, seg, out);
+                    }
+                    open.insert(*obj, (*n, e.stmt, 0, None));
+                }
+                Ek::Tma { bytes, credit: Credit::Bar { obj }, .. } => match open.get_mut(obj) {
+                    Some(seg) => {
+                        seg.2 = seg.2.saturating_add(*bytes);
+                        if seg.3.is_none() {
+                            seg.3 = Some(e.stmt);
+                        }
+                    }
+                    None => {
+                        let others = armers.get(obj).is_some_and(|s| s.iter().any(|x| *x != a));
+                        let name = model.obj_name(*obj);
+                        if others {
+                            cov.push(
+                                Diagnostic::error(
+                                    code::UNMODELLED_OP,
+                                    format!("the bytes of this TMA load on {name} are announced by another role; per-phase byte accounting across roles is not modelled"),
+                                    model.stmt_span(e.stmt),
+                                    "transaction bytes not checked",
+                                )
+                                .with_severity(Severity::CoverageLimit)
+                                .with_help("announce the bytes in the role that issues the loads"),
+                            );
+                        } else {
+                            out.push(
+                                Diagnostic::error(
+                                    code::TX_BYTES,
+                                    format!(
+                                        "this TMA load completes {bytes} transaction bytes on {name}, but no `arrive_expect_tx` announced them in role `{}`",
+                                        model.actor_name(a)
+                                    ),
+                                    model.stmt_span(e.stmt),
+                                    "bytes never announced",
+                                )
+                                .with_secondary(model.obj_decl_span(*obj), "barrier declared here")
+                                .with_help("call `arrive_expect_tx(b, bytes)` for the phase before (or with) its loads"),
+                            );
+                        }
+                    }
+                },
+                _ => {}
+            }
+        }
+        let mut rest: Vec<_> = open.into_iter().collect();
+        rest.sort_by_key(|(o, _)| *o);
+        for (obj, seg) in rest {
+            close(obj, seg, out);
+        }
+    }
+}
+
+/// `sync()` must be reached equally often by every role.
+pub fn block_syncs(model: &Model, b: &Binding, traces: &[Trace], out: &mut Findings) {
+    let counts: Vec<(usize, Option<Handle<Stmt>>)> = traces
+        .iter()
+        .map(|t| {
+            let n = t.events.iter().filter(|e| e.kind == Ek::Sync).count();
+            (n, t.events.iter().find(|e| e.kind == Ek::Sync).map(|e| e.stmt))
+        })
+        .collect();
+    let Some(max) = counts.iter().map(|c| c.0).max() else { return };
+    if max == 0 || counts.iter().all(|c| c.0 == max) {
+        return;
+    }
+    let (hi, lo) = match (counts.iter().position(|c| c.0 == max), counts.iter().position(|c| c.0 != max)) {
+        (Some(h), Some(l)) => (h, l),
+        _ => return,
+    };
+    let Some(at) = counts[hi].1 else { return };
+    out.push(
+        Diagnostic::error(
+            code::TRIP_COUNT,
+            format!(
+                "role `{}` reaches the block barrier `sync()` {} times, but role `{}` reaches it {} times: every thread of the block must arrive each time",
+                model.actor_name(hi),
+                counts[hi].0,
+                model.actor_name(lo),
+                counts[lo].0
+            ),
+            model.stmt_span(at),
+            "block barrier not reached by every role",
+        )
+        .with_secondary(model.actor_span(lo), format!("`{}`", model.actor_name(lo)))
+        .with_note(format!("binding: {}", b.describe(model.m)))
+        .with_help("use `sync_role(ROLE)` for a barrier among one role's warps"),
+    );
+}

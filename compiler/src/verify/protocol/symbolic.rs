@@ -1,0 +1,317 @@
+//! Symbolic trip counts: polynomials with rational coefficients over the dims (and `T`, the
+//! tiles one block walks). A quotient by a constant is exact when every term is provably
+//! divisible — `K / 64` with `dim K multiple_of 64` becomes `(1/64)·K` — so `(K / 32) / 2`,
+//! `2 * (K / 128)` and `K / 64` normalize to the same polynomial. A quotient that is not provably
+//! exact stays an opaque atom (it compares equal only to itself).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::ir::{Expr, ExprKind, Handle, Module};
+use crate::syntax::ast::BinOp;
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Atom {
+    /// Tiles one block walks in a persistent tile loop.
+    Tiles,
+    Dim(usize),
+    Opaque(String),
+}
+
+/// A reduced fraction with a positive denominator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rat {
+    n: i128,
+    d: i128,
+}
+
+fn gcd(mut a: i128, mut b: i128) -> i128 {
+    a = a.abs();
+    b = b.abs();
+    while b != 0 {
+        let t = a % b;
+        a = b;
+        b = t;
+    }
+    a.max(1)
+}
+
+impl Rat {
+    fn new(n: i128, d: i128) -> Option<Rat> {
+        if d == 0 {
+            return None;
+        }
+        let g = gcd(n, d);
+        let (mut n, mut d) = (n / g, d / g);
+        if d < 0 {
+            n = n.checked_neg()?;
+            d = d.checked_neg()?;
+        }
+        Some(Rat { n, d })
+    }
+    fn int(v: i128) -> Rat {
+        Rat { n: v, d: 1 }
+    }
+    fn add(self, o: Rat) -> Option<Rat> {
+        let n = self.n.checked_mul(o.d)?.checked_add(o.n.checked_mul(self.d)?)?;
+        Rat::new(n, self.d.checked_mul(o.d)?)
+    }
+    fn mul(self, o: Rat) -> Option<Rat> {
+        Rat::new(self.n.checked_mul(o.n)?, self.d.checked_mul(o.d)?)
+    }
+    fn is_zero(self) -> bool {
+        self.n == 0
+    }
+}
+
+type Mono = Vec<Atom>;
+
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Poly(BTreeMap<Mono, Rat>);
+
+impl Poly {
+    pub fn zero() -> Poly {
+        Poly(BTreeMap::new())
+    }
+    pub fn constant(v: i64) -> Poly {
+        let mut p = Poly::zero();
+        if v != 0 {
+            p.0.insert(Vec::new(), Rat::int(i128::from(v)));
+        }
+        p
+    }
+    pub fn atom(a: Atom) -> Poly {
+        let mut p = Poly::zero();
+        p.0.insert(vec![a], Rat::int(1));
+        p
+    }
+    pub fn is_zero(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn as_const(&self) -> Option<i64> {
+        match self.0.len() {
+            0 => Some(0),
+            1 => {
+                let (m, c) = self.0.iter().next()?;
+                (m.is_empty() && c.d == 1).then(|| i64::try_from(c.n).ok()).flatten()
+            }
+            _ => None,
+        }
+    }
+    fn add_term(&mut self, m: Mono, c: Rat) -> Option<()> {
+        let cur = self.0.get(&m).copied().unwrap_or(Rat::int(0));
+        let n = cur.add(c)?;
+        if n.is_zero() {
+            self.0.remove(&m);
+        } else {
+            self.0.insert(m, n);
+        }
+        Some(())
+    }
+    pub fn add(&self, o: &Poly) -> Option<Poly> {
+        let mut r = self.clone();
+        for (m, c) in &o.0 {
+            r.add_term(m.clone(), *c)?;
+        }
+        Some(r)
+    }
+    pub fn sub(&self, o: &Poly) -> Option<Poly> {
+        self.add(&o.scale(Rat::int(-1))?)
+    }
+    fn scale(&self, k: Rat) -> Option<Poly> {
+        let mut r = Poly::zero();
+        for (m, c) in &self.0 {
+            r.add_term(m.clone(), c.mul(k)?)?;
+        }
+        Some(r)
+    }
+    pub fn mul(&self, o: &Poly) -> Option<Poly> {
+        let mut r = Poly::zero();
+        if self.0.len().saturating_mul(o.0.len()) > 4096 {
+            return None;
+        }
+        for (ma, ca) in &self.0 {
+            for (mb, cb) in &o.0 {
+                let mut m = ma.clone();
+                m.extend(mb.iter().cloned());
+                m.sort();
+                if m.len() > 16 {
+                    return None;
+                }
+                r.add_term(m, ca.mul(*cb)?)?;
+            }
+        }
+        Some(r)
+    }
+    /// `self / c`, exact when every term is provably divisible (`mult(atom)` is a known factor
+    /// of the atom's value: a dim's `multiple_of`), otherwise an opaque atom.
+    pub fn div_const(&self, c: i64, mult: &dyn Fn(&Atom) -> i64) -> Option<Poly> {
+        if c == 0 {
+            return None;
+        }
+        if let Some(k) = self.as_const() {
+            // Integer division of known values truncates, like the generated code.
+            return Some(Poly::constant(k.checked_div(c)?));
+        }
+        let exact = self.0.iter().all(|(m, coef)| {
+            let mut f = Rat::int(1);
+            for a in m {
+                match f.mul(Rat::int(i128::from(mult(a).max(1)))) {
+                    Some(x) => f = x,
+                    None => return false,
+                }
+            }
+            match coef.mul(f).and_then(|x| Rat::new(x.n, x.d.checked_mul(i128::from(c))?)) {
+                Some(q) => q.d == 1,
+                None => false,
+            }
+        });
+        if exact {
+            self.scale(Rat::new(1, i128::from(c))?)
+        } else {
+            Some(Poly::atom(Atom::Opaque(format!("floor(({self}) / {c})"))))
+        }
+    }
+
+    /// Evaluate with dim values (and the tile count).
+    pub fn eval(&self, dims: &[i64], tiles: i64) -> Option<i128> {
+        let mut total = Rat::int(0);
+        for (m, c) in &self.0 {
+            let mut v = *c;
+            for a in m {
+                let x = match a {
+                    Atom::Tiles => tiles,
+                    Atom::Dim(d) => *dims.get(*d)?,
+                    Atom::Opaque(_) => return None,
+                };
+                v = v.mul(Rat::int(i128::from(x)))?;
+            }
+            total = total.add(v)?;
+        }
+        (total.d == 1).then_some(total.n)
+    }
+
+    /// Render with dim names.
+    pub fn render(&self, m: &Module) -> String {
+        if self.0.is_empty() {
+            return "0".to_string();
+        }
+        let mut parts: Vec<String> = Vec::new();
+        for (mono, c) in self.0.iter().rev() {
+            let names: Vec<String> = mono
+                .iter()
+                .map(|a| match a {
+                    Atom::Tiles => "T".to_string(),
+                    Atom::Dim(d) => m.dims.iter().nth(*d).map_or("?".to_string(), |(_, x)| x.name.clone()),
+                    Atom::Opaque(s) => s.clone(),
+                })
+                .collect();
+            let mono_s = names.join("·");
+            let (neg, n) = (c.n < 0, c.n.abs());
+            let body = if mono.is_empty() {
+                if c.d == 1 {
+                    n.to_string()
+                } else {
+                    format!("{n}/{}", c.d)
+                }
+            } else {
+                match (n, c.d) {
+                    (1, 1) => mono_s,
+                    (n, 1) => format!("{n}·{mono_s}"),
+                    (1, d) => format!("{mono_s}/{d}"),
+                    (n, d) => format!("{n}·{mono_s}/{d}"),
+                }
+            };
+            if parts.is_empty() {
+                parts.push(if neg { format!("-{body}") } else { body });
+            } else {
+                parts.push(if neg { format!("- {body}") } else { format!("+ {body}") });
+            }
+        }
+        parts.join(" ")
+    }
+}
+
+impl fmt::Display for Poly {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (m, c) in &self.0 {
+            if !first {
+                write!(f, " + ")?;
+            }
+            first = false;
+            write!(f, "{}/{}", c.n, c.d)?;
+            for a in m {
+                match a {
+                    Atom::Tiles => write!(f, "·T")?,
+                    Atom::Dim(d) => write!(f, "·d{d}")?,
+                    Atom::Opaque(s) => write!(f, "·[{s}]")?,
+                }
+            }
+        }
+        if first {
+            write!(f, "0")?;
+        }
+        Ok(())
+    }
+}
+
+/// The multiple a dim is declared to be (1 when not declared).
+pub fn dim_multiple(m: &Module) -> impl Fn(&Atom) -> i64 + '_ {
+    move |a: &Atom| match a {
+        Atom::Dim(d) => m.dims.iter().nth(*d).and_then(|(_, x)| x.multiple_of).filter(|v| *v > 0).unwrap_or(1),
+        _ => 1,
+    }
+}
+
+/// An integer expression over dims and constants as a polynomial; `None` when it mentions
+/// anything else (loop variables, tile coordinates, scalars, memory).
+pub fn expr_poly(m: &Module, e: Handle<Expr>) -> Option<Poly> {
+    expr_poly_depth(m, e, 0)
+}
+
+fn expr_poly_depth(m: &Module, e: Handle<Expr>, depth: u32) -> Option<Poly> {
+    if depth > 100 {
+        return None;
+    }
+    let rec = |x: Handle<Expr>| expr_poly_depth(m, x, depth + 1);
+    match &m.exprs[e].kind {
+        ExprKind::Int(v) => Some(Poly::constant(*v)),
+        ExprKind::Dim(d) => Some(Poly::atom(Atom::Dim(d.index()))),
+        ExprKind::Unary(crate::syntax::ast::UnOp::Neg, a) => Poly::zero().sub(&rec(*a)?),
+        ExprKind::Binary(op, a, b) => {
+            let (x, y) = (rec(*a)?, rec(*b)?);
+            match op {
+                BinOp::Add => x.add(&y),
+                BinOp::Sub => x.sub(&y),
+                BinOp::Mul => x.mul(&y),
+                BinOp::Div => match y.as_const() {
+                    Some(c) if c > 0 => x.div_const(c, &dim_multiple(m)),
+                    _ => Some(Poly::atom(Atom::Opaque(format!("({x}) / ({y})")))),
+                },
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotients_normalize() {
+        let mult = |a: &Atom| if *a == Atom::Dim(0) { 64 } else { 1 };
+        let k = Poly::atom(Atom::Dim(0));
+        let a = k.div_const(64, &mult).unwrap();
+        let b = k.div_const(32, &mult).unwrap().div_const(2, &mult).unwrap();
+        let c = Poly::constant(2).mul(&k.div_const(128, &mult).unwrap()).unwrap();
+        assert_eq!(a, b);
+        // K/128 is not provably exact with multiple_of 64: opaque, so not equal.
+        assert_ne!(a, c);
+        assert_eq!(a.eval(&[640], 1), Some(10));
+        let d = k.div_const(64, &mult).unwrap().mul(&Poly::constant(2)).unwrap();
+        assert_eq!(d, k.div_const(32, &mult).unwrap());
+    }
+}

@@ -1,0 +1,278 @@
+//! Compile tier: the example programs through NVRTC to cubins, with the ptxas report.
+//!
+//! Needs the CUDA toolchain (`scripts/setup-cuda-toolchain.sh`, then `. .toolchain/cuda/env.sh`,
+//! which `scripts/test.sh` does). Without it each test prints `SKIP: ...` and passes.
+
+use cake::lower::LowerOptions;
+use cake::nvrtc::{self, BuildError, Built};
+use cake::target::{TargetInfo, TargetTable};
+use cake::verify::Validated;
+
+fn source(name: &str) -> String {
+    let path = format!("{}/../examples/{name}.cake", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
+fn validated(src: &str) -> Validated {
+    let out = cake::check::check_source(src);
+    let module = out.module.unwrap_or_else(|| panic!("does not type-check: {:#?}", out.diagnostics));
+    Validated::assume_verified_unsafe(module)
+}
+
+fn target(name: &str) -> &'static TargetInfo {
+    TargetTable::builtin().get(name).unwrap_or_else(|| panic!("no target {name}"))
+}
+
+/// Whether NVRTC can be loaded; prints why not.
+fn toolchain(test: &str) -> bool {
+    match nvrtc::ensure_nvrtc() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("SKIP: {test}: {e}");
+            false
+        }
+    }
+}
+
+fn build(name: &str, target_name: &str) -> Result<Built, BuildError> {
+    let src = source(name);
+    let file = format!("{name}.cake");
+    nvrtc::build_with(&validated(&src), target(target_name), &LowerOptions::with_source(&file, &src))
+}
+
+fn summary(name: &str, t: &str, b: &Built) -> String {
+    let r = &b.report;
+    format!(
+        "{name} for {t}: {} threads, {} B dynamic smem, {} registers, spills {}/{} B, stack {} B, barriers {:?}, cubin {} B, warnings {:?}",
+        b.launch.block_threads,
+        b.launch.dynamic_smem_bytes,
+        r.registers.unwrap_or(0),
+        r.spill_store_bytes,
+        r.spill_load_bytes,
+        r.stack_frame_bytes,
+        r.barriers,
+        b.cubin.len(),
+        r.warnings
+    )
+}
+
+#[test]
+fn examples_compile_to_cubins() {
+    if !toolchain("examples_compile_to_cubins") {
+        return;
+    }
+    for (name, t) in [("gemm_bf16_ws", "sm_90a"), ("kmeans_assign", "sm_90a"), ("gemm_bf16_sm80", "sm_80")] {
+        let b = build(name, t).unwrap_or_else(|e| panic!("{name}: {e}"));
+        eprintln!("{}", summary(name, t, &b));
+        assert_eq!(&b.cubin[..4], b"\x7fELF", "{name}: a cubin is an ELF image");
+        assert_eq!(b.report.function, b.entry, "{name}: the report is about the entry");
+        assert_eq!(b.report.arch, t);
+        let regs = b.report.registers.expect("ptxas reports registers");
+        assert!(regs > 0 && regs <= 255, "{name}: {regs} registers");
+        // No run-time indexed register arrays and no spills in any example.
+        assert_eq!(b.report.stack_frame_bytes, 0, "{name}: stack frame\n{}", b.log);
+        assert_eq!(b.report.spills(), 0, "{name}: spills\n{}", b.log);
+        // setmaxnreg must not be ignored (C7508) nor wgmma serialized.
+        assert!(b.diagnostics.iter().all(|d| d.code != "P003" && d.code != "P004"), "{name}: {:#?}", b.diagnostics);
+        // The written build directory.
+        let dir = tempfile::tempdir().expect("temp dir");
+        nvrtc::write_build_dir(&b, dir.path()).expect("writes");
+        for f in ["kernel.cu", "kernel.cubin", "launch.json", "ptxas.json"] {
+            assert!(dir.path().join(f).is_file(), "{name}: {f}");
+        }
+        let launch: cake::lower::LaunchSpec =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("launch.json")).unwrap()).expect("launch.json reads back");
+        assert_eq!(launch, b.launch);
+    }
+}
+
+#[test]
+fn gemm_uses_its_register_budgets_without_spills() {
+    if !toolchain("gemm_uses_its_register_budgets_without_spills") {
+        return;
+    }
+    let b = build("gemm_bf16_ws", "sm_90a").unwrap_or_else(|e| panic!("{e}"));
+    // 384 threads with __launch_bounds__(384, 1): 168 registers per thread at launch, which the
+    // producer gives back (40) and the consumers take (232).
+    assert_eq!(b.report.registers, Some(168));
+    assert_eq!(b.report.spills(), 0);
+    assert!(b.cuda.contains("setmaxnreg.dec.sync.aligned.u32 40;"));
+    assert!(b.cuda.contains("setmaxnreg.inc.sync.aligned.u32 232;"));
+}
+
+/// The sm_80 program on every target that has its ops (mma.sync, ldmatrix, cp.async).
+#[test]
+fn sm80_example_compiles_for_every_target_with_its_ops() {
+    if !toolchain("sm80_example_compiles_for_every_target_with_its_ops") {
+        return;
+    }
+    for t in ["sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a"] {
+        let b = build("gemm_bf16_sm80", t).unwrap_or_else(|e| panic!("{t}: {e}"));
+        eprintln!("{}", summary("gemm_bf16_sm80", t, &b));
+        assert_eq!(b.report.arch, t);
+        assert_eq!(b.report.spills(), 0, "{t}");
+    }
+}
+
+/// Programs using wgmma exist only on sm_90a: another target is refused before NVRTC runs.
+#[test]
+fn sm90_examples_are_refused_elsewhere() {
+    for name in ["gemm_bf16_ws", "kmeans_assign"] {
+        for t in ["sm_80", "sm_100a", "sm_120a"] {
+            match build(name, t) {
+                Err(e @ BuildError::Target { .. }) => assert_eq!(e.code(), "N004"),
+                Err(e) => panic!("{name} on {t}: expected N004, got {e}"),
+                Ok(_) => panic!("{name} on {t}: must be refused"),
+            }
+        }
+    }
+}
+
+#[test]
+fn line_directives_compile() {
+    if !toolchain("line_directives_compile") {
+        return;
+    }
+    let src = source("kmeans_assign");
+    let mut opts = LowerOptions::with_source("kmeans_assign.cake", &src);
+    opts.line_directives = true;
+    let b = nvrtc::build_with(&validated(&src), target("sm_90a"), &opts).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.report.spills(), 0);
+}
+
+#[test]
+fn nvrtc_errors_map_back_to_the_program() {
+    if !toolchain("nvrtc_errors_map_back_to_the_program") {
+        return;
+    }
+    // Hand NVRTC broken code directly: a coded compile error with the log.
+    match nvrtc::compile("extern \"C\" __global__ void k() { int x = ; }", "kernel.cu", "sm_90a") {
+        Err(e @ BuildError::Compile { .. }) => {
+            assert_eq!(e.code(), "N002");
+            assert!(e.to_string().contains("kernel.cu"), "{e}");
+        }
+        Err(e) => panic!("expected N002, got {e}"),
+        Ok(_) => panic!("must not compile"),
+    }
+}
+
+/// A program exercising the lowering's elementwise math, reductions, shared broadcasts, casts
+/// and stores (f32 rows, i32 rows, bf16 and f32 accumulators), through NVRTC.
+const OPS_PROGRAM: &str = r#"kernel ops target sm_90a
+
+dim M multiple_of 128
+dim K multiple_of 64
+
+in A: bf16[M, K] tma [128, 64] swizzle 128B
+in V: f32[K] tma [64]
+out S: f32[M]
+out I: i32[M]
+out P: bf16[M, 64]
+out Q: f32[M, 64]
+
+grid tiles[m = M / 128] persistent
+
+smem a_s: bf16[128, 64] stages 2 swizzle 128B align 1024
+smem v_s: f32[64] stages 2
+
+role load: warpgroup 0 regs 40
+role mma: warpgroup 1..3 regs 232
+
+pipeline ab: stages 2 producer load consumer mma
+
+on load {
+    for t in tiles {
+        for kb in 0..K / 64 {
+            acquire(ab)
+            tma_load(a_s[ab.stage], A[t.m * 128 :+ 128, kb * 64 :+ 64], ab)
+            tma_load(v_s[ab.stage], V[kb * 64 :+ 64], ab)
+        }
+    }
+}
+
+on mma {
+    reg acc: f32[64, 64] per warpgroup
+    reg s: f32[64] per warpgroup
+    reg mx: f32[64] per warpgroup
+    reg im: i32[64] per warpgroup
+    for t in tiles {
+        fill(s, 0.0)
+        fill(mx, -1e30)
+        fill(im, 0)
+        for kb in 0..K / 64 {
+            wait(ab)
+            zero(acc)
+            wgmma(acc, a_s[ab.stage, mma.warpgroup * 64 :+ 64], a_s[ab.stage, 64 :+ 64])
+            wgmma_commit()
+            wgmma_wait(0)
+            let w = acc * v_s[ab.stage]
+            release(ab)
+            let e = exp(w * 0.5) + abs(w) - sqrt(abs(w)) + rsqrt(abs(w) + 1.0) + log(abs(w) + 1.0) + exp2(w * 0.25)
+            let r = reduce_sum(e, axis=1)
+            s = s + r
+            let m2 = reduce_max(acc, axis=1)
+            let j = reduce_argmax(acc, axis=1) + kb * 64
+            im = select(m2 > mx, j, im)
+            mx = max(mx, m2)
+        }
+        store(S[t.m * 128 + mma.warpgroup * 64 :+ 64], s - min(mx, s))
+        store(I[t.m * 128 + mma.warpgroup * 64 :+ 64], im)
+        store(P[t.m * 128 + mma.warpgroup * 64 :+ 64, 0 :+ 64], cast(fma(acc, acc, acc), bf16))
+        store(Q[t.m * 128 + mma.warpgroup * 64 :+ 64, 0 :+ 64], cast(cast(acc, bf16), f32) - acc)
+    }
+}
+"#;
+
+#[test]
+fn ops_program_compiles() {
+    let v = validated(OPS_PROGRAM);
+    let l = cake::lower::lower_with(&v, &LowerOptions::with_source("ops.cake", OPS_PROGRAM)).unwrap_or_else(|e| panic!("{e}"));
+    for needle in ["cake_arg_better(true", "__shfl_xor_sync", "__expf(", "exp2f(", "__logf(", "rsqrtf(", "fmaf(", "make_float2(", "cake_round_bf16("] {
+        assert!(l.cuda.contains(needle), "missing `{needle}`");
+    }
+    if !toolchain("ops_program_compiles") {
+        return;
+    }
+    let b = nvrtc::build_with(&v, target("sm_90a"), &LowerOptions::with_source("ops.cake", OPS_PROGRAM))
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{}", summary("ops", "sm_90a", &b));
+    assert_eq!(b.report.stack_frame_bytes, 0, "{}", b.log);
+    assert_eq!(b.report.spills(), 0, "{}", b.log);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ptxas report parser (no toolchain needed).
+
+const SAMPLE_LOG: &str = "ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'gemm_bf16_ws' for 'sm_90a'
+ptxas info    : Function properties for gemm_bf16_ws
+ptxas         .     16 bytes stack frame, 24 bytes spill stores, 32 bytes spill loads
+ptxas info    : Used 168 registers, used 1 barriers, 400 bytes cmem[0]
+ptxas warning : (C7508) Potential Performance Loss: setmaxnreg ignored; unable to determine register count at entry
+ptxas info    : Compile time = 110.789 ms
+";
+
+#[test]
+fn ptxas_report_parses() {
+    let r = nvrtc::parse_ptxas_report(SAMPLE_LOG);
+    assert_eq!(r.function, "gemm_bf16_ws");
+    assert_eq!(r.arch, "sm_90a");
+    assert_eq!(r.registers, Some(168));
+    assert_eq!(r.barriers, Some(1));
+    assert_eq!((r.stack_frame_bytes, r.spill_store_bytes, r.spill_load_bytes), (16, 24, 32));
+    assert_eq!(r.cmem0_bytes, 400);
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+}
+
+#[test]
+fn ptxas_facts_become_role_diagnostics() {
+    let src = source("gemm_bf16_ws");
+    let v = validated(&src);
+    let r = nvrtc::parse_ptxas_report(SAMPLE_LOG);
+    let d = nvrtc::report_diagnostics(v.module(), &r);
+    let spill = d.iter().find(|d| d.code == "P001").expect("spill finding");
+    assert!(spill.message.contains("in the `mma` role"), "{}", spill.message);
+    let at = &src[spill.primary.span.start as usize..spill.primary.span.end as usize];
+    assert!(at.starts_with("role mma"), "{at}");
+    assert!(d.iter().any(|d| d.code == "P003"), "C7508 becomes P003: {d:#?}");
+}

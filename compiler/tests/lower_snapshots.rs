@@ -1,0 +1,265 @@
+//! Snapshot tests of the lowering: the CUDA and the launch contract of each example program.
+//! Review changes with `cargo insta review` (or `INSTA_UPDATE=always cargo test` to accept).
+
+use cake::lower::{self, LowerOptions, Lowered};
+use cake::verify::Validated;
+
+fn source(name: &str) -> String {
+    let path = format!("{}/../examples/{name}.cake", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
+fn validated(src: &str) -> Validated {
+    let out = cake::check::check_source(src);
+    let module = out.module.unwrap_or_else(|| panic!("does not type-check: {:#?}", out.diagnostics));
+    let target = cake::target::TargetTable::builtin().get(&module.target).expect("known target").clone();
+    match cake::verify::verify(module.clone(), &target).validated {
+        Some(v) => v,
+        // The lowering must not depend on the verifier's verdict for these tests.
+        None => Validated::assume_verified_unsafe(module),
+    }
+}
+
+fn lowered(name: &str) -> Lowered {
+    let src = source(name);
+    let file = format!("{name}.cake");
+    lower::lower_with(&validated(&src), &LowerOptions::with_source(&file, &src)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn launch_json(l: &Lowered) -> String {
+    serde_json::to_string_pretty(&l.launch).expect("serializable")
+}
+
+#[test]
+fn gemm_bf16_ws_cuda() {
+    insta::assert_snapshot!("gemm_bf16_ws_cuda", lowered("gemm_bf16_ws").cuda);
+}
+
+#[test]
+fn gemm_bf16_ws_launch() {
+    insta::assert_snapshot!("gemm_bf16_ws_launch", launch_json(&lowered("gemm_bf16_ws")));
+}
+
+#[test]
+fn kmeans_assign_cuda() {
+    insta::assert_snapshot!("kmeans_assign_cuda", lowered("kmeans_assign").cuda);
+}
+
+#[test]
+fn kmeans_assign_launch() {
+    insta::assert_snapshot!("kmeans_assign_launch", launch_json(&lowered("kmeans_assign")));
+}
+
+#[test]
+fn gemm_bf16_sm80_cuda() {
+    insta::assert_snapshot!("gemm_bf16_sm80_cuda", lowered("gemm_bf16_sm80").cuda);
+}
+
+#[test]
+fn gemm_bf16_sm80_launch() {
+    insta::assert_snapshot!("gemm_bf16_sm80_launch", launch_json(&lowered("gemm_bf16_sm80")));
+}
+
+#[test]
+fn output_is_deterministic() {
+    for name in ["gemm_bf16_ws", "kmeans_assign", "gemm_bf16_sm80"] {
+        let (a, b) = (lowered(name), lowered(name));
+        assert_eq!(a.cuda, b.cuda, "{name}");
+        assert_eq!(a.span_map, b.span_map, "{name}");
+        assert_eq!(launch_json(&a), launch_json(&b), "{name}");
+    }
+}
+
+/// Every statement of every role body has generated code mapped back to it, and every marker
+/// comment names the right `.cake` line.
+#[test]
+fn span_map_covers_every_statement() {
+    for name in ["gemm_bf16_ws", "kmeans_assign", "gemm_bf16_sm80"] {
+        let src = source(name);
+        let v = validated(&src);
+        let l = lowered(name);
+        let m = v.module();
+        for (h, _) in m.stmts.iter() {
+            let span = *m.stmts.span(h);
+            assert!(l.span_map.iter().any(|(_, s)| *s == span), "{name}: statement at {span:?} has no CUDA lines");
+        }
+        let lines: Vec<&str> = l.cuda.lines().collect();
+        for (line, span) in &l.span_map {
+            let text = lines[*line as usize - 1];
+            if let Some(rest) = text.trim_start().strip_prefix("// cake: line ") {
+                let n: usize = rest.split(':').next().unwrap().parse().unwrap();
+                let (expect, _) = cake::span::line_col(&src, span.start as usize);
+                assert_eq!(n, expect, "{name}: marker `{text}`");
+            }
+        }
+    }
+}
+
+#[test]
+fn markers_without_source_use_byte_spans() {
+    let src = source("gemm_bf16_ws");
+    let l = lower::lower(&validated(&src)).expect("lowers");
+    assert!(l.cuda.contains("// cake: bytes "));
+    assert!(!l.cuda.contains("// cake: line "));
+}
+
+#[test]
+fn line_directives_point_at_the_program() {
+    let src = source("kmeans_assign");
+    let mut opts = LowerOptions::with_source("kmeans_assign.cake", &src);
+    opts.line_directives = true;
+    let l = lower::lower_with(&validated(&src), &opts).expect("lowers");
+    assert!(l.cuda.contains("#line 38 \"kmeans_assign.cake\""), "acquire(cs) is on line 38");
+    // Lines after a run of program code return to the CUDA file's own numbering.
+    let lines: Vec<&str> = l.cuda.lines().collect();
+    for (i, text) in lines.iter().enumerate() {
+        if let Some(rest) = text.strip_prefix("#line ") {
+            if rest.ends_with("\"kernel.cu\"") {
+                let n: usize = rest.split(' ').next().unwrap().parse().unwrap();
+                assert_eq!(n, i + 2, "`{text}` on line {} must name the next line", i + 1);
+            }
+        }
+    }
+}
+
+/// The launch contract of the warp-specialized GEMM, field by field.
+#[test]
+fn gemm_launch_contract() {
+    let l = lowered("gemm_bf16_ws");
+    let s = &l.launch;
+    assert_eq!(s.entry, "gemm_bf16_ws");
+    assert_eq!(s.block_threads, 384);
+    assert!(s.grid.persistent);
+    assert_eq!(s.grid.tiles_text, "M / 128 * (N / 256)");
+    let dims: std::collections::BTreeMap<String, i64> =
+        [("M".to_string(), 8192), ("N".to_string(), 8192), ("K".to_string(), 8192)].into_iter().collect();
+    assert_eq!(s.grid.tiles.eval(&dims), Ok(64 * 32));
+    assert_eq!(s.grid.blocks(&dims, 132), Ok(132));
+    // 4 stages × (16 KiB + 32 KiB) + 8 mbarriers + 1024 bytes of base-alignment slack.
+    assert_eq!(s.dynamic_smem_bytes, 4 * (16384 + 32768) + 64 + 1024);
+    let kinds: Vec<String> = s
+        .params
+        .iter()
+        .map(|p| match p {
+            lower::ParamSpec::TensorPtr { name, .. } => format!("ptr {name}"),
+            lower::ParamSpec::TensorMap { name, .. } => format!("map {name}"),
+            lower::ParamSpec::Dim { name, .. } => format!("dim {name}"),
+            lower::ParamSpec::Scalar { name, .. } => format!("scalar {name}"),
+        })
+        .collect();
+    assert_eq!(kinds, ["ptr A", "map A_tmap", "ptr B", "map B_tmap", "ptr C", "dim M", "dim N", "dim K"]);
+    let a = &s.tensor_maps[0];
+    assert_eq!((a.rank, a.data_type, a.swizzle), (2, 9, 3));
+    assert_eq!(a.box_dims, [64, 128]);
+    assert_eq!(a.global_dims_text, ["K", "M"]);
+    assert_eq!(a.global_strides_text, ["2 * K"]);
+    assert_eq!(s.tensor_maps[1].box_dims, [64, 256]);
+}
+
+#[test]
+fn kmeans_tensor_maps_are_innermost_first() {
+    let l = lowered("kmeans_assign");
+    let x = &l.launch.tensor_maps[0];
+    assert_eq!(x.global_dims_text, ["D", "N", "B"]);
+    assert_eq!(x.global_strides_text, ["2 * D", "2 * D * N"]);
+    assert_eq!(x.box_dims, [64, 128, 1]);
+    let cn = &l.launch.tensor_maps[2];
+    assert_eq!((cn.tensor.as_str(), cn.data_type, cn.swizzle, cn.box_bytes), ("CN", 7, 0, 512));
+    assert_eq!(cn.box_dims, [128, 1]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Refusals: coded errors with the span of the construct, never wrong code.
+
+fn lower_src(src: &str) -> Result<Lowered, lower::LowerError> {
+    lower::lower_with(&validated(src), &LowerOptions::with_source("t.cake", src))
+}
+
+const PRODUCER_CONSUMER: &str = "kernel t target sm_90a
+dim M multiple_of 128
+dim K multiple_of 64
+in A: bf16[M, K] tma [128, 64] swizzle 128B
+out C: f32[M, 64]
+grid tiles[m = M / 128] persistent
+smem a_s: bf16[128, 64] stages 2 swizzle 128B
+role load: warpgroup 0
+role mma: warpgroup 1
+pipeline ab: stages 2 producer load consumer mma
+on load {
+    for t in tiles {
+        LOAD
+    }
+}
+on mma {
+    reg acc: f32[64, 64] per warpgroup
+    for t in tiles {
+        zero(acc)
+        for kb in 0..K / 64 {
+            wait(ab)
+            wgmma(acc, a_s[ab.stage, 0 :+ 64], a_s[ab.stage, 64 :+ 64])
+            wgmma_commit()
+            wgmma_wait(0)
+            release(ab)
+        }
+        store(C[t.m * 128 :+ 64, 0 :+ 64], acc)
+    }
+}
+";
+
+fn with_load(load: &str) -> String {
+    PRODUCER_CONSUMER.replace("LOAD", load)
+}
+
+#[test]
+fn small_producer_consumer_lowers() {
+    let src = with_load("for kb in 0..K / 64 {\n acquire(ab)\n tma_load(a_s[ab.stage], A[t.m * 128 :+ 128, kb * 64 :+ 64], ab)\n }");
+    let l = lower_src(&src).unwrap_or_else(|e| panic!("{e}"));
+    assert!(l.cuda.contains("cake_mbar_arrive_expect_tx(ab_full + 8 * ab_stage, 16384u)"));
+    assert!(l.cuda.contains("cake_wgmma_m64n64k16_f32_bf16"));
+    // An f32 accumulator stored to an f32 tensor: 8-byte pair stores.
+    assert!(l.cuda.contains("*(float2*)"));
+}
+
+#[test]
+fn tx_bytes_in_a_runtime_loop_are_refused() {
+    // The acquire covers loads in a loop whose trip count is only known at run time.
+    let src = with_load("acquire(ab)\n for kb in 0..K / 64 {\n tma_load(a_s[ab.stage], A[t.m * 128 :+ 128, kb * 64 :+ 64], ab)\n }");
+    let e = lower_src(&src).expect_err("must refuse");
+    assert_eq!(e.code, "L004", "{e}");
+}
+
+#[test]
+fn tma_window_must_match_the_box() {
+    let src = with_load("for kb in 0..K / 64 {\n acquire(ab)\n tma_load(a_s[ab.stage, 0 :+ 64], A[t.m * 128 :+ 64, kb * 64 :+ 64], ab)\n }");
+    let out = cake::check::check_source(&src);
+    if out.module.is_none() {
+        // The checker already refuses it; nothing left for the lowering to decide.
+        return;
+    }
+    let e = lower_src(&src).expect_err("must refuse");
+    assert_eq!(e.code, "L005", "{e}");
+}
+
+#[test]
+fn explicit_barriers_are_unsupported_with_a_span() {
+    let src = "kernel t target sm_90a
+dim M multiple_of 128
+out C: f32[M]
+role a: warp 0
+role b: warp 1
+barrier done: count 1 producer a consumer b
+on a {
+    arrive(done)
+}
+on b {
+    wait(done)
+}
+";
+    let out = cake::check::check_source(src);
+    let Some(_) = out.module else {
+        panic!("test program must type-check: {:#?}", out.diagnostics);
+    };
+    let e = lower_src(src).expect_err("must refuse");
+    assert_eq!(e.code, "L001");
+    assert_eq!(&src[e.span.start as usize..e.span.end as usize].split(':').next(), &Some("barrier done"));
+}

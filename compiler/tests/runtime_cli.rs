@@ -1,0 +1,133 @@
+//! `cake run` / `cake bench` end to end on any machine: without a GPU every run is `skipped`
+//! (exit 3) and still leaves a content-addressed run record; usage errors exit 2; a program the
+//! verifier rejects runs only with `--unsafe-skip-verify` and is then recorded as unverified.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cake::runtime::record::{read_records, sha256_hex};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn cake(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cake")).args(args).current_dir(root()).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn evidence() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[test]
+fn run_without_a_gpu_skips_and_records() {
+    let ev = evidence();
+    let evs = ev.path().to_str().unwrap();
+    let (code, stdout, stderr) =
+        cake(&["run", "examples/gemm_bf16_ws.cake", "--shape", "M=128,N=256,K=64", "--dist", "normal", "--evidence", evs]);
+    let recs = read_records(ev.path()).unwrap();
+    assert_eq!(recs.len(), 1, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (path, rec) = &recs[0];
+    // Content addressing: the file name is the SHA-256 of the file's bytes.
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(path.file_stem().unwrap().to_str().unwrap(), sha256_hex(&bytes));
+    // The program hash is that of the canonical text.
+    let src = std::fs::read_to_string(root().join("examples/gemm_bf16_ws.cake")).unwrap();
+    let canonical = cake::syntax::print(&cake::syntax::parse(&src).unwrap());
+    assert_eq!(rec.program.sha256, sha256_hex(canonical.as_bytes()));
+    assert_eq!(rec.schema, "cake.run-record/1");
+    assert_eq!(rec.program.name, "gemm_bf16_ws");
+    assert!(!rec.program.unverified);
+    assert_eq!(rec.workload.as_ref().unwrap().oracle, "matmul_abt");
+    let build_failed = rec.error.as_ref().is_some_and(|e| e.class.starts_with("build_"));
+    if !build_failed {
+        assert_eq!(rec.shape["M"], 128);
+        assert_eq!(rec.dist, "normal");
+    }
+    match code {
+        3 => {
+            assert_eq!(rec.verdict.name(), "skipped");
+            assert_eq!(rec.error.as_ref().unwrap().class, "no_gpu");
+            assert!(rec.ptxas.is_some(), "the build ran: ptxas facts are recorded");
+            assert!(stdout.contains("skipped"), "{stdout}");
+            eprintln!("SKIP (no GPU): {}", rec.error.as_ref().unwrap().message);
+        }
+        1 if rec.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00")) => {
+            eprintln!("SKIP (no NVRTC): {}", rec.error.as_ref().unwrap().message);
+        }
+        0 => assert_eq!(rec.verdict.name(), "pass"),
+        _ => panic!("exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}"),
+    }
+}
+
+#[test]
+fn bad_shapes_and_workloads_are_usage_errors() {
+    let ev = evidence();
+    let evs = ev.path().to_str().unwrap();
+    let (code, _, stderr) = cake(&["run", "examples/gemm_bf16_ws.cake", "--shape", "M=100,N=256,K=64", "--evidence", evs]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("not a multiple of 128"), "{stderr}");
+    let (code, _, stderr) = cake(&["run", "examples/gemm_bf16_ws.cake", "--shape", "M=128,N=256", "--evidence", evs]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no value for dim `K`"), "{stderr}");
+    let (code, _, stderr) = cake(&["run", "examples/gemm_bf16_ws.cake", "--shape", "M=128,N=256,K=64,Q=1", "--evidence", evs]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no dim `Q`"), "{stderr}");
+    let (code, _, stderr) = cake(&["run", "examples/gemm_bf16_ws.cake", "--workload", "examples/nope.toml", "--evidence", evs]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("cannot read the workload spec"), "{stderr}");
+    let (code, _, stderr) = cake(&["bench", "examples/kmeans_assign.cake", "--baseline", "cublas", "--evidence", evs]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("needs a matmul_abt workload"), "{stderr}");
+    assert!(read_records(ev.path()).unwrap().is_empty(), "usage errors write no records");
+}
+
+#[test]
+fn a_rejected_program_runs_only_unverified() {
+    let ev = evidence();
+    let evs = ev.path().to_str().unwrap();
+    let (code, _, stderr) = cake(&["run", "examples/broken/tx_mismatch.cake", "--shape", "M=128,N=256,K=64", "--evidence", evs]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("nothing ran"), "{stderr}");
+    assert!(read_records(ev.path()).unwrap().is_empty());
+
+    let (code, _, stderr) = cake(&[
+        "run",
+        "examples/broken/tx_mismatch.cake",
+        "--unsafe-skip-verify",
+        "--shape",
+        "M=128,N=256,K=64",
+        "--timeout",
+        "20",
+        "--evidence",
+        evs,
+    ]);
+    let recs = read_records(ev.path()).unwrap();
+    assert_eq!(recs.len(), 1, "{stderr}");
+    let rec = &recs[0].1;
+    assert!(rec.program.unverified);
+    assert!(rec.program.findings.iter().any(|c| c == "V101"), "{:?}", rec.program.findings);
+    // Without a GPU: skipped (exit 3); on a GPU: the hang is a timeout (exit 1); a lowering that
+    // cannot build it yet: a build error record (exit 1).
+    match (code, rec.verdict.name()) {
+        (3, "skipped") | (1, "timeout") => {}
+        (1, "error") if rec.error.as_ref().is_some_and(|e| e.class.starts_with("build_")) => {
+            eprintln!("note: the tx-mismatch program does not build yet: {}", rec.error.as_ref().unwrap().message)
+        }
+        other => panic!("{other:?}: {rec:?}\n{stderr}"),
+    }
+}
+
+#[test]
+fn the_gpu_probe_answers_json() {
+    let (code, stdout, _) = cake(&["__probe-gpu"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    if v["gpu"].is_null() {
+        assert_eq!(v["error"]["class"], "no_gpu", "{v}");
+        eprintln!("SKIP (no GPU): {}", v["error"]["message"]);
+    } else {
+        assert!(v["gpu"]["sm_count"].as_u64().unwrap() > 0);
+    }
+}

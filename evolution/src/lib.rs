@@ -1,0 +1,14 @@
+//! The compiler-evolution engine behind `cake-evolve-compiler`: evidence → buckets → proposals
+//! (verifier rule, primitive, calibration) on `evolve/<kind>/<id>` branches → merge gates →
+//! the review queue in `proposals/`.
+
+pub mod calibrate;
+pub mod gate;
+pub mod git;
+pub mod import;
+pub mod llm;
+pub mod mine;
+pub mod queue;
+pub mod review;
+pub mod store;
+pub mod synth;

@@ -1,0 +1,819 @@
+//! The review queue (`proposals/<id>.toml`, one record per proposal) and `propose`, which fills
+//! it: mine → propose → gate → queue, in one command.
+//!
+//! # Records
+//! ```toml
+//! id = "r-5f2c9a1e"                 # r- rule, p- primitive, c- calibration; from kind + bucket (or op)
+//! kind = "rule"                     # rule | primitive | calibration
+//! status = "queued"                 # queued | accepted | rejected
+//! title = "V600 tma-load-dst-bytes-at-most-16384"
+//! branch = "evolve/rule/r-5f2c9a1e-tma-load-dst-bytes-at-most-16384"
+//! base = "<commit the branch starts from>"
+//! commit = "<the proposal commit>"
+//! bucket = "<mined bucket id>"
+//! signature = "run/CUDA_ERROR_ILLEGAL_ADDRESS: ..."
+//! construct = "call:tma_load"
+//! evidence = ["<record id>", ...]   # the evidence the proposal was made from
+//! programs = ["<program sha256>", ...]
+//! seed = 0
+//! changelog = "- Evolved verifier rule V600 ..."
+//! gates_passed = true
+//! created_by = "cake-evolve-compiler 0.1.0"
+//! [rule]                            # or [primitive] / [calibration]: what was synthesized
+//! [[gates]]                         # one per gate: gate, title, status, summary, details
+//! [review]                          # after accept / reject: action, note, main, merged, evidence
+//! [[history]]                       # earlier reviews (a rejected bucket proposed again)
+//! ```
+//!
+//! # `propose`
+//! Idempotent: the same evidence gives the same proposals (ids from kind + bucket, commits made
+//! with a fixed identity and the base commit's time, so even the commit ids repeat), and a bucket
+//! that already has a queued or accepted proposal is skipped. A rejected bucket is skipped
+//! unless it has evidence ids the rejection did not see. Deterministic under `--seed` (the seed
+//! breaks ties in the rule search). Resumable: the run's plan and each bucket's progress are kept
+//! in `.git/cake-evolve/propose-state.json`; a re-run with the same evidence, base and seed skips
+//! what is done.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use cake_merge_gates::{GateOptions, GateReport, GateResult};
+use git2::{Oid, Repository};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::calibrate::CalibrationDraft;
+use crate::gate::Gater;
+use crate::git;
+use crate::llm::{self, LlmConfig};
+use crate::mine::{self, Bucket};
+use crate::store::{EvidenceStore, Stage};
+use crate::synth::{self, Base, BucketInfo, PrimitiveDraft, Program, RuleDraft};
+
+// ─── Records ─────────────────────────────────────────────────────────────────────────────────────
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Rule,
+    Primitive,
+    Calibration,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Rule => "rule",
+            Kind::Primitive => "primitive",
+            Kind::Calibration => "calibration",
+        }
+    }
+    fn prefix(self) -> &'static str {
+        match self {
+            Kind::Rule => "r",
+            Kind::Primitive => "p",
+            Kind::Calibration => "c",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Queued,
+    Accepted,
+    Rejected,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Queued => "queued",
+            Status::Accepted => "accepted",
+            Status::Rejected => "rejected",
+        }
+    }
+}
+
+/// A review decision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Review {
+    /// `accepted` or `rejected`.
+    pub action: Status,
+    /// The reviewer's note (`--why` of a rejection).
+    pub note: String,
+    /// The main branch commit it was reviewed against.
+    pub main: String,
+    /// The commit main moved to (accepted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<String>,
+    /// `fast-forward` or `merge commit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub how: Option<String>,
+    /// The evidence ids the decision saw (a rejected bucket is proposed again only with others).
+    pub evidence: Vec<String>,
+    /// The gates re-run on current main at acceptance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<GateResult>,
+}
+
+/// One proposal: `proposals/<id>.toml`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub id: String,
+    pub kind: Kind,
+    pub status: Status,
+    pub title: String,
+    pub branch: String,
+    pub base: String,
+    pub commit: String,
+    pub bucket: String,
+    pub signature: String,
+    pub construct: String,
+    pub evidence: Vec<String>,
+    pub programs: Vec<String>,
+    pub seed: u64,
+    pub changelog: String,
+    /// `None` until the gates ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates_passed: Option<bool>,
+    pub created_by: String,
+    /// Notes on how it was made (skipped programs, LLM drafting, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleDraft>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primitive: Option<PrimitiveDraft>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<CalibrationDraft>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<GateResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<Review>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Review>,
+}
+
+impl Record {
+    pub fn gate_report(&self) -> GateReport {
+        GateReport::new(self.gates.clone())
+    }
+}
+
+/// The queue folder of a working directory.
+pub fn queue_dir(workdir: &Path) -> PathBuf {
+    workdir.join("proposals")
+}
+
+/// The id of the proposal of `kind` for `key` (a bucket id, or an op name for primitives).
+pub fn proposal_id(kind: Kind, key: &str) -> String {
+    let h = Sha256::digest(format!("{}\n{key}", kind.as_str()).as_bytes());
+    let hex: String = h.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    format!("{}-{hex}", kind.prefix())
+}
+
+/// Every record of the queue, sorted by id. Unreadable files are errors naming the file.
+pub fn load_all(dir: &Path) -> Result<Vec<Record>, String> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else { return Ok(out) };
+    let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    paths.sort();
+    for p in paths {
+        out.push(load(&p)?);
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(out)
+}
+
+pub fn load(path: &Path) -> Result<Record, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("{}: not a proposal record: {e}", path.display()))
+}
+
+/// Find a record by id (or a unique prefix).
+pub fn find(dir: &Path, id: &str) -> Result<(PathBuf, Record), String> {
+    let all = load_all(dir)?;
+    let hits: Vec<&Record> = all.iter().filter(|r| r.id == id || r.id.starts_with(id)).collect();
+    match hits.as_slice() {
+        [r] => Ok((dir.join(format!("{}.toml", r.id)), (*r).clone())),
+        [] => Err(format!("no proposal `{id}` in {}", dir.display())),
+        _ => Err(format!("`{id}` matches several proposals: {}", hits.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "))),
+    }
+}
+
+pub fn save(dir: &Path, r: &Record) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join(format!("{}.toml", r.id));
+    let text = toml::to_string_pretty(r).map_err(|e| format!("cannot write the record {}: {e}", r.id))?;
+    let text = format!("# Proposal record written by cake-evolve-compiler; review with `cake-evolve-compiler show {}`.\n{text}", r.id);
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+// ─── propose ─────────────────────────────────────────────────────────────────────────────────────
+
+/// What `propose` runs with.
+#[derive(Clone)]
+pub struct ProposeOptions {
+    /// A path inside the repository.
+    pub repo: PathBuf,
+    /// The evidence store.
+    pub evidence: PathBuf,
+    pub seed: u64,
+    /// The main branch (default: main, else master, else HEAD's branch).
+    pub main: Option<String>,
+    pub gate: GateOptions,
+    /// Run the gates (on by default).
+    pub run_gates: bool,
+    /// Propose at most this many (new) proposals.
+    pub limit: Option<usize>,
+    /// An unknown op must recur in this many programs to be proposed as a primitive.
+    pub min_programs: usize,
+    pub llm: Option<LlmConfig>,
+    /// Draw a progress bar (when stderr is a terminal) or print plain lines.
+    pub progress: bool,
+    /// Plain progress lines go here too (tests collect them).
+    pub quiet: bool,
+}
+
+impl ProposeOptions {
+    pub fn new(repo: impl Into<PathBuf>, evidence: impl Into<PathBuf>) -> ProposeOptions {
+        ProposeOptions {
+            repo: repo.into(),
+            evidence: evidence.into(),
+            seed: 0,
+            main: None,
+            gate: GateOptions::default(),
+            run_gates: true,
+            limit: None,
+            min_programs: 2,
+            llm: LlmConfig::from_env(),
+            progress: true,
+            quiet: false,
+        }
+    }
+}
+
+/// What happened to one bucket.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub bucket: String,
+    /// `proposed`, `unchanged`, `skipped`, `resumed`.
+    pub what: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<String>,
+    pub detail: String,
+}
+
+/// The result of one `propose` run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProposeSummary {
+    pub base: String,
+    pub main: String,
+    pub buckets: usize,
+    pub outcomes: Vec<Outcome>,
+}
+
+impl ProposeSummary {
+    /// Ids of the proposals this run created or updated.
+    pub fn proposed(&self) -> Vec<String> {
+        self.outcomes.iter().filter(|o| o.what == "proposed").filter_map(|o| o.proposal.clone()).collect()
+    }
+}
+
+/// The run's progress file (`.git/cake-evolve/propose-state.json`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub base: String,
+    pub seed: u64,
+    /// SHA-256 over the buckets' ids and evidence ids: the evidence this plan is for.
+    pub evidence: String,
+    /// Bucket ids in the order they are handled.
+    pub plan: Vec<String>,
+    /// Outcomes of the buckets done so far.
+    pub done: BTreeMap<String, Outcome>,
+}
+
+fn state_path(repo: &Repository) -> PathBuf {
+    repo.path().join("cake-evolve").join("propose-state.json")
+}
+
+fn load_state(repo: &Repository) -> Option<State> {
+    std::fs::read_to_string(state_path(repo)).ok().and_then(|t| serde_json::from_str(&t).ok())
+}
+
+fn save_state(repo: &Repository, s: &State) -> Result<(), String> {
+    let p = state_path(repo);
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let text = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
+    // Write then rename: a crash never leaves half a state file.
+    let tmp = p.with_extension("json.tmp");
+    std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &p)).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn fingerprint(buckets: &[Bucket]) -> String {
+    let mut h = Sha256::new();
+    for b in buckets {
+        h.update(b.id.as_bytes());
+        for e in &b.evidence_ids {
+            h.update(e.as_bytes());
+        }
+        h.update(b"\n");
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How `propose` reports progress: a bar on a terminal, plain lines elsewhere.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    quiet: bool,
+    total: usize,
+    n: usize,
+}
+
+impl Progress {
+    fn new(total: usize, fancy: bool, quiet: bool) -> Progress {
+        let bar = (fancy && !quiet && std::io::stderr().is_terminal()).then(|| {
+            let b = indicatif::ProgressBar::with_draw_target(Some(total as u64), indicatif::ProgressDrawTarget::stderr());
+            if let Ok(s) = indicatif::ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {wide_msg}") {
+                b.set_style(s.progress_chars("=> "));
+            }
+            b.set_prefix("propose");
+            b
+        });
+        Progress { bar, quiet, total, n: 0 }
+    }
+    fn step(&mut self, msg: &str) {
+        match &self.bar {
+            Some(b) => b.set_message(msg.to_string()),
+            None if !self.quiet => eprintln!("[{}/{}] {msg}", self.n + 1, self.total),
+            None => {}
+        }
+    }
+    fn done(&mut self, o: &Outcome) {
+        self.n += 1;
+        let line = format!("bucket {}: {}{} — {}", o.bucket, o.what, o.proposal.as_ref().map(|p| format!(" {p}")).unwrap_or_default(), o.detail);
+        match &self.bar {
+            Some(b) => {
+                b.println(line);
+                b.inc(1);
+            }
+            None if !self.quiet => eprintln!("[{}/{}] {line}", self.n, self.total),
+            None => {}
+        }
+    }
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// The mined bucket as the synthesizer sees it.
+pub fn bucket_info(b: &Bucket) -> BucketInfo {
+    let construct = if b.construct_kind.is_empty() {
+        None
+    } else if b.op.is_empty() {
+        Some(b.construct_kind.clone())
+    } else {
+        Some(format!("{}:{}", b.construct_kind, b.op))
+    };
+    BucketInfo {
+        id: b.id.clone(),
+        signature: b.signature.clone(),
+        construct,
+        op: (!b.op.is_empty()).then(|| b.op.clone()),
+        evidence_ids: b.evidence_ids.clone(),
+        program_hashes: b.program_hashes.clone(),
+        count: b.count,
+        score: b.score,
+    }
+}
+
+/// What a bucket calls for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plan {
+    Rule,
+    /// Unknown ops (E0301) in the bucket's programs.
+    Primitive,
+    Calibration,
+    Skip(String),
+}
+
+pub fn plan_for(b: &Bucket) -> Plan {
+    let unknown_op = b.class.contains("E0301") || b.signature.to_ascii_lowercase().contains("unknown operation");
+    if unknown_op {
+        return Plan::Primitive;
+    }
+    let ratio = b.signature.contains("predicted") || b.class.contains("ratio") || b.class.contains("mispredict");
+    if ratio {
+        return Plan::Calibration;
+    }
+    if b.stage == Stage::Verify {
+        return Plan::Skip("the verifier already rejects these programs: nothing to add".into());
+    }
+    if b.program_hashes.len() == b.verifier.rejected && b.verifier.rejected > 0 {
+        return Plan::Skip(format!("the verifier already rejects every program of the bucket ({})", b.verifier.codes.join(", ")));
+    }
+    Plan::Rule
+}
+
+/// Whether an existing record for this key means "leave the bucket alone", and why.
+fn settled(existing: Option<&Record>, evidence: &[String]) -> Option<String> {
+    let r = existing?;
+    match r.status {
+        Status::Accepted => Some(format!("accepted as {} ({})", r.id, r.review.as_ref().and_then(|v| v.merged.clone()).map(|m| format!("merged {}", synth::short(&m))).unwrap_or_default())),
+        Status::Rejected => {
+            let seen: BTreeSet<&String> = r.review.as_ref().map(|v| v.evidence.iter().collect()).unwrap_or_default();
+            let new: Vec<&String> = evidence.iter().filter(|e| !seen.contains(e)).collect();
+            if new.is_empty() {
+                Some(format!("rejected as {}: {} (no evidence since)", r.id, r.review.as_ref().map(|v| v.note.as_str()).unwrap_or("")))
+            } else {
+                None
+            }
+        }
+        Status::Queued => {
+            let same: BTreeSet<&String> = r.evidence.iter().collect();
+            let now: BTreeSet<&String> = evidence.iter().collect();
+            (same == now && r.gates_passed.is_some()).then(|| format!("already queued as {}", r.id))
+        }
+    }
+}
+
+/// mine → propose → gate → queue.
+pub fn propose(opts: &ProposeOptions) -> Result<ProposeSummary, String> {
+    let repo = git::open(&opts.repo)?;
+    let workdir = git::workdir(&repo)?;
+    let qdir = queue_dir(&workdir);
+    let main = git::main_branch(&repo, opts.main.as_deref())?;
+    let base = git::branch_commit(&repo, &main)?;
+    let store = EvidenceStore::open(&opts.evidence).map_err(|e| e.to_string())?;
+    if !opts.evidence.is_dir() {
+        return Err(format!("no evidence store at {}", opts.evidence.display()));
+    }
+    let report = mine::mine_report(&store);
+    if !opts.quiet {
+        for w in &report.warnings {
+            eprintln!("{w}");
+        }
+    }
+    let buckets = report.buckets;
+    let mut records: BTreeMap<String, Record> = load_all(&qdir)?.into_iter().map(|r| (r.id.clone(), r)).collect();
+
+    // Resume: the same evidence, base and seed continue the plan where it stopped.
+    let fp = fingerprint(&buckets);
+    let mut state = match load_state(&repo) {
+        Some(s) if s.base == base.to_string() && s.seed == opts.seed && s.evidence == fp => s,
+        _ => State { base: base.to_string(), seed: opts.seed, evidence: fp, plan: buckets.iter().map(|b| b.id.clone()).collect(), done: BTreeMap::new() },
+    };
+
+    let mut gater = Gater::new(opts.gate.clone())?;
+    let base_dir = gater.checkout(&repo, base)?;
+    let base_data = Base::load(&base_dir)?;
+    let base_changelog = git::read_text(&repo, base, "CHANGELOG.md")?.unwrap_or_else(|| "# Changelog\n".into());
+    let mut taken: BTreeSet<String> = records.values().filter(|r| r.status != Status::Rejected).filter_map(|r| r.rule.as_ref().map(|d| d.code.clone())).collect();
+
+    let mut summary = ProposeSummary { base: base.to_string(), main: main.clone(), buckets: buckets.len(), outcomes: Vec::new() };
+    let mut progress = Progress::new(buckets.len(), opts.progress, opts.quiet);
+    let mut made = 0usize;
+    for b in &buckets {
+        if let Some(o) = state.done.get(&b.id) {
+            let mut o = o.clone();
+            if o.what == "proposed" {
+                o.what = "resumed".into();
+                o.detail = format!("done in an earlier run: {}", o.detail);
+            }
+            progress.done(&o);
+            summary.outcomes.push(o);
+            continue;
+        }
+        if opts.limit.is_some_and(|l| made >= l) {
+            let o = Outcome { bucket: b.id.clone(), what: "skipped".into(), proposal: None, detail: "the --limit was reached".into() };
+            progress.done(&o);
+            summary.outcomes.push(o);
+            continue;
+        }
+        progress.step(&format!("bucket {} ({} programs): {}", b.id, b.program_hashes.len(), one_line(&b.signature, 60)));
+        let outcomes = match plan_for(b) {
+            Plan::Skip(why) => vec![Outcome { bucket: b.id.clone(), what: "skipped".into(), proposal: None, detail: why }],
+            Plan::Calibration => vec![Outcome {
+                bucket: b.id.clone(),
+                what: "skipped".into(),
+                proposal: None,
+                detail: "cost-model evidence: calibration proposals are made from measurement runs (`cake-evolve-compiler calibrate`)".into(),
+            }],
+            Plan::Rule => vec![propose_rule(&repo, &mut gater, opts, &qdir, base, &base_data, &base_changelog, b, &store, &mut records, &mut taken)?],
+            Plan::Primitive => propose_primitives(&repo, &mut gater, opts, &qdir, base, &base_changelog, b, &store, &mut records)?,
+        };
+        for o in outcomes {
+            if o.what == "proposed" {
+                made += 1;
+            }
+            progress.done(&o);
+            state.done.insert(o.bucket.clone(), o.clone());
+            summary.outcomes.push(o);
+        }
+        save_state(&repo, &state)?;
+    }
+    progress.finish();
+    Ok(summary)
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let s: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if s.chars().count() > max {
+        format!("{}…", s.chars().take(max).collect::<String>())
+    } else {
+        s
+    }
+}
+
+fn programs_of(store: &EvidenceStore, hashes: &[String]) -> (Vec<Program>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut missing = Vec::new();
+    for h in hashes {
+        match store.program(h) {
+            Ok(Some(source)) => out.push(Program { hash: h.clone(), source }),
+            _ => missing.push(h.clone()),
+        }
+    }
+    (out, missing)
+}
+
+fn created_by() -> String {
+    format!("cake-evolve-compiler {}", env!("CARGO_PKG_VERSION"))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn propose_rule(
+    repo: &Repository,
+    gater: &mut Gater,
+    opts: &ProposeOptions,
+    qdir: &Path,
+    base: Oid,
+    base_data: &Base,
+    base_changelog: &str,
+    b: &Bucket,
+    store: &EvidenceStore,
+    records: &mut BTreeMap<String, Record>,
+    taken: &mut BTreeSet<String>,
+) -> Result<Outcome, String> {
+    let id = proposal_id(Kind::Rule, &b.id);
+    let out = |what: &str, proposal: Option<String>, detail: String| Outcome { bucket: b.id.clone(), what: what.into(), proposal, detail };
+    if let Some(why) = settled(records.get(&id), &b.evidence_ids) {
+        return Ok(out("unchanged", Some(id), why));
+    }
+    let info = bucket_info(b);
+    let (programs, missing) = programs_of(store, &b.program_hashes);
+    if programs.is_empty() {
+        return Ok(out("skipped", None, format!("none of the bucket's {} programs is in the store", missing.len())));
+    }
+    // Keep the code an earlier proposal of this bucket had; else the next free one.
+    let code = match records.get(&id).and_then(|r| r.rule.as_ref()).map(|d| d.code.clone()) {
+        Some(c) => c,
+        None => synth::next_code(&base_data.codes(), taken).ok_or("no free code left in V600–V699 for evolved rules")?,
+    };
+    let draft = match synth::draft_rule(base_data, &info, &programs, &code, opts.seed) {
+        Ok(d) => d,
+        Err(e) => return Ok(out("skipped", None, format!("no rule: {e}"))),
+    };
+    taken.insert(code.clone());
+    let branch = format!("evolve/rule/{id}-{}", draft.name);
+    let mut edits: BTreeMap<String, Option<Vec<u8>>> = draft.files.iter().map(|(p, t)| (p.clone(), Some(t.clone().into_bytes()))).collect();
+    edits.insert("CHANGELOG.md".into(), Some(synth::changelog_insert(base_changelog, &draft.changelog).into_bytes()));
+    let message = format!(
+        "evolve: verifier rule {} {}\n\nRequire `{}` on every `{}`{}.\nSynthesized by cake-evolve-compiler from evidence bucket {} ({} failing programs).\nProposal {id}.",
+        draft.code,
+        draft.name,
+        draft.require,
+        draft.applies_to,
+        draft.when.as_ref().map(|w| format!(" where `{w}`")).unwrap_or_default(),
+        b.id,
+        draft.failing_programs.len()
+    );
+    let previous = records.get(&id).cloned();
+    let commit = git::commit_on_branch(repo, base, &branch, &edits, &message)?;
+    let mut notes: Vec<String> = draft.skipped_programs.iter().map(|s| format!("program {s}")).collect();
+    notes.extend(missing.iter().map(|m| format!("program {} is not in the evidence store", synth::short(m))));
+    let mut rec = Record {
+        id: id.clone(),
+        kind: Kind::Rule,
+        status: Status::Queued,
+        title: format!("{} {}", draft.code, draft.name),
+        branch,
+        base: base.to_string(),
+        commit: commit.to_string(),
+        bucket: b.id.clone(),
+        signature: b.signature.clone(),
+        construct: draft.applies_to.clone(),
+        evidence: b.evidence_ids.clone(),
+        programs: b.program_hashes.clone(),
+        seed: opts.seed,
+        changelog: draft.changelog.clone(),
+        gates_passed: None,
+        created_by: created_by(),
+        notes,
+        rule: Some(draft.clone()),
+        primitive: None,
+        calibration: None,
+        gates: Vec::new(),
+        review: None,
+        history: previous.map(|p| p.history.into_iter().chain(p.review).collect()).unwrap_or_default(),
+    };
+    save(qdir, &rec)?;
+    let detail = if opts.run_gates {
+        let report = gater.gate(repo, base, commit)?;
+        rec.gates_passed = Some(report.passed);
+        rec.gates = report.gates.clone();
+        save(qdir, &rec)?;
+        format!("{} requires `{}` on `{}`; {}", draft.code, draft.require, draft.applies_to, report.summary_line())
+    } else {
+        format!("{} requires `{}` on `{}`; gates not run", draft.code, draft.require, draft.applies_to)
+    };
+    records.insert(id.clone(), rec);
+    Ok(out("proposed", Some(id), detail))
+}
+
+/// The unknown ops (E0301) a program calls.
+fn unknown_ops(source: &str) -> BTreeSet<String> {
+    let out = cake::check::check_source(source);
+    out.diagnostics.iter().filter(|d| d.code == "E0301").filter_map(|d| synth::unknown_op(&d.message)).collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn propose_primitives(
+    repo: &Repository,
+    gater: &mut Gater,
+    opts: &ProposeOptions,
+    qdir: &Path,
+    base: Oid,
+    base_changelog: &str,
+    b: &Bucket,
+    store: &EvidenceStore,
+    records: &mut BTreeMap<String, Record>,
+) -> Result<Vec<Outcome>, String> {
+    let (programs, _) = programs_of(store, &b.program_hashes);
+    let mut by_op: BTreeMap<String, Vec<Program>> = BTreeMap::new();
+    for p in &programs {
+        for op in unknown_ops(&p.source) {
+            by_op.entry(op).or_default().push(p.clone());
+        }
+    }
+    let mut outcomes = Vec::new();
+    if by_op.is_empty() {
+        outcomes.push(Outcome { bucket: b.id.clone(), what: "skipped".into(), proposal: None, detail: "no program of the bucket calls an unknown op today".into() });
+    }
+    for (op, progs) in by_op {
+        let id = proposal_id(Kind::Primitive, &op);
+        let out = |what: &str, detail: String| Outcome { bucket: b.id.clone(), what: what.into(), proposal: Some(id.clone()), detail };
+        if progs.len() < opts.min_programs {
+            outcomes.push(Outcome { bucket: b.id.clone(), what: "skipped".into(), proposal: None, detail: format!("`{op}` is called by {} program(s); a primitive needs {}", progs.len(), opts.min_programs) });
+            continue;
+        }
+        if cake::catalog::Catalog::builtin().get(&op).is_some() {
+            continue;
+        }
+        let evidence = b.evidence_ids.clone();
+        if let Some(why) = settled(records.get(&id), &evidence) {
+            outcomes.push(out("unchanged", why));
+            continue;
+        }
+        let mut notes = Vec::new();
+        let first = synth::draft_primitive(&op, &progs, None, None)?;
+        let mut draft = first.clone();
+        let mut rust: Option<String> = None;
+        if let Some(cfg) = &opts.llm {
+            let sites: Vec<String> = progs.iter().flat_map(|p| p.source.lines().filter(|l| l.contains(&format!("{op}("))).map(|l| l.trim().to_string()).collect::<Vec<_>>()).collect();
+            match llm::draft(cfg, &op, &first.entry, &sites) {
+                Ok(d) => {
+                    draft = synth::draft_primitive(&op, &progs, Some(d.hardware.clone()), Some(d.lowering.clone()))?;
+                    if !d.rust.trim().is_empty() {
+                        rust = Some(d.rust.clone());
+                    }
+                    notes.push(format!("hardware and lowering notes drafted by the LLM at {} (model {}): review them", cfg.base_url, cfg.model));
+                }
+                Err(e) => notes.push(format!("LLM drafting failed: {e}")),
+            }
+        } else {
+            notes.push(format!("no LLM configured ({} unset): hardware note and lowering left for a person", llm::ENV_BASE_URL));
+        }
+        let catalog_file = git::read_text(repo, base, &draft.file)?.unwrap_or_default();
+        let mut edits: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
+        edits.insert(draft.file.clone(), Some(format!("{}{}", catalog_file, draft.entry).into_bytes()));
+        if let Some(code) = &rust {
+            edits.insert(
+                format!("compiler/src/lower/evolved/{op}.rs"),
+                Some(format!("// Lowering of `{op}`, drafted by an LLM for proposal {id}. Not wired in, not built: review, integrate into\n// compiler/src/lower/mod.rs, and test it before merging.\n\n{code}\n").into_bytes()),
+            );
+        }
+        let changelog = format!("- Evolved primitive `{op}` ({} op, {}): drafted from {} programs that called it (evidence bucket {}).", draft.class, draft.form, progs.len(), b.id);
+        edits.insert("CHANGELOG.md".into(), Some(synth::changelog_insert(base_changelog, &changelog).into_bytes()));
+        let branch = format!("evolve/primitive/{id}-{}", op.replace('_', "-"));
+        let message = format!("evolve: primitive `{op}`\n\nA catalog entry drafted from {} call sites in {} programs (evidence bucket {}).\nProposal {id}.", draft.call_sites, progs.len(), b.id);
+        let commit = git::commit_on_branch(repo, base, &branch, &edits, &message)?;
+        let previous = records.get(&id).cloned();
+        let mut rec = Record {
+            id: id.clone(),
+            kind: Kind::Primitive,
+            status: Status::Queued,
+            title: format!("primitive {op}"),
+            branch,
+            base: base.to_string(),
+            commit: commit.to_string(),
+            bucket: b.id.clone(),
+            signature: b.signature.clone(),
+            construct: format!("call:{op}"),
+            evidence,
+            programs: progs.iter().map(|p| p.hash.clone()).collect(),
+            seed: opts.seed,
+            changelog,
+            gates_passed: None,
+            created_by: created_by(),
+            notes,
+            rule: None,
+            primitive: Some(draft.clone()),
+            calibration: None,
+            gates: Vec::new(),
+            review: None,
+            history: previous.map(|p| p.history.into_iter().chain(p.review).collect()).unwrap_or_default(),
+        };
+        save(qdir, &rec)?;
+        let detail = if opts.run_gates {
+            let report = gater.gate(repo, base, commit)?;
+            rec.gates_passed = Some(report.passed);
+            rec.gates = report.gates.clone();
+            save(qdir, &rec)?;
+            format!("catalog entry for `{op}`; {}", report.summary_line())
+        } else {
+            format!("catalog entry for `{op}`; gates not run")
+        };
+        records.insert(id.clone(), rec);
+        outcomes.push(out("proposed", detail));
+    }
+    Ok(outcomes)
+}
+
+/// `calibrate`: refit from measurements and queue the new `calibration/<target>.toml` as a
+/// proposal on `evolve/calibration/<id>-<target>`, gated like any other.
+pub fn propose_calibration(repo_path: &Path, main: Option<&str>, target: &str, measurements: &[crate::calibrate::Measurement], fitted_on: &str, gate: GateOptions) -> Result<Record, String> {
+    let repo = git::open(repo_path)?;
+    let workdir = git::workdir(&repo)?;
+    let qdir = queue_dir(&workdir);
+    let main = git::main_branch(&repo, main)?;
+    let base = git::branch_commit(&repo, &main)?;
+    let path = format!("calibration/{target}.toml");
+    let text = git::read_text(&repo, base, &path)?.ok_or_else(|| format!("`{main}` has no {path}: the target is not calibrated, nothing to refit"))?;
+    let (draft, new_text) = crate::calibrate::propose_calibration(target, &text, measurements, fitted_on)?;
+    // One proposal per (target, measurement set).
+    let mut h = Sha256::new();
+    for m in measurements {
+        h.update(m.name.as_bytes());
+        h.update(m.measured_ms.to_bits().to_le_bytes());
+    }
+    let key = format!("{target}\n{}", h.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let id = proposal_id(Kind::Calibration, &key);
+    let changelog = format!(
+        "- Recalibrated {target} {} parameters (×{} time): MAPE {:.1}% → {:.1}%, Spearman {:.3} → {:.3} over {} measurements.",
+        draft.class, draft.factor, draft.before.mape, draft.after.mape, draft.before.spearman, draft.after.spearman, draft.after.n
+    );
+    let base_changelog = git::read_text(&repo, base, "CHANGELOG.md")?.unwrap_or_else(|| "# Changelog\n".into());
+    let mut edits: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
+    edits.insert(path.clone(), Some(new_text.into_bytes()));
+    edits.insert("CHANGELOG.md".into(), Some(synth::changelog_insert(&base_changelog, &changelog).into_bytes()));
+    let branch = format!("evolve/calibration/{id}-{target}");
+    let message = format!("evolve: recalibrate {target} ({} class)\n\n{changelog}\nProposal {id}.", draft.class);
+    let commit = git::commit_on_branch(&repo, base, &branch, &edits, &message)?;
+    let mut gater = Gater::new(gate)?;
+    let report = gater.gate(&repo, base, commit)?;
+    let rec = Record {
+        id: id.clone(),
+        kind: Kind::Calibration,
+        status: Status::Queued,
+        title: format!("recalibrate {target}: {} ×{}", draft.class, draft.factor),
+        branch,
+        base: base.to_string(),
+        commit: commit.to_string(),
+        bucket: key.lines().nth(1).unwrap_or("").chars().take(12).collect(),
+        signature: format!("cost model: {} predictions off by ×{} (median measured/predicted)", draft.class, draft.class_ratio),
+        construct: format!("calibration:{target}"),
+        evidence: measurements.iter().map(|m| m.name.clone()).collect(),
+        programs: Vec::new(),
+        seed: 0,
+        changelog,
+        gates_passed: Some(report.passed),
+        created_by: created_by(),
+        notes: draft.skipped.iter().map(|s| format!("measurement skipped: {s}")).collect(),
+        rule: None,
+        primitive: None,
+        calibration: Some(draft),
+        gates: report.gates,
+        review: None,
+        history: Vec::new(),
+    };
+    save(&qdir, &rec)?;
+    Ok(rec)
+}

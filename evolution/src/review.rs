@@ -1,0 +1,229 @@
+//! Review of the queue: `list`, `show ID`, `accept ID`, `reject ID --why ...`.
+//!
+//! `accept` works like bors: the proposal's change is re-applied on the main branch as it is
+//! now (its files, and its CHANGELOG line inserted into main's CHANGELOG), the gates are re-run
+//! on that merged tree in an isolated checkout, and only if they pass does main move — a
+//! fast-forward when main has not moved since the proposal was made, else a merge commit with
+//! main and the proposal as parents. If the working copy is on main it is updated too, but only
+//! when it has no uncommitted changes to tracked files (outside `proposals/`); otherwise nothing
+//! is merged and the command says why. `reject` records the reason and the evidence it saw, so
+//! `propose` leaves the bucket alone until new evidence arrives.
+
+use std::path::Path;
+
+use cake_merge_gates::GateOptions;
+use similar::{ChangeTag, TextDiff};
+
+use crate::gate::Gater;
+use crate::git;
+use crate::queue::{self, Kind, Record, Review, Status};
+use crate::synth;
+
+/// `list`: one line per proposal.
+pub fn list(records: &[Record]) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("{:<12} {:<11} {:<9} {:<6} {}\n", "id", "kind", "status", "gates", "title"));
+    for r in records {
+        let gates = match r.gates_passed {
+            Some(true) => "pass",
+            Some(false) => "FAIL",
+            None => "-",
+        };
+        out.push_str(&format!("{:<12} {:<11} {:<9} {:<6} {}  [{}]\n", r.id, r.kind.as_str(), r.status.as_str(), gates, r.title, r.branch));
+    }
+    if records.is_empty() {
+        out.push_str("(the queue is empty: run `cake-evolve-compiler propose`)\n");
+    }
+    out
+}
+
+/// A unified diff of one file (new files in full).
+pub fn file_diff(path: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
+    let old_t = old.map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    let new_t = new.map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    let (a, b) = (if old.is_some() { format!("a/{path}") } else { "/dev/null".into() }, if new.is_some() { format!("b/{path}") } else { "/dev/null".into() });
+    let diff = TextDiff::from_lines(&old_t, &new_t);
+    let mut out = String::new();
+    out.push_str(&format!("--- {a}\n+++ {b}\n"));
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        out.push_str(&format!("{}\n", hunk.header()));
+        for change in hunk.iter_changes() {
+            let sign = match change.tag() {
+                ChangeTag::Delete => '-',
+                ChangeTag::Insert => '+',
+                ChangeTag::Equal => ' ',
+            };
+            out.push(sign);
+            out.push_str(change.value());
+            if change.missing_newline() {
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// `show`: the record, the evidence, the gate table and the diff.
+pub fn show(repo_path: &Path, r: &Record, with_diff: bool) -> Result<String, String> {
+    let mut out = String::new();
+    out.push_str(&format!("proposal {} — {} ({})\n", r.id, r.title, r.kind.as_str()));
+    out.push_str(&format!("status:    {}\n", r.status.as_str()));
+    out.push_str(&format!("branch:    {}\n", r.branch));
+    out.push_str(&format!("commit:    {} (base {})\n", r.commit, synth::short(&r.base)));
+    out.push_str("\nevidence\n");
+    out.push_str(&format!("  bucket:     {}\n  signature:  {}\n  construct:  {}\n", r.bucket, r.signature, r.construct));
+    out.push_str(&format!("  records:    {} ({})\n", r.evidence.len(), r.evidence.iter().take(4).map(|e| synth::short(e)).collect::<Vec<_>>().join(", ")));
+    out.push_str(&format!("  programs:   {} ({})\n", r.programs.len(), r.programs.iter().take(4).map(|e| synth::short(e)).collect::<Vec<_>>().join(", ")));
+    if let Some(d) = &r.rule {
+        out.push_str(&format!("\nrule {} `{}` ({})\n", d.code, d.name, d.category));
+        out.push_str(&format!("  applies to: {}\n", d.applies_to));
+        if let Some(w) = &d.when {
+            out.push_str(&format!("  when:       {w}\n"));
+        }
+        out.push_str(&format!("  require:    {}   ({} form, level {})\n", d.require, d.form, d.level));
+        out.push_str(&format!(
+            "  separates:  {} failing program(s) violate it; all {} instance(s) in {} corpus program(s) satisfy it\n",
+            d.failing_programs.len(),
+            d.accepted_instances,
+            d.accepted_programs
+        ));
+    }
+    if let Some(p) = &r.primitive {
+        out.push_str(&format!("\nprimitive `{}` ({} op, {}), from {} call site(s) in {} program(s)\n", p.op, p.class, p.form, p.call_sites, p.programs));
+        for m in &p.missing {
+            out.push_str(&format!("  missing: {m}\n"));
+        }
+    }
+    if let Some(c) = &r.calibration {
+        out.push_str(&format!("\ncalibration of {}: {} class, measured/predicted {} → factor {}\n", c.target, c.class, c.class_ratio, c.factor));
+        for p in &c.params {
+            out.push_str(&format!("  {p}\n"));
+        }
+        out.push_str(&format!("  accuracy   before: spearman {:.3}, MAPE {:.1}%, top-{} recall {:.2} (n = {})\n", c.before.spearman, c.before.mape, c.before.k, c.before.top_k_recall, c.before.n));
+        out.push_str(&format!("             after:  spearman {:.3}, MAPE {:.1}%, top-{} recall {:.2}\n", c.after.spearman, c.after.mape, c.after.k, c.after.top_k_recall));
+    }
+    for n in &r.notes {
+        out.push_str(&format!("  note: {n}\n"));
+    }
+    out.push_str("\ngates\n");
+    if r.gates.is_empty() {
+        out.push_str("  (not run)\n");
+    } else {
+        for line in r.gate_report().table().lines() {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    if let Some(v) = &r.review {
+        out.push_str(&format!("\nreview: {} — {}\n", v.action.as_str(), v.note));
+        if let Some(m) = &v.merged {
+            out.push_str(&format!("  merged as {} ({})\n", m, v.how.clone().unwrap_or_default()));
+        }
+    }
+    if with_diff {
+        let repo = git::open(repo_path)?;
+        let (base, commit) = (oid(&r.base)?, oid(&r.commit)?);
+        out.push_str("\ndiff\n");
+        for f in git::diff(&repo, base, commit)? {
+            out.push_str(&file_diff(&f.path, f.old.as_deref(), f.new.as_deref()));
+        }
+    }
+    Ok(out)
+}
+
+fn oid(s: &str) -> Result<git2::Oid, String> {
+    git2::Oid::from_str(s).map_err(|e| format!("`{s}` is not a commit id: {}", e.message()))
+}
+
+/// What `accept` did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Accepted {
+    /// Merged: main moved to this commit.
+    Merged { commit: String, how: String },
+    /// The gates failed on current main: nothing merged (the record keeps the gate results).
+    GatesFailed { table: String },
+}
+
+/// `accept ID`: re-gate on current main, merge, record.
+pub fn accept(repo_path: &Path, id: &str, note: &str, main: Option<&str>, opts: GateOptions) -> Result<Accepted, String> {
+    let repo = git::open(repo_path)?;
+    let workdir = git::workdir(&repo)?;
+    let qdir = queue::queue_dir(&workdir);
+    let (_, mut r) = queue::find(&qdir, id)?;
+    if r.status != Status::Queued {
+        return Err(format!("proposal {} is {}, not queued", r.id, r.status.as_str()));
+    }
+    let main = git::main_branch(&repo, main)?;
+    let main_head = git::branch_commit(&repo, &main)?;
+    let branch_head = git::branch_target(&repo, &r.branch).ok_or_else(|| format!("the proposal's branch `{}` is gone", r.branch))?;
+    if branch_head.to_string() != r.commit {
+        return Err(format!("branch `{}` is at {}, not at the proposal's commit {}: it was changed after proposing", r.branch, branch_head, r.commit));
+    }
+    let base = oid(&r.base)?;
+    // The candidate: fast-forward when main has not moved, else the change re-applied on main.
+    let (candidate, how) = if main_head == base {
+        (branch_head, "fast-forward".to_string())
+    } else {
+        let line = r.changelog.clone();
+        let resolve = move |path: &str, onto: &str| -> Option<String> { (path == "CHANGELOG.md").then(|| synth::changelog_insert(onto, &line)) };
+        let tree = match git::rebase_tree(&repo, base, branch_head, main_head, &resolve)? {
+            Ok(t) => t,
+            Err(conflicts) => {
+                return Err(format!(
+                    "the proposal conflicts with `{main}` (changed on both since {}): {}; reject it and run `propose` again",
+                    synth::short(&r.base),
+                    conflicts.join(", ")
+                ))
+            }
+        };
+        let sig = git::user_signature(&repo);
+        let msg = format!("Merge {} (accept proposal {}: {})\n\n{}", r.branch, r.id, r.title, if note.is_empty() { "Accepted with cake-evolve-compiler." } else { note });
+        (git::commit_tree(&repo, tree, &[main_head, branch_head], &msg, &sig)?, "merge commit".to_string())
+    };
+    let mut gater = Gater::new(opts)?;
+    let report = gater.gate(&repo, main_head, candidate)?;
+    if !report.passed {
+        r.gates_passed = Some(false);
+        r.gates = report.gates.clone();
+        r.notes.push(format!("accept refused: the gates failed on `{main}` at {}", synth::short(&main_head.to_string())));
+        queue::save(&qdir, &r)?;
+        return Ok(Accepted::GatesFailed { table: report.table() });
+    }
+    git::advance_branch(&repo, &main, candidate, &format!("cake-evolve-compiler: accept {}", r.id))?;
+    r.status = Status::Accepted;
+    r.gates_passed = Some(true);
+    r.review = Some(Review {
+        action: Status::Accepted,
+        note: note.to_string(),
+        main: main_head.to_string(),
+        merged: Some(candidate.to_string()),
+        how: Some(how.clone()),
+        evidence: r.evidence.clone(),
+        gates: report.gates,
+    });
+    queue::save(&qdir, &r)?;
+    Ok(Accepted::Merged { commit: candidate.to_string(), how })
+}
+
+/// `reject ID --why ...`: remembered with the evidence it saw.
+pub fn reject(repo_path: &Path, id: &str, why: &str) -> Result<Record, String> {
+    if why.trim().is_empty() {
+        return Err("say why (`--why ...`): the reason is kept with the record".into());
+    }
+    let repo = git::open(repo_path)?;
+    let workdir = git::workdir(&repo)?;
+    let qdir = queue::queue_dir(&workdir);
+    let (_, mut r) = queue::find(&qdir, id)?;
+    if r.status != Status::Queued {
+        return Err(format!("proposal {} is {}, not queued", r.id, r.status.as_str()));
+    }
+    let main = git::main_branch(&repo, None).ok().and_then(|m| git::branch_commit(&repo, &m).ok()).map(|c| c.to_string()).unwrap_or_default();
+    r.status = Status::Rejected;
+    r.review = Some(Review { action: Status::Rejected, note: why.trim().to_string(), main, merged: None, how: None, evidence: r.evidence.clone(), gates: Vec::new() });
+    queue::save(&qdir, &r)?;
+    Ok(r)
+}
+
+/// Records of one kind or status, for `list --kind/--status`.
+pub fn filter(records: Vec<Record>, kind: Option<Kind>, status: Option<Status>) -> Vec<Record> {
+    records.into_iter().filter(|r| kind.is_none_or(|k| r.kind == k) && status.is_none_or(|s| r.status == s)).collect()
+}

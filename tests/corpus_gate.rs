@@ -1,0 +1,228 @@
+//! The corpus gate (`cake corpus gate`), run the way CI and a compiler change are judged.
+//!
+//! - `static_and_compile_tiers_match_the_baseline`: the static and compile tiers of the whole
+//!   corpus, classified against the committed `corpus/results/baseline.json`; any regression (or
+//!   a new case that fails) fails the test, listing the cases. The compile tier reports itself
+//!   skipped where the CUDA toolchain is absent (`CAKE_SKIP_TOOLCHAIN=1`).
+//! - `a_flipped_verifier_rule_fails_the_gate`: the must-show demonstration — the verifier's rule
+//!   set with one rule's predicate negated, loaded from a directory at run time, makes the gate
+//!   exit non-zero and list the regressed cases.
+//! - shards merge into the full run; `--bless` rewrites expectations in place, keeping comments.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use cake::corpus::results::{GateResults, Status};
+use cake::corpus::Tier;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is inside the repository").to_path_buf()
+}
+
+/// A fresh scratch directory under the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let base = option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    let dir = base.join(format!("corpus-gate-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("create a scratch directory");
+    dir
+}
+
+fn gate(args: &[&str]) -> u8 {
+    let mut all = vec!["cake corpus", "gate", "--no-progress"];
+    all.extend_from_slice(args);
+    cake::corpus::cli::main_from_args(all).expect("valid gate arguments")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+#[test]
+fn static_and_compile_tiers_match_the_baseline() {
+    let root = repo().join("corpus");
+    let baseline = root.join("results/baseline.json");
+    let dir = scratch("ci");
+    let (out, report) = (dir.join("results.json"), dir.join("report.md"));
+    let code = gate(&[
+        "--root",
+        s(&root),
+        "--tier",
+        "static",
+        "--tier",
+        "compile",
+        "--baseline",
+        s(&baseline),
+        "-o",
+        s(&out),
+        "--report",
+        s(&report),
+    ]);
+    let results = GateResults::read(&out).expect("the gate wrote its results");
+    let count = |t: Tier, st: Status| results.results.iter().filter(|r| r.tier == t && r.status == st).count();
+    println!(
+        "corpus gate: static {} pass / {} fail, compile {} pass / {} fail / {} skipped; report: {}",
+        count(Tier::Static, Status::Pass),
+        count(Tier::Static, Status::Fail) + count(Tier::Static, Status::Error),
+        count(Tier::Compile, Status::Pass),
+        count(Tier::Compile, Status::Fail) + count(Tier::Compile, Status::Error),
+        count(Tier::Compile, Status::Skipped),
+        report.display()
+    );
+    let md = fs::read_to_string(&report).unwrap_or_default();
+    assert_eq!(
+        code, 0,
+        "the corpus gate found regressions against corpus/results/baseline.json (the lines above list them; full report below).\n\
+         If a change is intended, re-bless the cases (`cake corpus gate --bless ...`) or regenerate the baseline:\n\
+         `cargo run -p cake -- corpus gate --tier static --tier compile -o corpus/results/baseline.json`\n\n{md}"
+    );
+}
+
+/// Copy a directory tree.
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        if p.is_dir() {
+            copy_tree(&p, &to.join(e.file_name()));
+        } else {
+            fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Find the rule file of `code` under a rules tree.
+fn rule_file(dir: &Path, code: &str) -> Option<PathBuf> {
+    for e in fs::read_dir(dir).ok()?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if let Some(f) = rule_file(&p, code) {
+                return Some(f);
+            }
+        } else if p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&format!("{code}-")) && n.ends_with(".toml")) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_flipped_verifier_rule_fails_the_gate() {
+    let root = repo().join("corpus");
+    let dir = scratch("flip");
+    // The baseline: the static tier with the built-in rules.
+    let base = dir.join("base.json");
+    gate(&["--root", s(&root), "--tier", "static", "-o", s(&base), "--report", s(&dir.join("base.md"))]);
+    let baseline = GateResults::read(&base).unwrap();
+
+    // The broken change: V201 (shared memory over the target's capacity) with its predicate
+    // negated, in a copy of the rule set loaded at run time.
+    let rules = dir.join("rules");
+    copy_tree(&repo().join("compiler/rules"), &rules);
+    let file = rule_file(&rules, "V201").expect("compiler/rules has rule V201");
+    let text = fs::read_to_string(&file).unwrap();
+    let (before, after) = text.split_once("\nrequire = \"").expect("V201 has a `require` predicate");
+    let (pred, rest) = after.split_once("\"\n").unwrap();
+    fs::write(&file, format!("{before}\nrequire = \"!({pred})\"\n{rest}")).unwrap();
+
+    let (out, report) = (dir.join("flipped.json"), dir.join("flipped.md"));
+    let code = gate(&[
+        "--root",
+        s(&root),
+        "--tier",
+        "static",
+        "--rules",
+        s(&rules),
+        "--baseline",
+        s(&base),
+        "-o",
+        s(&out),
+        "--report",
+        s(&report),
+    ]);
+    assert_eq!(code, 1, "a flipped rule must make the gate exit 1");
+
+    let flipped = GateResults::read(&out).unwrap();
+    let was_pass = |id: &str| baseline.results.iter().any(|r| r.id == id && r.tier == Tier::Static && r.status == Status::Pass);
+    let regressed: Vec<&str> = flipped.results.iter().filter(|r| r.status.is_failure() && was_pass(&r.id)).map(|r| r.id.as_str()).collect();
+    // Every accepted program now "needs more shared memory than the target has".
+    let accepted_before =
+        baseline.results.iter().filter(|r| r.status == Status::Pass && r.observed.verdict == Some(cake::corpus::Verdict::Accept)).count();
+    assert!(accepted_before >= 150, "the corpus has at least 150 accepted programs, found {accepted_before}");
+    assert!(regressed.len() >= accepted_before, "every accepted program regresses: {} of {accepted_before}", regressed.len());
+    for id in ["gemm-sm90-ws/bf16-128x256-s3-p", "kmeans-assign/d128-128x128-s4-p", "attention-fwd/bf16-hd128-q128-s2"] {
+        assert!(regressed.contains(&id), "{id} must regress");
+    }
+    let md = fs::read_to_string(&report).unwrap();
+    assert!(md.contains(&format!("## Regressed ({})", regressed.len())), "the report lists the regressions:\n{md}");
+    assert!(md.contains("`gemm-sm90-ws/bf16-128x256-s3-p` | static | pass | fail |"), "{md}");
+    assert!(md.contains("**Verdict: FAIL**"));
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn shards_merge_into_the_full_run() {
+    let root = repo().join("corpus");
+    let dir = scratch("shards");
+    let full = dir.join("full.json");
+    gate(&["--root", s(&root), "--tier", "static", "-o", s(&full), "--report", s(&dir.join("full.md"))]);
+    let mut parts = Vec::new();
+    for i in 1..=3 {
+        let p = dir.join(format!("shard{i}.json"));
+        gate(&["--root", s(&root), "--tier", "static", "--shard", &format!("{i}/3"), "-o", s(&p), "--report", s(&dir.join("s.md"))]);
+        parts.push(p);
+    }
+    let merged = dir.join("merged.json");
+    let mut args = vec!["cake corpus", "merge"];
+    args.extend(parts.iter().map(|p| s(p)));
+    args.extend(["-o", s(&merged), "--baseline", s(&full)]);
+    assert_eq!(cake::corpus::cli::main_from_args(args).unwrap(), 0, "the merged shards match the full run");
+    let (a, b) = (GateResults::read(&full).unwrap(), GateResults::read(&merged).unwrap());
+    let key = |r: &GateResults| r.results.iter().map(|x| (x.id.clone(), x.tier, x.status)).collect::<Vec<_>>();
+    assert_eq!(key(&a), key(&b));
+    assert!(a.results.len() > 150);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bless_rewrites_expectations_in_place() {
+    let dir = scratch("bless");
+    let root = dir.join("corpus");
+    // A plain case whose expected finding is wrong, and a templated family with a wrong verdict.
+    let fam = root.join("demo");
+    fs::create_dir_all(&fam).unwrap();
+    fs::write(fam.join("family.toml"), "description = \"demo\"\n").unwrap();
+    let program = "kernel k target sm_90a\n\ndim M\n\nin A: f32[M]\nout B: f32[M]\n\ngrid tiles[m = M / 64]\n\nrole w: warp 0\n\non w {\n    for t in tiles {\n        store(B[t.m * 64 :+ 64], A[t.m * 64 :+ 64] + undefined_name)\n    }\n}\n";
+    fs::write(fam.join("bad.cake"), program).unwrap();
+    let manifest = "# why this case exists\nprogram = \"bad.cake\"\ntarget = \"sm_90a\"\ntiers = [\"static\"]\n\n[expect]\nverdict = \"reject\" # keep me\nfindings = [{ code = \"E9999\", line = 1, column = 1 }]\n";
+    fs::write(fam.join("bad.toml"), manifest).unwrap();
+
+    // A templated family: instance `bad` expands to a program the type checker rejects, but the
+    // family default expects it to be accepted.
+    let tf = root.join("tmpl");
+    fs::create_dir_all(&tf).unwrap();
+    fs::write(tf.join("t.cake.tmpl"), program.replace("undefined_name", "{{RHS}}")).unwrap();
+    let family = "description = \"demo template\"\ntemplate = \"t.cake.tmpl\"\n# defaults\ntarget = \"sm_90a\"\ntiers = [\"static\"]\n\n[[instance]]\nid = \"good\"\nvars = { RHS = \"1.0\" }\n\n[[instance]]\nid = \"bad\" # the broken one\nvars = { RHS = \"nope\" }\n";
+    fs::write(tf.join("family.toml"), family).unwrap();
+
+    let code = gate(&["--root", s(&root), "--tier", "static", "-o", s(&dir.join("r.json")), "--report", s(&dir.join("r.md"))]);
+    assert_eq!(code, 1, "the wrong expectation fails");
+    let code = gate(&["--root", s(&root), "--tier", "static", "--bless", "-o", s(&dir.join("r.json")), "--report", s(&dir.join("r.md"))]);
+    assert_eq!(code, 0, "after --bless the run passes");
+    let blessed = fs::read_to_string(fam.join("bad.toml")).unwrap();
+    assert!(blessed.starts_with("# why this case exists\n"), "comments stay:\n{blessed}");
+    assert!(blessed.contains("verdict = \"reject\" # keep me"), "untouched keys stay:\n{blessed}");
+    assert!(!blessed.contains("E9999") && blessed.contains("findings = [ { code = \"E0"), "{blessed}");
+    let fam = fs::read_to_string(tf.join("family.toml")).unwrap();
+    assert!(fam.contains("id = \"bad\" # the broken one"), "{fam}");
+    let (good, bad) = fam.split_once("id = \"bad\"").unwrap();
+    assert!(!good.contains("expect"), "the passing instance is untouched:\n{fam}");
+    assert!(
+        bad.contains("expect = { verdict = \"reject\", findings = [ { code = \"E0"),
+        "the instance's own expectation is written:\n{fam}"
+    );
+    let code = gate(&["--root", s(&root), "--tier", "static", "-o", s(&dir.join("r.json")), "--report", s(&dir.join("r.md"))]);
+    assert_eq!(code, 0, "the blessed expectation holds");
+    let _ = fs::remove_dir_all(&dir);
+}
