@@ -36,13 +36,20 @@ on mma {
     reg acc: f32[64, 256] per warpgroup
     for t in tiles {
         zero(acc)
-        for kb in 0..K / 64 {
+        # The first k-step has no earlier group to retire.
+        wait(ab)
+        wgmma(acc, a_s[ab.stage, mma.warpgroup * 64 :+ 64], b_s[ab.stage])
+        wgmma_commit()
+        # Keep one wgmma group in flight: retire the previous k-step's group, then hand its stage back.
+        for kb in 1..K / 64 {
             wait(ab)
             wgmma(acc, a_s[ab.stage, mma.warpgroup * 64 :+ 64], b_s[ab.stage])
             wgmma_commit()
-            wgmma_wait(0)
+            wgmma_wait(1)
             release(ab)
         }
+        wgmma_wait(0)
+        release(ab)
         store(C[t.m * 128 + mma.warpgroup * 64 :+ 64, t.n * 256 :+ 256], cast(acc, bf16))
     }
 }

@@ -74,7 +74,7 @@ fn static_and_compile_tiers_match_the_baseline() {
         code, 0,
         "the corpus gate found regressions against corpus/results/baseline.json (the lines above list them; full report below).\n\
          If a change is intended, re-bless the cases (`cake corpus gate --bless ...`) or regenerate the baseline:\n\
-         `cargo run -p cake -- corpus gate --tier static --tier compile -o corpus/results/baseline.json`\n\n{md}"
+         `cargo run -p cake -- corpus gate --tier static --tier compile --no-timings -o corpus/results/baseline.json`\n\n{md}"
     );
 }
 

@@ -570,8 +570,19 @@ impl<'a> Checker<'a> {
             );
             return;
         }
-        let at = self.attrs("the tile space", attrs, &["persistent", "cluster"]);
+        let at = self.attrs("the tile space", attrs, &["persistent", "group", "cluster"]);
         let persistent = at.get("persistent").is_some();
+        let group = at.get("group").and_then(|a| {
+            let g = self.attr_positive(a)?;
+            if axes.len() < 2 {
+                self.err(
+                    Diagnostic::error("E0308", "`group` orders tiles over two axes, but this tile space has one", a.span, "needs two axes")
+                        .with_help("declare the tile space with two axes (`grid tiles[m = M / 128, n = N / 256] group 8`), or drop `group`"),
+                );
+                return None;
+            }
+            Some(g)
+        });
         let cluster = match at.get("cluster") {
             Some(a) => {
                 let c = self.attr_list_const(a).unwrap_or_else(|| vec![1]);
@@ -594,7 +605,7 @@ impl<'a> Checker<'a> {
             let extent = self.size(&ax.extent).unwrap_or(Size::Const(1));
             out.push(GridAxis { name: ax.name.name.clone(), extent });
         }
-        let decl = GridDecl { name: name.name.clone(), axes: out, persistent, cluster };
+        let decl = GridDecl { name: name.name.clone(), axes: out, persistent, group, cluster };
         self.m.grid.append(decl, decl_spans(item, name, attrs));
         self.define(name, Global::Grid);
     }

@@ -357,6 +357,10 @@ pub struct GridDecl {
     pub name: String,
     pub axes: Vec<GridAxis>,
     pub persistent: bool,
+    /// `group G`: tiles are walked in bands of G along the second-to-last axis (that axis
+    /// fastest inside a band), so that blocks running at the same time share operand tiles in L2.
+    /// `None`: row-major, last axis fastest.
+    pub group: Option<u32>,
     /// Cluster shape; `[1]`-like when not declared.
     pub cluster: Vec<i64>,
 }

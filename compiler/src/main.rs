@@ -77,6 +77,10 @@ enum Command {
     /// Time a program at its workload's headline shape against a baseline (cuBLAS for GEMM)
     /// measured in the same run; checks the output too and writes run records.
     Bench(cake::runtime::cli::BenchArgs),
+    /// Print the CUDA C++ (with inline PTX) a program lowers to.
+    Lower(cake::runtime::cli::LowerArgs),
+    /// Lower and compile with NVRTC: write kernel.cu, kernel.cubin, launch.json and ptxas.json.
+    Build(cake::runtime::cli::BuildArgs),
     /// (internal) Execute one run job in this process; `cake run` / `cake bench` spawn it.
     #[command(name = "__run-child", hide = true)]
     RunChild(cake::runtime::cli::RunChildArgs),
@@ -115,6 +119,8 @@ fn main() -> ExitCode {
         Command::Check { files } => check(&mut out, &files),
         Command::Fmt { check, files } => fmt(&mut out, &files, check),
         Command::Explain { code, list } => explain(cli.message_format, code.as_deref(), list),
+        Command::Lower(args) => return ExitCode::from(cake::runtime::cli::lower(args, color)),
+        Command::Build(args) => return ExitCode::from(cake::runtime::cli::build(args, color)),
         Command::Run(args) => return ExitCode::from(cake::runtime::cli::run(args, color)),
         Command::Bench(args) => return ExitCode::from(cake::runtime::cli::bench(args, color)),
         Command::RunChild(args) => return ExitCode::from(cake::runtime::cli::run_child(args)),

@@ -110,15 +110,15 @@ fn kmeans_headline_is_epilogue_bound() {
 
 #[test]
 fn hints_are_hints_with_cost_codes() {
-    for e in [gemm(8192, 8192, 512), gemm(8192, 8192, 64), kmeans(32, 65536, 1024, 128), gemm(256, 256, 8192)] {
+    for e in [gemm(8192, 8192, 1024), gemm(8192, 8192, 64), kmeans(32, 65536, 1024, 128), gemm(256, 256, 8192)] {
         for h in &e.hints {
             assert_eq!(h.severity, Severity::Hint);
             assert!(h.code.starts_with("C0") && h.code.len() == 4, "{}", h.code);
         }
     }
     // Mid K: the epilogue after the main loop is exposed (C002 points at the role).
-    let e = gemm(8192, 8192, 512);
-    let c002 = e.hints.iter().find(|h| h.code == "C002").expect("C002 at K=512");
+    let e = gemm(8192, 8192, 1024);
+    let c002 = e.hints.iter().find(|h| h.code == "C002").expect("C002 at K=1024");
     let src = example("gemm_bf16_ws");
     assert!(src[c002.primary.span.start as usize..].starts_with("role mma"));
     // A tiny grid leaves SMs idle (C005).

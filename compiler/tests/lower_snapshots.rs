@@ -22,7 +22,7 @@ fn validated(src: &str) -> Validated {
 
 fn lowered(name: &str) -> Lowered {
     let src = source(name);
-    let file = format!("{name}.cake");
+    let file = format!("{}.cake", name.rsplit('/').next().unwrap_or(name));
     lower::lower_with(&validated(&src), &LowerOptions::with_source(&file, &src)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
@@ -60,9 +60,26 @@ fn gemm_bf16_sm80_launch() {
     insta::assert_snapshot!("gemm_bf16_sm80_launch", launch_json(&lowered("gemm_bf16_sm80")));
 }
 
+/// The explicit-barrier program that announces more transaction bytes than its TMA loads deliver
+/// (the verifier rejects it with V101; lowered anyway, it hangs on the GPU by design).
+#[test]
+fn tx_mismatch_cuda() {
+    let src = source("broken/tx_mismatch");
+    let out = cake::check::check_source(&src);
+    let module = out.module.expect("type-checks");
+    let target = cake::target::TargetTable::builtin().get(&module.target).expect("known target").clone();
+    let report = cake::verify::verify(module, &target);
+    assert!(report.validated.is_none(), "the verifier must reject it");
+    assert!(report.findings.iter().any(|d| d.code == "V101"), "{:#?}", report.findings);
+    let l = lowered("broken/tx_mismatch");
+    // The bytes as written, not the bytes the loads deliver.
+    assert!(l.cuda.contains("cake_mbar_arrive_expect_tx(full_bar, 65536u)"));
+    insta::assert_snapshot!("tx_mismatch_cuda", l.cuda);
+}
+
 #[test]
 fn output_is_deterministic() {
-    for name in ["gemm_bf16_ws", "kmeans_assign", "gemm_bf16_sm80"] {
+    for name in ["gemm_bf16_ws", "kmeans_assign", "gemm_bf16_sm80", "broken/tx_mismatch"] {
         let (a, b) = (lowered(name), lowered(name));
         assert_eq!(a.cuda, b.cuda, "{name}");
         assert_eq!(a.span_map, b.span_map, "{name}");
@@ -74,7 +91,7 @@ fn output_is_deterministic() {
 /// comment names the right `.cake` line.
 #[test]
 fn span_map_covers_every_statement() {
-    for name in ["gemm_bf16_ws", "kmeans_assign", "gemm_bf16_sm80"] {
+    for name in ["gemm_bf16_ws", "kmeans_assign", "gemm_bf16_sm80", "broken/tx_mismatch"] {
         let src = source(name);
         let v = validated(&src);
         let l = lowered(name);
@@ -241,7 +258,7 @@ fn tma_window_must_match_the_box() {
 }
 
 #[test]
-fn explicit_barriers_are_unsupported_with_a_span() {
+fn explicit_barriers_lower_to_mbarriers() {
     let src = "kernel t target sm_90a
 dim M multiple_of 128
 out C: f32[M]
@@ -259,7 +276,93 @@ on b {
     let Some(_) = out.module else {
         panic!("test program must type-check: {:#?}", out.diagnostics);
     };
+    let l = lower_src(src).unwrap_or_else(|e| panic!("{e}"));
+    assert!(l.cuda.contains("cake_mbar_init(done_bar, 1);"), "{}", l.cuda);
+    assert!(l.cuda.contains("cake_mbar_arrive(done_bar);"), "{}", l.cuda);
+    assert!(l.cuda.contains("cake_mbar_wait(done_bar, done_phase);"), "{}", l.cuda);
+    assert!(l.cuda.contains("done_phase ^= 1u;"), "{}", l.cuda);
+}
+
+/// A staged barrier: `B[i]` selects one mbarrier, `wait` keeps one parity bit per stage, and
+/// `wait_parity` takes the parity as written.
+#[test]
+fn staged_barriers_index_and_track_parity_per_stage() {
+    let src = "kernel t target sm_90a
+dim M multiple_of 128
+dim K multiple_of 64
+in A: bf16[M, K] tma [128, 64] swizzle 128B
+out C: f32[M, 64]
+grid tiles[m = M / 128] persistent
+smem a_s: bf16[128, 64] stages 2 swizzle 128B
+role load: warpgroup 0
+role mma: warpgroup 1
+barrier full: stages 2 count 1 producer load consumer mma
+barrier empty: stages 2 count 1 producer mma consumer load
+on load {
+    for t in tiles {
+        for kb in 0..K / 64 {
+            if kb >= 2 {
+                wait_parity(empty[kb % 2], kb / 2 % 2 + 1)
+            }
+            arrive_expect_tx(full[kb % 2], 16384)
+            tma_load(a_s[kb % 2], A[t.m * 128 :+ 128, kb * 64 :+ 64], full[kb % 2])
+        }
+    }
+}
+on mma {
+    reg acc: f32[64, 64] per warpgroup
+    for t in tiles {
+        zero(acc)
+        for kb in 0..K / 64 {
+            wait(full[kb % 2])
+            wgmma(acc, a_s[kb % 2, 0 :+ 64], a_s[kb % 2, 64 :+ 64])
+            wgmma_commit()
+            wgmma_wait(0)
+            arrive(empty[kb % 2])
+        }
+        store(C[t.m * 128 :+ 64, 0 :+ 64], acc)
+    }
+}
+";
+    let out = cake::check::check_source(src);
+    let Some(_) = out.module else {
+        panic!("test program must type-check: {:#?}", out.diagnostics);
+    };
+    let l = lower_src(src).unwrap_or_else(|e| panic!("{e}"));
+    for needle in [
+        "for (int cake_s = 0; cake_s < 2; ++cake_s) cake_mbar_init(full_bar + 8 * cake_s, 1);",
+        "cake_mbar_wait(full_bar + 8 * (kb % 2), (full_phase >> (kb % 2)) & 1u);",
+        "full_phase ^= 1u << (kb % 2);",
+        "cake_mbar_wait(empty_bar + 8 * (kb % 2), (unsigned)(kb / 2 % 2 + 1) & 1u);",
+        "cake_mbar_arrive_expect_tx(full_bar + 8 * (kb % 2), 16384u);",
+        "cake_tma_load_2d(smem_a_s + 16384 * (kb % 2), &A_tmap, full_bar + 8 * (kb % 2), kb * 64, t_m * 128);",
+        "cake_named_barrier(2, 128);",
+        "if (threadIdx.x == 128) cake_mbar_arrive(empty_bar + 8 * (kb % 2));",
+    ] {
+        assert!(l.cuda.contains(needle), "missing `{needle}` in\n{}", l.cuda);
+    }
+}
+
+#[test]
+fn a_staged_barrier_without_an_index_is_refused() {
+    let src = "kernel t target sm_90a
+dim M multiple_of 128
+out C: f32[M]
+role a: warp 0
+role b: warp 1
+barrier done: stages 2 count 1 producer a consumer b
+on a {
+    arrive(done)
+}
+on b {
+    wait(done[0])
+}
+";
+    let out = cake::check::check_source(src);
+    let Some(_) = out.module else {
+        panic!("test program must type-check: {:#?}", out.diagnostics);
+    };
     let e = lower_src(src).expect_err("must refuse");
-    assert_eq!(e.code, "L001");
-    assert_eq!(&src[e.span.start as usize..e.span.end as usize].split(':').next(), &Some("barrier done"));
+    assert_eq!(e.code, "L001", "{e}");
+    assert_eq!(&src[e.span.start as usize..e.span.end as usize], "arrive(done)");
 }

@@ -13,7 +13,11 @@ fn root() -> PathBuf {
 
 fn cake(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_cake")).args(args).current_dir(root()).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn evidence() -> tempfile::TempDir {
@@ -24,8 +28,16 @@ fn evidence() -> tempfile::TempDir {
 fn run_without_a_gpu_skips_and_records() {
     let ev = evidence();
     let evs = ev.path().to_str().unwrap();
-    let (code, stdout, stderr) =
-        cake(&["run", "examples/gemm_bf16_ws.cake", "--shape", "M=128,N=256,K=64", "--dist", "normal", "--evidence", evs]);
+    let (code, stdout, stderr) = cake(&[
+        "run",
+        "examples/gemm_bf16_ws.cake",
+        "--shape",
+        "M=128,N=256,K=64",
+        "--dist",
+        "normal",
+        "--evidence",
+        evs,
+    ]);
     let recs = read_records(ev.path()).unwrap();
     assert_eq!(recs.len(), 1, "stdout:\n{stdout}\nstderr:\n{stderr}");
     let (path, rec) = &recs[0];
@@ -65,16 +77,19 @@ fn run_without_a_gpu_skips_and_records() {
 fn bad_shapes_and_workloads_are_usage_errors() {
     let ev = evidence();
     let evs = ev.path().to_str().unwrap();
-    let (code, _, stderr) = cake(&["run", "examples/gemm_bf16_ws.cake", "--shape", "M=100,N=256,K=64", "--evidence", evs]);
+    let (code, _, stderr) =
+        cake(&["run", "examples/gemm_bf16_ws.cake", "--shape", "M=100,N=256,K=64", "--evidence", evs]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("not a multiple of 128"), "{stderr}");
     let (code, _, stderr) = cake(&["run", "examples/gemm_bf16_ws.cake", "--shape", "M=128,N=256", "--evidence", evs]);
     assert_eq!(code, 2);
     assert!(stderr.contains("no value for dim `K`"), "{stderr}");
-    let (code, _, stderr) = cake(&["run", "examples/gemm_bf16_ws.cake", "--shape", "M=128,N=256,K=64,Q=1", "--evidence", evs]);
+    let (code, _, stderr) =
+        cake(&["run", "examples/gemm_bf16_ws.cake", "--shape", "M=128,N=256,K=64,Q=1", "--evidence", evs]);
     assert_eq!(code, 2);
     assert!(stderr.contains("no dim `Q`"), "{stderr}");
-    let (code, _, stderr) = cake(&["run", "examples/gemm_bf16_ws.cake", "--workload", "examples/nope.toml", "--evidence", evs]);
+    let (code, _, stderr) =
+        cake(&["run", "examples/gemm_bf16_ws.cake", "--workload", "examples/nope.toml", "--evidence", evs]);
     assert_eq!(code, 2);
     assert!(stderr.contains("cannot read the workload spec"), "{stderr}");
     let (code, _, stderr) = cake(&["bench", "examples/kmeans_assign.cake", "--baseline", "cublas", "--evidence", evs]);
@@ -87,7 +102,8 @@ fn bad_shapes_and_workloads_are_usage_errors() {
 fn a_rejected_program_runs_only_unverified() {
     let ev = evidence();
     let evs = ev.path().to_str().unwrap();
-    let (code, _, stderr) = cake(&["run", "examples/broken/tx_mismatch.cake", "--shape", "M=128,N=256,K=64", "--evidence", evs]);
+    let (code, _, stderr) =
+        cake(&["run", "examples/broken/tx_mismatch.cake", "--shape", "M=128,N=256,K=64", "--evidence", evs]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("nothing ran"), "{stderr}");
     assert!(read_records(ev.path()).unwrap().is_empty());
@@ -130,4 +146,27 @@ fn the_gpu_probe_answers_json() {
     } else {
         assert!(v["gpu"]["sm_count"].as_u64().unwrap() > 0);
     }
+}
+
+#[test]
+fn lower_prints_cuda_and_build_writes_the_build_dir() {
+    let (code, stdout, stderr) = cake(&["lower", "examples/gemm_bf16_ws.cake"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("extern \"C\" __global__"), "{stdout}");
+    assert!(stdout.contains("__grid_constant__ CUtensorMap A_tmap"), "{stdout}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("build");
+    let (code, stdout, stderr) = cake(&["build", "examples/gemm_bf16_ws.cake", "-o", out.to_str().unwrap()]);
+    if code == 1 && stderr.contains("N001") {
+        eprintln!("SKIP (no NVRTC): {stderr}");
+        return;
+    }
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("registers"), "{stdout}");
+    for f in ["kernel.cu", "kernel.cubin", "launch.json", "ptxas.json"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let launch: cake::lower::LaunchSpec = serde_json::from_str(&std::fs::read_to_string(out.join("launch.json")).unwrap()).unwrap();
+    assert_eq!(launch.entry, "gemm_bf16_ws");
 }

@@ -20,7 +20,10 @@ fn run_example(args: &[&str]) -> Option<Vec<cake::runtime::record::RunRecord>> {
     let recs: Vec<_> = read_records(ev.path()).unwrap().into_iter().map(|(_, r)| r).collect();
     match out.status.code() {
         Some(3) => {
-            eprintln!("SKIP (no GPU): {}", stderr.lines().find(|l| l.contains("no GPU")).unwrap_or("every run skipped"));
+            eprintln!(
+                "SKIP (no GPU): {}",
+                stderr.lines().find(|l| l.contains("no GPU")).unwrap_or("every run skipped")
+            );
             None
         }
         Some(1) if recs.iter().any(|r| r.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00"))) => {
@@ -37,8 +40,16 @@ fn run_example(args: &[&str]) -> Option<Vec<cake::runtime::record::RunRecord>> {
 
 #[test]
 fn gemm_ws_passes_its_oracle() {
-    let Some(recs) = run_example(&["run", "examples/gemm_bf16_ws.cake", "--shape", "M=256,N=512,K=128", "--dist", "normal", "--dist", "ties"])
-    else {
+    let Some(recs) = run_example(&[
+        "run",
+        "examples/gemm_bf16_ws.cake",
+        "--shape",
+        "M=256,N=512,K=128",
+        "--dist",
+        "normal",
+        "--dist",
+        "ties",
+    ]) else {
         return;
     };
     assert_eq!(recs.len(), 2);
@@ -51,7 +62,9 @@ fn gemm_ws_passes_its_oracle() {
 
 #[test]
 fn kmeans_passes_its_oracle() {
-    let Some(recs) = run_example(&["run", "examples/kmeans_assign.cake", "--shape", "B=2,N=256,K=256,D=128", "--dist", "ties"]) else {
+    let Some(recs) =
+        run_example(&["run", "examples/kmeans_assign.cake", "--shape", "B=2,N=256,K=256,D=128", "--dist", "ties"])
+    else {
         return;
     };
     assert_eq!(recs.len(), 1);
@@ -60,9 +73,16 @@ fn kmeans_passes_its_oracle() {
 
 #[test]
 fn gemm_bench_times_cublas_in_the_same_run() {
-    let Some(recs) =
-        run_example(&["bench", "examples/gemm_bf16_ws.cake", "--shape", "M=1024,N=1024,K=1024", "--repeats", "5", "--baseline", "cublas"])
-    else {
+    let Some(recs) = run_example(&[
+        "bench",
+        "examples/gemm_bf16_ws.cake",
+        "--shape",
+        "M=1024,N=1024,K=1024",
+        "--repeats",
+        "5",
+        "--baseline",
+        "cublas",
+    ]) else {
         return;
     };
     let b = recs[0].baseline.as_ref().expect("a cuBLAS baseline");

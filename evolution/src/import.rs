@@ -319,7 +319,9 @@ pub fn parse_sanitizer(text: &str) -> Vec<Event> {
 
     let mut events = Vec::new();
     for b in &blocks {
-        let (tool, class) = sanitizer_class(&b.header);
+        // A race's second access is on the next line: classify the header with its details.
+        let whole = std::iter::once(b.header.as_str()).chain(b.details.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
+        let (tool, class) = sanitizer_class(&whole);
         let mut message = b.header.clone();
         let mut e = Event::new(&tool, Stage::Run, class, String::new());
         let mut locations = Vec::new();
@@ -358,7 +360,13 @@ pub fn parse_sanitizer(text: &str) -> Vec<Event> {
         }
         if locations.len() > 1 {
             let others: Vec<Value> =
-                locations[1..].iter().map(|(f, l, func)| json!(format!("{}:{}:{}", f, l.map_or("?".into(), |l| l.to_string()), func))).collect();
+                locations[1..]
+                .iter()
+                .map(|(f, l, func)| {
+                    let base = f.rsplit('/').next().unwrap_or(f);
+                    json!(format!("{}:{}:{}", base, l.map_or("?".into(), |l| l.to_string()), func))
+                })
+                .collect();
             e.extra.insert("other_locations".into(), Value::Array(others));
         }
         e.message = message;

@@ -11,7 +11,9 @@
 //!   serialized wgmma), once per program;
 //! * a failure report: its class and message; with `extra.predicted_ms` and `extra.measured_ms`,
 //!   the predicted/measured ratio bin instead of the message (cost-model evidence).
-//! Records that passed, or were skipped (no GPU), yield nothing else.
+//!
+//! Records that passed, were skipped (no GPU), or failed for the harness's own reasons
+//! ([`HARNESS_CLASSES`]: a bad workload spec, I/O) yield nothing else.
 //!
 //! # Signatures
 //! `stage/class: detail`, where detail is the message's first line [`normalize`]d (hex addresses,
@@ -24,8 +26,10 @@
 //! Each observation is tied to the IR construct involved, in this order:
 //! 1. `span`: a `.cake` line (from `#line` marks or a tool), a generated-CUDA line mapped back
 //!    through the lowering's span map (the program is lowered again, unverified, exactly as the
-//!    harness lowers it), or a byte span in a lowering error → the smallest construct of the
-//!    verifier's facts whose declaration or call covers it (`call`+op, `smem`, `pipeline`, …);
+//!    harness lowers it), or a byte span in a lowering error → the construct of the verifier's
+//!    facts written there: for a whole line the outermost declaration or call starting on it,
+//!    otherwise the smallest one containing the span (`call`+op, `smem`, `pipeline`, …; a `for`
+//!    loop is no construct, so a loop header falls through to the next rule);
 //! 2. `facts`: by what the failure class implicates, looked up in the program's facts: hangs,
 //!    races and barrier errors → the explicit barrier calls (`arrive_expect_tx`, `wait_parity`,
 //!    `arrive`), else the pipelines, else the barriers; memory faults and TMA errors → the async
@@ -81,7 +85,9 @@ fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
 ///    extension (`evidence/x.cake`, `kernel.cu`) → `<path>`;
 /// 3. runs of 16+ hex digits (hashes) → `<hash>`;
 /// 4. hex numbers `0x…` → `<hex>`;
-/// 5. quoted names `'gemm_bf16_ws'` → `'<sym>'`, mangled names `_Z…` → `<sym>`;
+/// 5. quoted names `'gemm_bf16_ws'` and `"x"` → `'<sym>'` / `"<sym>"`, mangled names `_Z…` → `<sym>`, names in
+///    backticks that are not operations of the op catalog (`` `a_s` `` → `` `<sym>` ``; `` `tma_load` ``
+///    stays), byte-span locations `(at bytes 12..40)` dropped;
 /// 6. decimal numbers (with a unit suffix `s ms us B KB MB GB` kept) → `<n>`; digits inside
 ///    identifiers (`sm_90a`, `bf16`, `C7508`, `CUDA_ERROR_…`, `m64n256k16`) are kept;
 /// 7. whitespace collapsed, ends trimmed.
@@ -92,7 +98,10 @@ pub fn normalize(msg: &str) -> String {
     static HASH: OnceLock<Regex> = OnceLock::new();
     static HEX: OnceLock<Regex> = OnceLock::new();
     static QUOTED: OnceLock<Regex> = OnceLock::new();
+    static DQUOTED: OnceLock<Regex> = OnceLock::new();
     static MANGLED: OnceLock<Regex> = OnceLock::new();
+    static AT_BYTES: OnceLock<Regex> = OnceLock::new();
+    static BACKTICK: OnceLock<Regex> = OnceLock::new();
     static NUM: OnceLock<Regex> = OnceLock::new();
     static WS: OnceLock<Regex> = OnceLock::new();
     let s = re(&PREFIX, r"(?m)^=+ ?").replace_all(msg, "");
@@ -101,7 +110,16 @@ pub fn normalize(msg: &str) -> String {
     let s = re(&HASH, r"\b[0-9a-fA-F]{16,}\b").replace_all(&s, "<hash>");
     let s = re(&HEX, r"\b0[xX][0-9a-fA-F]+\b").replace_all(&s, "<hex>");
     let s = re(&QUOTED, r"'[^'\s]*'").replace_all(&s, "'<sym>'");
+    let s = re(&DQUOTED, r#""[A-Za-z_][A-Za-z0-9_:]*""#).replace_all(&s, "\"<sym>\"");
     let s = re(&MANGLED, r"\b_Z\w+").replace_all(&s, "<sym>");
+    let s = re(&AT_BYTES, r"\s*\(at bytes \d+\.\.\d+\)").replace_all(&s, "");
+    let s = re(&BACKTICK, r"`([A-Za-z_][A-Za-z0-9_]*)`").replace_all(&s, |c: &regex::Captures<'_>| {
+        if cake::catalog::Catalog::builtin().get(&c[1]).is_some() {
+            c[0].to_string()
+        } else {
+            "`<sym>`".to_string()
+        }
+    });
     let s = re(&NUM, r"\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(ms|us|s|B|KB|MB|GB)?\b").replace_all(&s, "<n>${1}");
     let s = re(&WS, r"\s+").replace_all(&s, " ");
     s.trim().to_string()
@@ -130,6 +148,7 @@ fn detail_of(message: &str) -> String {
 ///   columns as there are wrong elements;
 /// * `rows`: wrong elements on few rows, each a contiguous run of columns;
 /// * `scattered`: anything else;
+///
 /// and `+nonfinite` when some output elements are NaN/Inf (never written, or garbage).
 /// Rows are everything but the last axis (flattened), columns the last axis.
 pub fn mismatch_pattern(shape: &[u64], checked: u64, mismatches: u64, nonfinite: u64, bad: &[Vec<u64>]) -> String {
@@ -255,6 +274,9 @@ impl Observation {
     }
 }
 
+/// Error classes of the harness itself, not of the program: not failures to mine.
+pub const HARNESS_CLASSES: &[&str] = &["no_gpu", "io", "internal", "workload", "shape", "driver_library", "arch", "cublas_unsupported", "build_N001"];
+
 /// Seconds of GPU time charged to one timeout, per second of its limit.
 pub const TIMEOUT_WEIGHT: f64 = 2.0;
 /// The limit assumed for a timeout whose message does not say it.
@@ -291,6 +313,8 @@ fn run_observations(id: &str, r: &RunRecord, out: &mut Vec<Observation>) {
     let measured_s = r.times_ms.as_ref().map_or(0.0, |t| t.samples_ms.iter().sum::<f64>() * (1.0 + f64::from(t.warmup) / f64::from(t.repeats.max(1))) / 1e3);
     match (r.verdict, &r.error) {
         (Verdict::Pass | Verdict::Skipped, _) => {}
+        // The harness's own trouble (no GPU, a bad workload spec, I/O) says nothing about the program.
+        (Verdict::Error, Some(e)) if HARNESS_CLASSES.contains(&e.class.as_str()) => {}
         (Verdict::Timeout, e) => {
             let msg = e.as_ref().map_or(String::new(), |e| e.message.clone());
             let cost = TIMEOUT_WEIGHT * timeout_seconds(&msg);
@@ -301,12 +325,15 @@ fn run_observations(id: &str, r: &RunRecord, out: &mut Vec<Observation>) {
             let shape: Vec<u64> = r.tensors.iter().find(|t| t.role == "output").map(|t| t.shape.clone()).unwrap_or_default();
             let failed: Vec<_> = r.checks.iter().filter(|c| !c.passed).collect();
             let best = failed.iter().max_by_key(|c| (c.checked, std::cmp::Reverse(c.oracle.clone())));
+            // Named by the workload's oracle, not by the comparison used (a cuBLAS comparison
+            // exists only where cuBLAS does), so the signature does not depend on the machine.
+            let named = |c: &str| r.workload.as_ref().map_or(c.to_string(), |w| w.oracle.clone());
             let (oracle, pattern, msg) = match best {
                 Some(c) => {
                     let bad: Vec<Vec<u64>> = c.first_bad.iter().map(|b| b.index.clone()).collect();
-                    (c.oracle.clone(), mismatch_pattern(&shape, c.checked, c.mismatches, c.nonfinite, &bad), r.problem().unwrap_or_default())
+                    (named(&c.oracle), mismatch_pattern(&shape, c.checked, c.mismatches, c.nonfinite, &bad), r.problem().unwrap_or_default())
                 }
-                None => ("oracle".into(), "unknown".into(), r.problem().unwrap_or_default()),
+                None => (named("oracle"), "unknown".into(), r.problem().unwrap_or_default()),
             };
             out.push(base(Stage::Run, "mismatch".into(), format!("{oracle}: {pattern}"), msg, RUN_SETUP_S + measured_s));
         }
@@ -325,7 +352,10 @@ fn run_observations(id: &str, r: &RunRecord, out: &mut Vec<Observation>) {
                 } else {
                     let code = e.class.trim_start_matches("build_");
                     let stage = if code.starts_with('L') { Stage::Lower } else { Stage::Compile };
-                    let mut o = base(stage, e.class.clone(), detail_of(&e.message), e.message.clone(), 0.0);
+                    // `L002: shared memory needs …`: the code is already the class.
+                    let detail = detail_of(&e.message);
+                    let detail = detail.strip_prefix(&format!("{code}: ")).map_or(detail.clone(), str::to_string);
+                    let mut o = base(stage, e.class.clone(), detail, e.message.clone(), 0.0);
                     if let Some(s) = byte_span_in(&e.message) {
                         o.locus = Locus::Bytes(s);
                     }
@@ -502,17 +532,23 @@ impl ProgramView {
         None
     }
 
-    /// The smallest construct (not the kernel, not a call argument) overlapping `span`.
-    fn construct_at(&self, span: Span) -> Option<(String, String)> {
+    /// The construct a position is about (never the kernel, never a call argument):
+    /// * a whole line: the outermost construct that starts on it (the statement or declaration
+    ///   written there, not a call nested in it), else the smallest one containing the line;
+    /// * a span (a column, a byte range, a statement from the span map): the smallest construct
+    ///   containing it — none for a span larger than any construct (a `for` loop), which is then
+    ///   attributed by its class instead.
+    fn construct_at(&self, span: Span, whole_line: bool) -> Option<(String, String)> {
         let facts = self.facts.as_ref()?;
-        let overlaps = |d: Span| d.start < span.end.max(span.start + 1) && span.start < d.end.max(d.start + 1);
-        facts
-            .constructs
-            .iter()
-            .filter(|c| !matches!(c.kind, ConstructKind::Kernel | ConstructKind::Arg))
-            .filter(|c| overlaps(c.decl))
-            .min_by_key(|c| (c.decl.len(), c.kind != ConstructKind::Call, c.decl.start))
-            .map(|c| (c.kind.as_str().to_string(), if c.kind == ConstructKind::Call { c.op.clone().unwrap_or_default() } else { String::new() }))
+        let cands = || facts.constructs.iter().filter(|c| !matches!(c.kind, ConstructKind::Kernel | ConstructKind::Arg));
+        let contains = |d: Span| d.start <= span.start && span.end <= d.end;
+        let starting = if whole_line {
+            cands().filter(|c| span.start <= c.decl.start && c.decl.start < span.end.max(span.start + 1)).max_by_key(|c| (c.decl.len(), std::cmp::Reverse(c.decl.start)))
+        } else {
+            None
+        };
+        let found = starting.or_else(|| cands().filter(|c| contains(c.decl)).min_by_key(|c| (c.decl.len(), c.kind != ConstructKind::Call, c.decl.start)));
+        found.map(|c| (c.kind.as_str().to_string(), if c.kind == ConstructKind::Call { c.op.clone().unwrap_or_default() } else { String::new() }))
     }
 
     fn has_call(&self, op: &str) -> bool {
@@ -550,9 +586,8 @@ fn implicated(stage: Stage, class: &str) -> Implicated {
         || c == "build_l005"
         || c == "build_l006"
         || matches!(c.as_str(), "cuda_error_illegal_address" | "cuda_error_misaligned_address" | "cuda_error_illegal_instruction" | "cuda_error_hardware_stack_error")
+        || (stage == Stage::Run && c.starts_with("sanitizer."))
     {
-        Implicated::AsyncCopy
-    } else if stage == Stage::Run && c.starts_with("sanitizer.") {
         Implicated::AsyncCopy
     } else {
         Implicated::Unknown
@@ -563,15 +598,15 @@ fn implicated(stage: Stage, class: &str) -> Implicated {
 fn attribute(o: &Observation, view: &mut ProgramView) -> (String, String, String) {
     // 1. A position.
     let span = match &o.locus {
-        Locus::Bytes(s) => Some(*s),
+        Locus::Bytes(s) => Some((*s, false)),
         Locus::Line(s) => match s.kind {
-            SpanKind::Cake => view.line_span(s.line, s.col),
-            SpanKind::Cuda => view.span_map().and_then(|m| m.iter().find(|(l, _)| *l == s.line).map(|(_, sp)| *sp)),
+            SpanKind::Cake => view.line_span(s.line, s.col).map(|sp| (sp, s.col.is_none())),
+            SpanKind::Cuda => view.span_map().and_then(|m| m.iter().find(|(l, _)| *l == s.line).map(|(_, sp)| (*sp, false))),
             SpanKind::Ptx => None,
         },
         Locus::None => None,
     };
-    if let Some((k, op)) = span.and_then(|s| view.construct_at(s)) {
+    if let Some((k, op)) = span.and_then(|(s, line)| view.construct_at(s, line)) {
         return (k, op, "span".into());
     }
     // 2. The constructs the class implicates.
@@ -598,7 +633,7 @@ fn attribute(o: &Observation, view: &mut ProgramView) -> (String, String, String
     // 3. What the verifier could not decide.
     let soft = view.soft_findings.clone();
     for (code, s) in soft {
-        if let Some((k, op)) = view.construct_at(s) {
+        if let Some((k, op)) = view.construct_at(s, false) {
             return (k, op, format!("finding:{code}"));
         }
     }

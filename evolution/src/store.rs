@@ -183,7 +183,8 @@ pub struct FailureReport {
     /// Always [`FAILURE_SCHEMA`].
     pub schema: String,
     pub program: ProgramRef,
-    /// The program's target (`sm_90a`).
+    /// The program's target (`sm_90a`); an importer fills it from the program when empty.
+    #[serde(default)]
     pub target: String,
     pub stage: Stage,
     /// The tool that reported it: `ptxas`, `nvrtc`, `compute-sanitizer`, `cake`, `oracle`, `manual`.
@@ -252,6 +253,9 @@ impl FailureReport {
         }
         if self.error_class.trim().is_empty() {
             return Err("`error_class` is empty".into());
+        }
+        if self.target.trim().is_empty() {
+            return Err("`target` is empty (and no program gave one)".into());
         }
         if self.tool.trim().is_empty() {
             return Err("`tool` is empty".into());

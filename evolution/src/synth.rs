@@ -4,22 +4,27 @@
 //! For the bucket's construct kind (`call:tma_load`, `smem`, `pipeline`, ...) the engine computes
 //! the verifier's facts (`cake::verify::facts`) of every instance of that construct in every
 //! failing program that the current verifier *accepts* (the implicated instances), and of every
-//! instance in every corpus program that type-checks (accepted cases, and negative cases too: a
-//! new rule must not add a finding the corpus does not expect). It then searches the predicate
+//! instance in every corpus program the corpus expects to be accepted. (A new rule may also fire
+//! on negative corpus cases — they are rejected anyway — and the proposal then adds the new
+//! finding to their expectations.) It then searches the predicate
 //! language for the simplest predicate that **holds on every corpus instance** (an invariant of
 //! the accepted data) and that **every failing program violates** (on at least one implicated
 //! instance). Candidates, simplest first:
 //!
-//! 1. one atom, in this order of forms: a boolean fact (`has_tma`, `!used`); a relation between
-//!    two facts (`a == b`, `a <= b`, `a % b == 0`); a threshold (`f <= c`, `f >= c`, the constant
-//!    at the accepted boundary, rounded to a power of two where one fits between the accepted
-//!    and the failing values); a divisibility (`f % c == 0`, the smallest power of two that
-//!    separates); a constant (`f == c`, `s == sym`); and last a blacklist (`f != c`, `s != sym`);
+//! 1. one atom, in this order of forms: a boolean fact (`has_tma`, `!used`); a threshold
+//!    (`f <= c`, `f >= c`, the constant at the accepted boundary, rounded to a power of two
+//!    where one fits between the accepted and the failing values); a divisibility (`f % c == 0`,
+//!    the smallest power of two that separates); a relation between two facts (`a == b`,
+//!    `a <= b`, `a % b == 0`; a kernel or target fact only as the bound of `<=`, and only when
+//!    both name the same thing, as `smem_bytes <= target_smem_max` do); a constant (`f == c`,
+//!    `s == sym`); and last a blacklist (`f != c`, `s != sym`);
 //! 2. two atoms: a conjunction of two invariants (`a && b`) or a guarded invariant
 //!    (`when = g`, `require = b`: the rule fires where `g` holds and `b` does not).
 //!
-//! Relations and thresholds come before constants and blacklists on purpose: they generalize to
-//! held-out programs (a blacklist `f != 3` only memorizes the failing value). Ties within a form
+//! Thresholds and divisibility come before relations because a small corpus is full of
+//! coincidental relations between facts that happen to share values (powers of two), and before
+//! constants and blacklists because they generalize to held-out programs (a blacklist `f != 3`
+//! only memorizes the failing value). Ties within a form
 //! are broken by the fact's place (the construct's own facts, then `kernel_*`, then `target_*`)
 //! and then by name — or, under a non-zero seed, by a seeded hash of the name, so a different seed
 //! explores a different but equally simple rule, deterministically. Only facts decidable on
@@ -309,6 +314,8 @@ enum Atom {
     /// `a == b` (le = false) or `a <= b` (le = true).
     Pair { a: usize, b: usize, le: bool },
     ModPair { a: usize, b: usize },
+    /// `a + c <= b`: a construct fact with headroom `c` under a kernel or target limit.
+    PairOff { a: usize, b: usize, c: i64 },
     Le { f: usize, c: i64 },
     Ge { f: usize, c: i64 },
     Mod { f: usize, c: i64 },
@@ -322,12 +329,13 @@ impl Atom {
     fn rank(&self) -> u32 {
         match self {
             Atom::Bool { .. } => 0,
-            Atom::Pair { le: false, .. } => 1,
-            Atom::Pair { le: true, .. } => 2,
-            Atom::ModPair { .. } => 3,
-            Atom::Le { .. } => 4,
-            Atom::Ge { .. } => 5,
-            Atom::Mod { .. } => 6,
+            Atom::Le { .. } => 1,
+            Atom::Ge { .. } => 2,
+            Atom::Mod { .. } => 3,
+            Atom::Pair { le: false, .. } => 4,
+            Atom::Pair { le: true, .. } => 5,
+            Atom::ModPair { .. } => 6,
+            Atom::PairOff { .. } => 6,
             Atom::Eq { .. } => 7,
             Atom::SymEq { .. } => 8,
             Atom::Ne { .. } => 9,
@@ -341,6 +349,7 @@ impl Atom {
             Atom::Pair { le: false, .. } => "relation ==",
             Atom::Pair { le: true, .. } => "relation <=",
             Atom::ModPair { .. } => "relation %",
+            Atom::PairOff { .. } => "relation with headroom",
             Atom::Le { .. } => "threshold <=",
             Atom::Ge { .. } => "threshold >=",
             Atom::Mod { .. } => "divisibility",
@@ -351,7 +360,7 @@ impl Atom {
 
     fn facts(&self) -> Vec<usize> {
         match *self {
-            Atom::Pair { a, b, .. } | Atom::ModPair { a, b } => vec![a, b],
+            Atom::Pair { a, b, .. } | Atom::ModPair { a, b } | Atom::PairOff { a, b, .. } => vec![a, b],
             Atom::Bool { f, .. } | Atom::Le { f, .. } | Atom::Ge { f, .. } | Atom::Mod { f, .. } | Atom::Eq { f, .. } | Atom::SymEq { f, .. } | Atom::Ne { f, .. } | Atom::SymNe { f, .. } => vec![f],
         }
     }
@@ -370,6 +379,10 @@ impl Atom {
             Atom::ModPair { a, b } => match (row[a], row[b]) {
                 (V::I(_), V::I(0)) => None,
                 (V::I(x), V::I(y)) => Some(x.wrapping_rem(y) == 0),
+                _ => None,
+            },
+            Atom::PairOff { a, b, c } => match (row[a], row[b]) {
+                (V::I(x), V::I(y)) => Some(x.wrapping_add(c) <= y),
                 _ => None,
             },
             Atom::Le { f, c } => int(row[f]).map(|x| x <= c),
@@ -395,6 +408,7 @@ impl Atom {
             Atom::Bool { f, want: false } => format!("!{}", n(f)),
             Atom::Pair { a, b, le } => format!("{} {} {}", n(a), if le { "<=" } else { "==" }, n(b)),
             Atom::ModPair { a, b } => format!("{} % {} == 0", n(a), n(b)),
+            Atom::PairOff { a, b, c } => format!("{} + {c} <= {}", n(a), n(b)),
             Atom::Le { f, c } => format!("{} <= {c}", n(f)),
             Atom::Ge { f, c } => format!("{} >= {c}", n(f)),
             Atom::Mod { f, c } => format!("{} % {c} == 0", n(f)),
@@ -409,6 +423,17 @@ impl Atom {
     fn key(&self, t: &Table) -> (u32, Vec<(u8, u64, String)>) {
         (self.rank(), self.facts().into_iter().map(|f| t.order[f].clone()).collect())
     }
+}
+
+/// Whether a construct fact and a kernel / target fact speak of the same thing (share a word
+/// other than `kernel`, `target`, `max`, `min`, `per`): `smem_bytes` and `target_smem_max` do,
+/// `align` and `target_max_threads_per_block` do not.
+fn related(a: &str, b: &str) -> bool {
+    const GENERIC: &[&str] = &["kernel", "target", "max", "min", "per", "has", "count", "sm"];
+    let words = |s: &str| -> BTreeSet<String> {
+        s.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty() && !GENERIC.contains(w) && !w.chars().all(|c| c.is_ascii_digit())).map(str::to_string).collect()
+    };
+    !words(a).is_disjoint(&words(b))
 }
 
 fn int(v: V) -> Option<i64> {
@@ -485,9 +510,38 @@ impl<'t> View<'t> {
                 if a == b {
                     continue;
                 }
+                let other_is_program_fact = t.order[b].0 != 0;
+                if other_is_program_fact && !related(&t.names[a], &t.names[b]) {
+                    continue;
+                }
                 let all_eq = self.accepted.iter().all(|r| r[a] == r[b]);
+                if other_is_program_fact {
+                    // Kernel and target facts bound a construct's fact (`bytes <= target_smem_max`);
+                    // equalities and divisibility by them are coincidences.
+                    let le = Atom::Pair { a, b, le: true };
+                    if !all_eq && self.holds_on_accepted(&le) {
+                        out.push(le);
+                        // Headroom under the limit: `a + c <= b`, c the smallest power of two
+                        // above every failing program's headroom (or the accepted boundary).
+                        let gap = |r: &[V]| -> Option<i64> { Some(int(r[b])? - int(r[a])?) };
+                        let min_acc = self.accepted.iter().filter_map(|r| gap(r)).min();
+                        let lo = if separate && !self.failing.is_empty() {
+                            self.failing.iter().map(|p| p.iter().filter_map(|r| gap(r)).min()).collect::<Option<Vec<i64>>>().and_then(|v| v.into_iter().max())
+                        } else {
+                            None
+                        };
+                        if let Some(m) = min_acc.filter(|m| *m > 0) {
+                            let c = match lo {
+                                Some(l) if l >= 0 && l < m => smallest_pow2_in(l + 1, m).unwrap_or(l + 1),
+                                _ => m,
+                            };
+                            out.push(Atom::PairOff { a, b, c });
+                        }
+                    }
+                    continue;
+                }
                 if all_eq {
-                    if t.order[a] < t.order[b] || t.order[b].0 != 0 {
+                    if t.order[a] < t.order[b] {
                         out.push(Atom::Pair { a, b, le: false });
                     }
                     continue;
@@ -695,9 +749,24 @@ pub struct Base {
     /// Rule files as (path relative to the repository root, contents).
     pub rule_files: Vec<(String, String)>,
     pub targets: TargetTable,
-    /// Every corpus case whose program type-checks: (case id, module).
+    /// Every corpus case the corpus expects to be **accepted** whose program type-checks:
+    /// (case id, module). A new rule must hold on all of them.
     pub corpus_modules: Vec<(String, Module)>,
+    /// Negative corpus cases (verdict reject) whose program type-checks. A new rule may fire on
+    /// them too (they are rejected anyway); the proposal then updates their expected findings.
+    pub negatives: Vec<Negative>,
     pub corpus_cases: usize,
+}
+
+/// A negative corpus case.
+#[derive(Clone, Debug)]
+pub struct Negative {
+    pub id: String,
+    pub module: Module,
+    pub source: String,
+    /// For a plain case: its manifest (path relative to the repository root, text), which a
+    /// proposal can update. `None` for template instances (a rule must stay silent on those).
+    pub manifest: Option<(String, String)>,
 }
 
 impl Base {
@@ -719,12 +788,23 @@ impl Base {
         let targets = if tree.targets().is_file() { TargetTable::load(tree.targets()).map_err(|e| e.to_string())? } else { TargetTable::builtin().clone() };
         let corpus = Corpus::load(tree.corpus()).map_err(|e| format!("cannot read the corpus: {e}"))?;
         let mut corpus_modules = Vec::new();
+        let mut negatives = Vec::new();
         for case in &corpus.cases {
-            if let Some(m) = frontend.check(&case.source).module {
+            let Some(m) = frontend.check(&case.source).module else { continue };
+            if case.manifest.expect.verdict == cake::corpus::Verdict::Accept {
                 corpus_modules.push((case.id.clone(), m));
+            } else {
+                let manifest = match &case.origin {
+                    cake::corpus::Origin::Plain { manifest, .. } => {
+                        let rel = manifest.strip_prefix(&tree.root).ok().map(|p| p.to_string_lossy().replace('\\', "/"));
+                        rel.and_then(|r| std::fs::read_to_string(manifest).ok().map(|t| (r, t)))
+                    }
+                    cake::corpus::Origin::Instance { .. } => None,
+                };
+                negatives.push(Negative { id: case.id.clone(), module: m, source: case.source.clone(), manifest });
             }
         }
-        Ok(Base { tree, frontend, rules, rule_files, targets, corpus_modules, corpus_cases: corpus.cases.len() })
+        Ok(Base { tree, frontend, rules, rule_files, targets, corpus_modules, negatives, corpus_cases: corpus.cases.len() })
     }
 
     fn facts(&self, m: &Module) -> Option<ModuleFacts> {
@@ -930,8 +1010,28 @@ fn draft_for_construct(
             problems.push(format!("`{}` reports on corpus case {id} with the rules engine", cand.require));
             continue;
         }
+        // Existing negative cases it also fires on get the new finding in their expectations.
+        let fe = with_rules(base, &all);
+        let mut updated: Vec<(String, String)> = Vec::new();
+        let mut blocked = None;
+        for n in base.negatives.iter().filter(|n| fires(&n.module).1) {
+            let out = fe.check(&n.source);
+            let errors = cake::corpus::tiers::findings_at(&n.source, &out.diagnostics, Severity::Error);
+            match n.manifest.as_ref().and_then(|(path, text)| set_findings(text, &errors).map(|t| (path.clone(), t))) {
+                Some(u) => updated.push(u),
+                None => {
+                    blocked = Some(n.id.clone());
+                    break;
+                }
+            }
+        }
+        if let Some(id) = blocked {
+            problems.push(format!("`{}` fires on negative case {id}, whose expectations the engine cannot rewrite", cand.require));
+            continue;
+        }
         // Negative cases: the failing programs, each with the findings the new verifier reports.
         let mut files = vec![(path.clone(), text.clone())];
+        files.extend(updated);
         let mut seen_sources = BTreeSet::new();
         let mut used: Vec<&(&Program, Module)> = failing_used.clone();
         used.sort_by(|a, b| a.0.hash.cmp(&b.0.hash));
@@ -949,7 +1049,6 @@ fn draft_for_construct(
                 one_line(&bucket.signature, 150)
             );
             let program = format!("{header}{}", p.source);
-            let fe = with_rules(base, &all);
             let out = fe.check(&program);
             let mut findings = cake::corpus::tiers::findings_at(&program, &out.diagnostics, Severity::Error);
             findings.sort();
@@ -991,6 +1090,28 @@ fn draft_for_construct(
     Err(SynthError::Invalid(format!("every candidate failed validation: {}", problems.join("; "))))
 }
 
+/// Rewrite the single-line `findings = [...]` of a manifest's `[expect]` (`None` when there is
+/// no such line).
+fn set_findings(manifest: &str, findings: &[cake::corpus::FindingSpec]) -> Option<String> {
+    let list = findings.iter().map(|f| format!("{{ code = \"{}\", line = {}, column = {} }}", f.code, f.line, f.column)).collect::<Vec<_>>().join(", ");
+    let mut done = false;
+    let mut out = Vec::new();
+    let mut in_expect = false;
+    for line in manifest.lines() {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            in_expect = t.starts_with("[expect]");
+        }
+        if in_expect && !done && t.starts_with("findings") && t.trim_end().ends_with(']') && t.matches('[').count() == t.matches(']').count() {
+            out.push(format!("findings = [{list}]"));
+            done = true;
+        } else {
+            out.push(line.to_string());
+        }
+    }
+    done.then(|| out.join("\n") + "\n")
+}
+
 /// The base front end with another rule set.
 pub fn with_rules(base: &Base, rules: &RuleSet) -> Frontend {
     let mut fe = base.frontend.clone();
@@ -1013,7 +1134,7 @@ pub fn rule_name(construct: &str, c: &Candidate) -> String {
     let mut words: Vec<String> = vec![head];
     let describe = |atom: &str| -> String {
         let t = atom.trim();
-        let word = |s: &str| s.replace(['(', ')'], " ").replace('-', "minus ").split([' ', '_']).filter(|w| !w.is_empty()).collect::<Vec<_>>().join("-");
+        let word = |s: &str| s.replace(" + ", " plus ").replace(['(', ')'], " ").replace('-', "minus ").split([' ', '_']).filter(|w| !w.is_empty()).collect::<Vec<_>>().join("-");
         if let Some(rest) = t.strip_prefix('!') {
             return format!("not-{}", word(rest));
         }

@@ -34,6 +34,9 @@ pub struct Blessed {
 /// One edit: (section under the case's table, key, new value, a note for people).
 type Edit = (&'static str, &'static str, Value, String);
 
+/// The edits of one file: per (case, result), its edits.
+type FileEdits<'a> = BTreeMap<PathBuf, Vec<(&'a Case, &'a CaseResult, Vec<Edit>)>>;
+
 /// The edits one (case, tier) needs.
 fn edits_for(case: &Case, r: &CaseResult) -> Vec<Edit> {
     let mut out = Vec::new();
@@ -173,7 +176,7 @@ fn set(root: &mut dyn TableLike, section: &str, key: &str, mut value: Value, inl
 pub fn bless(cases: &[&Case], results: &[CaseResult]) -> Result<Vec<Blessed>, String> {
     let by_id: BTreeMap<&str, &Case> = cases.iter().map(|c| (c.id.as_str(), *c)).collect();
     // Group edits per file so each file is read and written once.
-    let mut per_file: BTreeMap<PathBuf, Vec<(&Case, &CaseResult, Vec<Edit>)>> = BTreeMap::new();
+    let mut per_file: FileEdits = BTreeMap::new();
     for r in results {
         if !matches!(r.status, Status::Pass | Status::Fail) {
             continue;

@@ -112,6 +112,10 @@ pub struct GateArgs {
     /// Never draw the progress bar (it is drawn only when stderr is a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
+    /// Write the results without durations and wall time, so that a committed baseline changes
+    /// only where results change.
+    #[arg(long)]
+    pub no_timings: bool,
 }
 
 #[derive(Args, Debug)]
@@ -321,6 +325,10 @@ fn gate_cmd(a: GateArgs) -> u8 {
         }
     }
 
+    if a.no_timings {
+        results.wall_s = 0.0;
+        results.results.iter_mut().for_each(|r| r.duration_ms = 0.0);
+    }
     finish(&results, baseline.as_ref().map(|(p, b)| (p.as_str(), b)), &cfg.selection, &descriptions(&corpus), &a.out, Some(&a.report))
 }
 

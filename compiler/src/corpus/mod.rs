@@ -505,11 +505,7 @@ const INSTANCE_KEYS: &[&str] = &["id", "vars"];
 
 /// Merge an instance over the family defaults, substitute its variables into the template and
 /// the manifest, and check that every placeholder was filled and every variable used.
-fn expand_instance(
-    defaults: &toml::Table,
-    inst: &toml::Table,
-    template: &str,
-) -> Result<Expanded, String> {
+fn expand_instance(defaults: &toml::Table, inst: &toml::Table, template: &str) -> Result<Expanded, String> {
     let mut vars: BTreeMap<String, toml::Value> = BTreeMap::new();
     if let Some(v) = inst.get("vars") {
         let t = v.as_table().ok_or("`vars` must be a table, e.g. `vars = { TM = 128, DT = \"bf16\" }`")?;

@@ -440,7 +440,7 @@ pub(super) fn run(
                 pipeline: p.name.clone(),
                 stages: p.stages,
                 bytes_per_stage: bytes,
-                handoffs_per_tile: main_waits * ml.iters,
+                handoffs_per_tile: main_waits * ml.iters + rest_waits,
                 in_main_loop: true,
                 interval_ns: interval,
                 round_trip_ns: round_trip,

@@ -157,8 +157,13 @@ pub struct GridSpec {
     /// The tile-space axes in declaration order.
     pub axes: Vec<GridAxisSpec>,
     /// How a linear tile index becomes axis indices: `"last_axis_fastest"` (row-major over the
-    /// axes as declared: for `tiles[m, n]`, `n = tile % extent(n)`, `m = tile / extent(n)`).
+    /// axes as declared: for `tiles[m, n]`, `n = tile % extent(n)`, `m = tile / extent(n)`), or
+    /// `"grouped"` (`group` below: the last two axes `[.., r, c]` are walked in bands of `group`
+    /// values of `r`, `r` fastest inside a band; earlier axes vary slowest).
     pub rasterization: String,
+    /// The band height of `"grouped"` rasterization.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -10,10 +10,12 @@
 //! * Roles are branches of one `if / else if` chain on the (warp-uniform) warp index; a role with
 //!   `regs` starts with `setmaxnreg.{dec,inc}.sync.aligned.u32` (dec when the budget is below the
 //!   launch cap `65536 / threads` rounded down to 8, inc above it).
-//! * Shared memory is one `extern __shared__` buffer whose base is rounded up to 1024 bytes at run
-//!   time (the launch asks for 1024 bytes of slack); regions follow in declaration order, each at
-//!   its `align` (default 1024 when swizzled, else 128 — a TMA destination needs 128), then the
-//!   mbarriers (8 bytes each). `LaunchSpec::smem_layout` lists the offsets.
+//! * Shared memory is one `extern __shared__` buffer. When TMA or wgmma use it (they read swizzle
+//!   patterns off absolute address bits) its base is rounded up to 1024 bytes at run time and the
+//!   launch asks for 1024 bytes of slack; otherwise the swizzle is applied to offsets and the base
+//!   is used as is. Regions follow in declaration order, each at its `align` (default 1024 when
+//!   swizzled, else 128 — a TMA destination needs 128), then the mbarriers (8 bytes each).
+//!   `LaunchSpec::smem_layout` lists the offsets.
 //! * Pipelines: per stage a full and an empty mbarrier, initialised by thread 0 before the roles
 //!   start (`fence.mbarrier_init` + `fence.proxy.async` + `__syncthreads`). The full barrier
 //!   expects 1 arrival (the producer's `arrive.expect_tx`) plus the TMA bytes; the empty barrier
@@ -49,6 +51,7 @@
 //! program.
 
 pub mod launch;
+mod barrier;
 mod frag;
 pub(crate) mod layout;
 mod prelude;
@@ -212,6 +215,14 @@ struct PipePlan {
     consumer_warps: bool,
 }
 
+/// An explicit barrier: `stages` mbarriers of 8 bytes from `off`, initialised with `count`.
+struct BarPlan {
+    /// C name of the first mbarrier's 32-bit shared address.
+    addr: String,
+    off: u64,
+    count: u32,
+}
+
 /// Per-role, per-pipeline state variable names.
 #[derive(Clone)]
 struct PipeState {
@@ -229,6 +240,9 @@ struct RoleCx {
     /// The role reads shared memory with ordinary loads (so `release` meets on a named barrier).
     generic_smem_reads: bool,
     pipes: HashMap<Handle<PipelineDecl>, PipeState>,
+    /// Per explicit barrier this role `wait`s on: the name of its phase bits (bit s: the parity
+    /// of the role's next wait on stage s).
+    bar_phase: HashMap<Handle<BarrierDecl>, String>,
     wgmma_accs: Vec<Handle<Local>>,
     /// Base id of the per-warpgroup named barriers used before a release.
     release_bar_base: u32,
@@ -243,6 +257,7 @@ pub(crate) struct Lw<'a> {
     user_names: BTreeSet<String>,
     regions: Vec<RegionPlan>,
     pipes: Vec<PipePlan>,
+    bars: Vec<BarPlan>,
     smem_slots: Vec<SmemSlot>,
     smem_bytes: u64,
     layouts: HashMap<Handle<Local>, Layout>,
@@ -322,6 +337,7 @@ impl<'a> Lw<'a> {
             user_names,
             regions: Vec::new(),
             pipes: Vec::new(),
+            bars: Vec::new(),
             smem_slots: Vec::new(),
             smem_bytes: 0,
             layouts: HashMap::new(),
@@ -458,9 +474,6 @@ impl<'a> Lw<'a> {
         if let Some((h, _)) = m.views.iter().next() {
             return Err(unsupported("shared-memory views", m.views.span(h).item));
         }
-        if let Some((h, _)) = m.barriers.iter().next() {
-            return Err(unsupported("explicit barriers (use a pipeline)", m.barriers.span(h).item));
-        }
         for (h, g) in m.grid.iter() {
             if g.cluster.iter().any(|c| *c != 1) {
                 return Err(unsupported("clusters", m.grid.span(h).attr("cluster")));
@@ -552,15 +565,29 @@ impl<'a> Lw<'a> {
             self.smem_slots.push(SmemSlot { name: format!("{}.empty", p.name), kind: "mbarrier".into(), offset: empty_off, bytes, align: 8 });
             self.pipes.push(PipePlan { full, empty, full_off, empty_off, stages: p.stages, empty_count, consumer_warps });
         }
+        for (h, b) in m.barriers.iter() {
+            if !self.target.has("mbarrier") {
+                return Err(unsupported("barriers on a target without mbarriers", m.barriers.span(h).item));
+            }
+            if b.stages > 32 {
+                return Err(unsupported(format!("barrier `{}` with more than 32 stages", b.name), m.barriers.span(h).attr("stages")));
+            }
+            let addr = self.derived(&format!("{}_bar", c_ident(&b.name)));
+            let bytes = 8 * u64::from(b.stages);
+            self.smem_slots.push(SmemSlot { name: b.name.clone(), kind: "mbarrier".into(), offset: off, bytes, align: 8 });
+            self.bars.push(BarPlan { addr, off, count: b.count });
+            off += bytes;
+        }
         self.smem_bytes = off;
         let limit = u64::from(self.target.smem_per_block_max);
         if self.dynamic_smem() > limit {
             return Err(LowerError::new(
                 "L002",
                 format!(
-                    "shared memory needs {} bytes ({} + 1024 for aligning the base), over the target's {limit} per block",
+                    "shared memory needs {} bytes ({} + {} for aligning the base), over the target's {limit} per block",
                     self.dynamic_smem(),
-                    self.smem_bytes
+                    self.smem_bytes,
+                    self.base_slack()
                 ),
                 m.smem.iter().next().map(|(h, _)| m.smem.span(h).item).unwrap_or_default(),
             ));
@@ -568,16 +595,29 @@ impl<'a> Lw<'a> {
         Ok(())
     }
 
-    /// Dynamic shared memory to request: the layout plus 1024 bytes to round the base up.
+    /// Dynamic shared memory to request: the layout, plus 1024 bytes to round the base up when the
+    /// async proxy (TMA, wgmma) reads swizzle patterns off absolute address bits.
     fn dynamic_smem(&self) -> u64 {
         if self.smem_bytes == 0 {
             0
         } else {
-            self.smem_bytes + 1024
+            self.smem_bytes + self.base_slack()
+        }
+    }
+
+    /// 1024 when the kernel has TMA loads or wgmma (whose swizzle and descriptors need 1024-byte
+    /// aligned atoms), else 0: ordinary accesses apply the swizzle to offsets themselves.
+    fn base_slack(&self) -> u64 {
+        let async_proxy = self.m.stmts.iter().any(|(_, s)| matches!(s, Stmt::Op(c) if matches!(c.op.as_str(), "tma_load" | "tma_store" | "wgmma")));
+        if async_proxy {
+            1024
+        } else {
+            0
         }
     }
 
     fn plan_grid(&mut self) {
+        // (`group` only reorders the walk; see the `ForTiles` lowering.)
         let Some(g) = self.m.grid() else {
             self.tile_count = "1".into();
             return;
@@ -621,14 +661,23 @@ impl<'a> Lw<'a> {
         let m = self.m;
         if self.smem_bytes > 0 {
             self.need(Helper::SmemU32);
-            self.w.line(format!(
-                "// Shared memory: {} bytes laid out from a 1024-byte aligned base (the launch adds 1024 bytes of slack).",
-                self.smem_bytes
-            ));
-            // Declared with a modest alignment on purpose: the round-up below must stay a run-time
-            // computation (a 1024 declared here would let the compiler assume it and drop it).
-            self.w.line("extern __shared__ __align__(16) unsigned char cake_smem_raw[];");
-            self.w.line("unsigned char* const cake_smem = (unsigned char*)(((unsigned long long)cake_smem_raw + 1023ull) & ~1023ull);");
+            if self.base_slack() > 0 {
+                self.w.line(format!(
+                    "// Shared memory: {} bytes laid out from a 1024-byte aligned base (the launch adds 1024 bytes of slack).",
+                    self.smem_bytes
+                ));
+                // Declared with a modest alignment on purpose: the round-up below must stay a
+                // run-time computation (a 1024 declared here would let the compiler assume it).
+                self.w.line("extern __shared__ __align__(16) unsigned char cake_smem_raw[];");
+                self.w.line("unsigned char* const cake_smem = (unsigned char*)(((unsigned long long)cake_smem_raw + 1023ull) & ~1023ull);");
+            } else {
+                self.w.line(format!(
+                    "// Shared memory: {} bytes; only ordinary loads and stores (and cp.async) touch it, which apply the swizzle to offsets themselves.",
+                    self.smem_bytes
+                ));
+                self.w.line("extern __shared__ __align__(16) unsigned char cake_smem_raw[];");
+                self.w.line("unsigned char* const cake_smem = cake_smem_raw;");
+            }
             self.w.line("const unsigned cake_smem_base = cake_smem_u32(cake_smem);");
             for (i, r) in self.regions.iter().enumerate() {
                 let s = &m.smem[m.smem.handles().nth(i).expect("region")];
@@ -652,6 +701,11 @@ impl<'a> Lw<'a> {
                     "const unsigned {} = cake_smem_base + {}u;  // pipeline {}: {} empty mbarriers",
                     pp.empty, pp.empty_off, p.name, p.stages
                 ));
+            }
+            for (i, (_, b)) in m.barriers.iter().enumerate() {
+                let bp = &self.bars[i];
+                let what = if b.stages > 1 { format!("{} mbarriers", b.stages) } else { "mbarrier".to_string() };
+                self.w.line(format!("const unsigned {} = cake_smem_base + {}u;  // barrier {}: {what}", bp.addr, bp.off, b.name));
             }
         }
         self.w.line("// Warp identity (the shuffle makes the warp index visibly warp-uniform).");
@@ -677,9 +731,14 @@ impl<'a> Lw<'a> {
                 self.w.line(format!("const long long {} = {};  // elements between {name}[i, ...] and [i + 1, ...] on dim {d}", self.stride_name(ti, d), prod.join(" * ")));
             }
         }
-        if !m.pipelines.is_empty() {
+        if !m.pipelines.is_empty() || !m.barriers.is_empty() {
             self.need(Helper::MbarInit);
-            self.w.line("// Pipeline barriers, initialised by one thread before any role starts.");
+            let what = match (m.pipelines.is_empty(), m.barriers.is_empty()) {
+                (false, true) => "Pipeline barriers",
+                (true, false) => "Barriers",
+                _ => "Pipeline and explicit barriers",
+            };
+            self.w.line(format!("// {what}, initialised by one thread before any role starts."));
             self.w.open("if (threadIdx.x == 0) {");
             for (i, (h, p)) in m.pipelines.iter().enumerate() {
                 let pp = &self.pipes[i];
@@ -699,6 +758,23 @@ impl<'a> Lw<'a> {
                 self.w.line(format!("cake_mbar_init({} + 8 * cake_s, 1);", pp.full));
                 self.w.line(format!("cake_mbar_init({} + 8 * cake_s, {});", pp.empty, pp.empty_count));
                 self.w.close("}");
+                self.w.set_span(prev);
+            }
+            for (i, (h, b)) in m.barriers.iter().enumerate() {
+                let (addr, count) = (self.bars[i].addr.clone(), self.bars[i].count);
+                let span = m.barriers.span(h).item;
+                let prev = self.w.set_span(Some(span));
+                self.w.marker(span, self.opts, "");
+                let arrivals = format!("{count} arrival{} per phase", if count == 1 { "" } else { "s" });
+                if b.stages > 1 {
+                    self.w.line("#pragma unroll");
+                    self.w.line(format!(
+                        "for (int cake_s = 0; cake_s < {}; ++cake_s) cake_mbar_init({addr} + 8 * cake_s, {count});  // {arrivals}",
+                        b.stages
+                    ));
+                } else {
+                    self.w.line(format!("cake_mbar_init({addr}, {count});  // {arrivals}"));
+                }
                 self.w.set_span(prev);
             }
             if self.sm90() {
@@ -871,7 +947,15 @@ impl<'a> Lw<'a> {
         }
 
         if single_thread {
-            self.w.line("// Everything this role does is issued by one thread (acquire, tma_load): only the first runs the body.");
+            let mut ops: Vec<String> = Vec::new();
+            self.scan_block(block, &mut |_, s| {
+                if let Stmt::Op(c) = s {
+                    if !ops.contains(&c.op) {
+                        ops.push(c.op.clone());
+                    }
+                }
+            });
+            self.w.line(format!("// Everything this role does is issued by one thread ({}): only the first runs the body.", ops.join(", ")));
             self.w.open(format!("if (cake_lane == 0 && cake_warp == {}) {{", ws.start));
         }
         // Pipeline state.
@@ -902,6 +986,7 @@ impl<'a> Lw<'a> {
             }
             pipes.insert(ph, st);
         }
+        let bar_phase = self.barrier_state(block)?;
         // Tensor maps this role loads through: into the descriptor cache before the first copy.
         let mut maps: Vec<usize> = Vec::new();
         self.scan_block(block, &mut |lw, s| {
@@ -934,7 +1019,7 @@ impl<'a> Lw<'a> {
                 self.w.line(format!("if ({leader}) {{ {} }}", names.join(" ")));
             }
         }
-        self.role = Some(RoleCx { h, single_thread, leader, generic_smem_reads, pipes, wgmma_accs, release_bar_base });
+        self.role = Some(RoleCx { h, single_thread, leader, generic_smem_reads, pipes, bar_phase, wgmma_accs, release_bar_base });
         self.wg_fenced = false;
         self.acquired = vec![Vec::new()];
         self.block(block)?;
@@ -946,10 +1031,16 @@ impl<'a> Lw<'a> {
         Ok(())
     }
 
-    /// Whether a role body issues only elected work, so one thread can run it.
+    /// Whether a role body issues only elected work, so one thread can run it. Waits and
+    /// arrivals on explicit barriers may accompany it: the role's other threads would have
+    /// nothing to order.
     fn is_elected_only(&self, block: &Block) -> bool {
         block.stmts.iter().all(|s| match &self.m.stmts[*s] {
-            Stmt::Op(c) => matches!(c.op.as_str(), "acquire" | "tma_load"),
+            Stmt::Op(c) => match c.op.as_str() {
+                "acquire" | "tma_load" | "arrive_expect_tx" | "wait_parity" => true,
+                "wait" | "arrive" => c.args.first().copied().flatten().is_some_and(|e| self.is_barrier_expr(e)),
+                _ => false,
+            },
             Stmt::For { body, .. } | Stmt::ForTiles { body, .. } => self.is_elected_only(body),
             Stmt::If { then_block, else_block, .. } => {
                 self.is_elected_only(then_block) && else_block.as_ref().is_none_or(|b| self.is_elected_only(b))
@@ -1126,9 +1217,12 @@ impl<'a> Lw<'a> {
                 let tile = self.derived(&format!("{t}_index"));
                 self.w.open(format!("for (int {tile} = blockIdx.x; {tile} < {}; {tile} += gridDim.x) {{", self.tile_count));
                 let n = g.axes.len();
-                let mut names = Vec::new();
-                for (k, a) in g.axes.iter().enumerate() {
-                    let an = self.derived(&format!("{t}_{}", c_ident(&a.name)));
+                let names: Vec<String> = g.axes.iter().map(|a| self.derived(&format!("{t}_{}", c_ident(&a.name)))).collect();
+                let tname = m.locals[*var].name.clone();
+                // Axes decomposed row-major (last axis fastest); with `group G` the last two axes
+                // are walked in bands of G rows instead.
+                let plain = if g.group.is_some() && n >= 2 { n - 2 } else { n };
+                for k in 0..plain {
                     let div: Vec<String> = self.tile_extents[k + 1..n].to_vec();
                     let mut e = match div.len() {
                         0 => tile.clone(),
@@ -1138,8 +1232,30 @@ impl<'a> Lw<'a> {
                     if k > 0 {
                         e = format!("{e} % {}", self.tile_extents[k]);
                     }
-                    self.w.line(format!("const int {an} = {e};  // {}.{}", m.locals[*var].name, a.name));
-                    names.push(an);
+                    self.w.line(format!("const int {} = {e};  // {tname}.{}", names[k], g.axes[k].name));
+                }
+                if let (Some(gs), true) = (g.group, plain < n) {
+                    let (r, c) = (n - 2, n - 1);
+                    let (er, ec) = (self.tile_extents[r].clone(), self.tile_extents[c].clone());
+                    let (ar, ac) = (&g.axes[r].name, &g.axes[c].name);
+                    let plane = if n > 2 {
+                        let p = self.derived(&format!("{t}_plane"));
+                        self.w.line(format!("const int {p} = {tile} % ({er} * {ec});  // the tile's index inside its ({ar}, {ac}) plane"));
+                        p
+                    } else {
+                        tile.clone()
+                    };
+                    let first = self.derived(&format!("{t}_band"));
+                    let rows = self.derived(&format!("{t}_band_rows"));
+                    let inner = self.derived(&format!("{t}_in_band"));
+                    self.w.line(format!(
+                        "// group {gs}: tiles in bands of {gs} along {ar}, {ar} fastest inside a band, so that the blocks running at once share {ar} and {ac} operand tiles"
+                    ));
+                    self.w.line(format!("const int {first} = {plane} / ({gs} * {ec}) * {gs};  // the band's first {ar}"));
+                    self.w.line(format!("const int {rows} = {er} - {first} < {gs} ? {er} - {first} : {gs};  // {ar} rows in this band (the last may be short)"));
+                    self.w.line(format!("const int {inner} = {plane} - {first} * {ec};"));
+                    self.w.line(format!("const int {} = {first} + {inner} % {rows};  // {tname}.{ar}", names[r]));
+                    self.w.line(format!("const int {} = {inner} / {rows};  // {tname}.{ac}", names[c]));
                 }
                 self.tile_axes.insert(*var, names);
                 self.wg_fenced = false;
@@ -1279,7 +1395,8 @@ impl<'a> Lw<'a> {
                         tiles_text: tiles.to_string(),
                         tiles,
                         axes,
-                        rasterization: "last_axis_fastest".into(),
+                        rasterization: if g.group.is_some() { "grouped".into() } else { "last_axis_fastest".into() },
+                        group: g.group,
                     },
                     cl,
                 )
@@ -1291,6 +1408,7 @@ impl<'a> Lw<'a> {
                     tiles_text: "1".into(),
                     axes: Vec::new(),
                     rasterization: "last_axis_fastest".into(),
+                    group: None,
                 },
                 [1, 1, 1],
             ),
@@ -1319,7 +1437,11 @@ impl<'a> Lw<'a> {
         let need_arg = |i: usize| arg(i).ok_or_else(|| LowerError::new("L001", format!("`{}` is missing an argument", call.op), span));
         match call.op.as_str() {
             "acquire" => self.acquire(need_arg(0)?, span, siblings, pos),
+            "wait" if self.is_barrier_expr(need_arg(0)?) => self.bar_wait(need_arg(0)?, None, span),
             "wait" => self.wait(need_arg(0)?, span),
+            "wait_parity" => self.bar_wait(need_arg(0)?, Some(need_arg(1)?), span),
+            "arrive" => self.bar_arrive(need_arg(0)?, span),
+            "arrive_expect_tx" => self.bar_arrive_expect_tx(need_arg(0)?, need_arg(1)?, span),
             "release" => self.release(need_arg(0)?, span),
             "tma_load" => self.tma_load(need_arg(0)?, need_arg(1)?, need_arg(2)?, span),
             "wgmma" => self.wgmma(need_arg(0)?, need_arg(1)?, need_arg(2)?, span),

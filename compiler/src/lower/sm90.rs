@@ -8,7 +8,7 @@ use crate::ir::*;
 use crate::span::Span;
 
 /// The mbarrier transaction-count range per phase (PTX: ±(2^20 − 1)).
-const TX_MAX: u64 = (1 << 20) - 1;
+pub(crate) const TX_MAX: u64 = (1 << 20) - 1;
 
 /// Transaction bytes found after an `acquire` (up to its next acquire).
 struct TxScan {
@@ -39,7 +39,7 @@ impl<'a> Lw<'a> {
         }
     }
 
-    fn is_leader_guarded(&self) -> Option<String> {
+    pub(crate) fn is_leader_guarded(&self) -> Option<String> {
         let r = self.role.as_ref()?;
         (!r.single_thread).then(|| r.leader.clone())
     }
@@ -243,21 +243,28 @@ impl<'a> Lw<'a> {
         Ok(())
     }
 
-    /// `tma_load(dst, src, p)`: the elected thread copies one box.
+    /// `tma_load(dst, src, p)`: the elected thread copies one box, crediting its bytes to the
+    /// full barrier of the pipeline stage the role holds, or to an explicit barrier.
     pub(crate) fn tma_load(&mut self, dst: Handle<Expr>, src: Handle<Expr>, bar: Handle<Expr>, span: Span) -> Result<(), LowerError> {
         let m = self.m;
-        let p = self.pipeline_of(bar, span)?;
-        let pd = &m.pipelines[p];
-        if self.role.as_ref().map(|r| r.h) != Some(pd.producer) {
-            return Err(unsupported(format!("tma_load into `{}` outside its producer role", pd.name), span));
-        }
-        if !self.acquired.iter().any(|scope| scope.contains(&p)) {
-            return Err(LowerError::new(
-                "L004",
-                format!("tma_load into pipeline `{}` without a preceding acquire in an enclosing block", pd.name),
-                span,
-            ));
-        }
+        let mbar = if self.is_barrier_expr(bar) {
+            self.bar_ref(bar, span)?.addr
+        } else {
+            let p = self.pipeline_of(bar, span)?;
+            let pd = &m.pipelines[p];
+            if self.role.as_ref().map(|r| r.h) != Some(pd.producer) {
+                return Err(unsupported(format!("tma_load into `{}` outside its producer role", pd.name), span));
+            }
+            if !self.acquired.iter().any(|scope| scope.contains(&p)) {
+                return Err(LowerError::new(
+                    "L004",
+                    format!("tma_load into pipeline `{}` without a preceding acquire in an enclosing block", pd.name),
+                    span,
+                ));
+            }
+            let st = self.pipe_state(p, span)?;
+            format!("{} + 8 * {}", self.pipes[p.index()].full, st.stage)
+        };
         // Source: the tensor and the box coordinates.
         let (base, items) = match &m.exprs[src].kind {
             ExprKind::Index { base, items } => (*base, items.clone()),
@@ -311,11 +318,9 @@ impl<'a> Lw<'a> {
             ));
         }
         let dst_c = self.smem_addr_c_noswizzle(&r);
-        let st = self.pipe_state(p, span)?;
-        let full = self.pipes[p.index()].full.clone();
         let map = self.tmap_name(&td.name);
         self.need(Helper::TmaLoad(rank as u32));
-        let call = format!("cake_tma_load_{rank}d({dst_c}, &{map}, {full} + 8 * {}, {});", st.stage, coords.join(", "));
+        let call = format!("cake_tma_load_{rank}d({dst_c}, &{map}, {mbar}, {});", coords.join(", "));
         match self.is_leader_guarded() {
             Some(l) => self.w.line(format!("if ({l}) {call}")),
             None => self.w.line(call),

@@ -105,8 +105,10 @@ pub(crate) fn render(lines: &[Line], opts: &LowerOptions<'_>) -> (String, Vec<(u
     let directives = opts.line_directives && opts.source.is_some();
     let mut in_cake = false;
     for l in lines {
-        if directives {
-            if let (Some(span), false, Some(src)) = (l.span, l.marker, &opts.source) {
+        // Marker comments need no attribution of their own: they neither get a `#line` nor end a
+        // run of program lines.
+        if directives && !l.marker {
+            if let (Some(span), Some(src)) = (l.span, &opts.source) {
                 let (line, _) = line_col(src.text, span.start as usize);
                 out.push_str(&format!("#line {line} \"{}\"\n", src.name));
                 phys += 1;

@@ -218,7 +218,136 @@ fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> 
         }
         Err(HarnessError::Build { error, source, record }) => {
             eprint!("{}", crate::render::render_human(&name, &source, &error.to_diagnostics(), color));
-            eprintln!("error: the build failed [{}]{}", error.code(), record.map(|p| format!("; record {}", p.display())).unwrap_or_default());
+            eprintln!(
+                "error: the build failed [{}]{}",
+                error.code(),
+                record.map(|p| format!("; record {}", p.display())).unwrap_or_default()
+            );
+            1
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LowerArgs {
+    /// The `.cake` program.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Lower a program the verifier rejects.
+    #[arg(long)]
+    pub unsafe_skip_verify: bool,
+    /// Precede lines lowered from a statement with `#line L "FILE"`.
+    #[arg(long)]
+    pub line_directives: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BuildArgs {
+    /// The `.cake` program.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Directory for kernel.cu, kernel.cubin, launch.json and ptxas.json (created if needed).
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Build a program the verifier rejects.
+    #[arg(long)]
+    pub unsafe_skip_verify: bool,
+    /// Compile for this architecture instead of the program's target (`sm_90`).
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<String>,
+}
+
+/// Check and verify a file for `lower` / `build`; prints findings. `Err(exit status)` when it
+/// cannot go on.
+fn checked(
+    file: &std::path::Path,
+    unsafe_skip_verify: bool,
+    color: bool,
+) -> Result<(String, crate::verify::Validated), u8> {
+    let name = file.display().to_string();
+    let source = std::fs::read_to_string(file).map_err(|e| {
+        eprintln!("error: cannot read {name}: {e}");
+        2u8
+    })?;
+    let out = crate::check::check_source(&source);
+    if !out.diagnostics.is_empty() {
+        eprint!("{}", crate::render::render_human(&name, &source, &out.diagnostics, color));
+    }
+    match (out.validated, out.module) {
+        (Some(v), _) => Ok((source, v)),
+        (None, Some(m)) if unsafe_skip_verify => Ok((source, crate::verify::Validated::assume_verified_unsafe(m))),
+        _ => {
+            eprintln!("error: {name} has error findings (use --unsafe-skip-verify to go on past the verifier)");
+            Err(1)
+        }
+    }
+}
+
+/// `cake lower FILE`: print the generated CUDA C++.
+pub fn lower(args: LowerArgs, color: bool) -> u8 {
+    let (source, v) = match checked(&args.file, args.unsafe_skip_verify, color) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let file_name = args.file.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+    let mut opts = crate::lower::LowerOptions::with_source(&file_name, &source);
+    opts.line_directives = args.line_directives;
+    match crate::lower::lower_with(&v, &opts) {
+        Ok(l) => {
+            print!("{}", l.cuda);
+            0
+        }
+        Err(e) => {
+            let name = args.file.display().to_string();
+            eprint!("{}", crate::render::render_human(&name, &source, &[e.to_diagnostic()], color));
+            1
+        }
+    }
+}
+
+/// `cake build FILE -o DIR`: lower, compile with NVRTC, write the build directory.
+pub fn build(args: BuildArgs, color: bool) -> u8 {
+    let (source, v) = match checked(&args.file, args.unsafe_skip_verify, color) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let name = args.file.display().to_string();
+    let Some(target) = crate::target::TargetTable::builtin().get(&v.module().target) else {
+        eprintln!("error: unknown target `{}`", v.module().target);
+        return 2;
+    };
+    let mut target = target.clone();
+    if let Some(a) = &args.arch {
+        target.arch = a.clone();
+    }
+    let file_name = args.file.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+    match crate::nvrtc::build_with(&v, &target, &crate::lower::LowerOptions::with_source(&file_name, &source)) {
+        Ok(b) => {
+            if !b.diagnostics.is_empty() {
+                eprint!("{}", crate::render::render_human(&name, &source, &b.diagnostics, color));
+            }
+            if let Err(e) = crate::nvrtc::write_build_dir(&b, &args.out) {
+                eprintln!("error: cannot write {}: {e}", args.out.display());
+                return 2;
+            }
+            let r = &b.report;
+            println!(
+                "built {} for {}: entry `{}`, {} registers, {} B spills, {} B static + {} B dynamic shared memory, {} threads → {}",
+                name,
+                target.arch,
+                b.entry,
+                r.registers.map_or_else(|| "?".into(), |n| n.to_string()),
+                r.spills(),
+                r.smem_bytes,
+                b.launch.dynamic_smem_bytes,
+                b.launch.block_threads,
+                args.out.display()
+            );
+            0
+        }
+        Err(e) => {
+            eprint!("{}", crate::render::render_human(&name, &source, &e.to_diagnostics(), color));
+            eprintln!("error: the build failed [{}]", e.code());
             1
         }
     }

@@ -220,7 +220,9 @@ pub fn decode_all_f32(dtype: DType, bytes: &[u8]) -> Vec<f32> {
     let w = element_bytes(dtype);
     match dtype {
         // Fast path: bf16 → f32 is a shift.
-        DType::BF16 => bytes.chunks_exact(2).map(|c| f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16)).collect(),
+        DType::BF16 => {
+            bytes.chunks_exact(2).map(|c| f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16)).collect()
+        }
         DType::F32 => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
         _ => bytes.chunks_exact(w).map(|c| load(dtype, c) as f32).collect(),
     }

@@ -70,9 +70,21 @@ impl Cublas {
 
     /// Enqueue C[M,N] = A[M,K]·B[N,K]ᵀ (row-major, all of `dtype`, fp32 accumulation).
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm_abt(&self, dtype: crate::ir::DType, a: u64, b: u64, c: u64, m: u64, n: u64, k: u64) -> Result<(), RunError> {
-        let t = data_type(dtype).ok_or_else(|| RunError::new("cublas_unsupported", format!("no cuBLAS GEMM for {dtype}")))?;
-        let to_i32 = |v: u64, what: &str| i32::try_from(v).map_err(|_| RunError::new("cublas_unsupported", format!("{what} = {v} exceeds i32")));
+    pub fn gemm_abt(
+        &self,
+        dtype: crate::ir::DType,
+        a: u64,
+        b: u64,
+        c: u64,
+        m: u64,
+        n: u64,
+        k: u64,
+    ) -> Result<(), RunError> {
+        let t = data_type(dtype)
+            .ok_or_else(|| RunError::new("cublas_unsupported", format!("no cuBLAS GEMM for {dtype}")))?;
+        let to_i32 = |v: u64, what: &str| {
+            i32::try_from(v).map_err(|_| RunError::new("cublas_unsupported", format!("{what} = {v} exceeds i32")))
+        };
         let (mi, ni, ki) = (to_i32(m, "M")?, to_i32(n, "N")?, to_i32(k, "K")?);
         let alpha = 1.0f32;
         let beta = 0.0f32;

@@ -50,7 +50,10 @@ pub fn cu_err(stage: &str, e: DriverError) -> RunError {
     // SAFETY: cuGetErrorString only reads a static table; it is reached only after the library
     // loaded (any DriverError came from it).
     let text = e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    RunError::new(name.clone(), format!("{stage}: {name}{}", if text.is_empty() { String::new() } else { format!(" ({text})") }))
+    RunError::new(
+        name.clone(),
+        format!("{stage}: {name}{}", if text.is_empty() { String::new() } else { format!(" ({text})") }),
+    )
 }
 
 fn check(stage: &str, r: sys::CUresult) -> Result<(), RunError> {
@@ -123,10 +126,13 @@ impl Gpu {
         // SAFETY: dev is a valid device; the primary context is released in Drop.
         let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| cu_err("cuDevicePrimaryCtxRetain", e))?;
         unsafe { result::ctx::set_current(ctx) }.map_err(|e| cu_err("cuCtxSetCurrent", e))?;
-        let stream = result::stream::create(result::stream::StreamKind::NonBlocking).map_err(|e| cu_err("cuStreamCreate", e))?;
+        let stream =
+            result::stream::create(result::stream::StreamKind::NonBlocking).map_err(|e| cu_err("cuStreamCreate", e))?;
         let attr = |a: sys::CUdevice_attribute| -> Result<i64, RunError> {
             // SAFETY: valid device and attribute.
-            unsafe { result::device::get_attribute(dev, a) }.map(i64::from).map_err(|e| cu_err("cuDeviceGetAttribute", e))
+            unsafe { result::device::get_attribute(dev, a) }
+                .map(i64::from)
+                .map_err(|e| cu_err("cuDeviceGetAttribute", e))
         };
         use sys::CUdevice_attribute::*;
         let mut version = 0i32;
@@ -143,7 +149,8 @@ impl Gpu {
             l2_bytes: attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
             smem_per_block_optin: attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u64,
             // SAFETY: valid device.
-            total_mem_bytes: unsafe { result::device::total_mem(dev) }.map_err(|e| cu_err("cuDeviceTotalMem", e))? as u64,
+            total_mem_bytes: unsafe { result::device::total_mem(dev) }.map_err(|e| cu_err("cuDeviceTotalMem", e))?
+                as u64,
             driver_cuda: format!("{}.{}", version / 1000, (version % 1000) / 10),
             driver_release: driver_release(),
         };
@@ -152,7 +159,8 @@ impl Gpu {
 
     pub fn alloc(&self, bytes: usize, what: &str) -> Result<DevBuf, RunError> {
         // SAFETY: plain allocation in the current context.
-        let ptr = unsafe { result::malloc_sync(bytes.max(16)) }.map_err(|e| cu_err(&format!("allocating {bytes} B for {what}"), e))?;
+        let ptr = unsafe { result::malloc_sync(bytes.max(16)) }
+            .map_err(|e| cu_err(&format!("allocating {bytes} B for {what}"), e))?;
         Ok(DevBuf { ptr, bytes })
     }
 
@@ -165,14 +173,16 @@ impl Gpu {
     pub fn download(&self, buf: &DevBuf, what: &str) -> Result<Vec<u8>, RunError> {
         let mut out = vec![0u8; buf.bytes];
         // SAFETY: out has buf.bytes bytes; the stream was synchronized by the caller.
-        unsafe { result::memcpy_dtoh_sync(&mut out, buf.ptr) }.map_err(|e| cu_err(&format!("downloading {what}"), e))?;
+        unsafe { result::memcpy_dtoh_sync(&mut out, buf.ptr) }
+            .map_err(|e| cu_err(&format!("downloading {what}"), e))?;
         Ok(out)
     }
 
     /// Set every byte of `buf` to `value`, in stream order.
     pub fn memset(&self, buf: &DevBuf, value: u8, what: &str) -> Result<(), RunError> {
         // SAFETY: in-bounds memset on our stream.
-        unsafe { result::memset_d8_async(buf.ptr, value, buf.bytes, self.stream) }.map_err(|e| cu_err(&format!("memset of {what}"), e))
+        unsafe { result::memset_d8_async(buf.ptr, value, buf.bytes, self.stream) }
+            .map_err(|e| cu_err(&format!("memset of {what}"), e))
     }
 
     /// Load a cubin (or PTX, then JIT-compiled by the driver) and find `entry` in it.
@@ -186,7 +196,8 @@ impl Gpu {
             &owned
         };
         // SAFETY: a complete image, alive for the call.
-        let module = unsafe { result::module::load_data(bytes.as_ptr() as *const c_void) }.map_err(|e| cu_err("cuModuleLoadData", e))?;
+        let module = unsafe { result::module::load_data(bytes.as_ptr() as *const c_void) }
+            .map_err(|e| cu_err("cuModuleLoadData", e))?;
         let name = CString::new(entry).map_err(|_| RunError::internal("entry name contains NUL"))?;
         // SAFETY: module is loaded.
         let func = unsafe { result::module::get_function(module, name) }
@@ -227,11 +238,21 @@ impl Gpu {
     pub unsafe fn launch(&self, k: &Kernel, d: &LaunchDims, params: &mut [*mut c_void]) -> Result<(), RunError> {
         let stage = format!(
             "launching grid ({},{},{}) block ({},{},{}) smem {} B cluster ({},{},{})",
-            d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2], d.smem, d.cluster[0], d.cluster[1], d.cluster[2]
+            d.grid[0],
+            d.grid[1],
+            d.grid[2],
+            d.block[0],
+            d.block[1],
+            d.block[2],
+            d.smem,
+            d.cluster[0],
+            d.cluster[1],
+            d.cluster[2]
         );
         if d.cluster.iter().product::<u32>() > 1 {
             let mut value: sys::CUlaunchAttributeValue = MaybeUninit::zeroed().assume_init();
-            value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: d.cluster[0], y: d.cluster[1], z: d.cluster[2] };
+            value.clusterDim =
+                sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: d.cluster[0], y: d.cluster[1], z: d.cluster[2] };
             let mut attr = sys::CUlaunchAttribute {
                 id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
                 pad: [0; 4],
@@ -333,7 +354,9 @@ fn driver_release() -> Option<String> {
     let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
     // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..."
     let line = text.lines().next()?;
-    line.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.')).map(str::to_string)
+    line.split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
+        .map(str::to_string)
 }
 
 /// Device memory, freed on drop.
@@ -404,7 +427,12 @@ pub struct LaunchDims {
 }
 
 /// Validate, then encode a tiled tensor map for the tensor at `address`.
-pub fn encode_tensor_map(spec: &TensorMapSpec, address: u64, l2_promotion: u32, oob_fill: u32) -> Result<TensorMapArg, RunError> {
+pub fn encode_tensor_map(
+    spec: &TensorMapSpec,
+    address: u64,
+    l2_promotion: u32,
+    oob_fill: u32,
+) -> Result<TensorMapArg, RunError> {
     spec.validate(address)?;
     use sys::CUtensorMapDataType::*;
     let data_type = match super::tma::tensor_map_dtype(spec.dtype) {
@@ -415,7 +443,12 @@ pub fn encode_tensor_map(spec: &TensorMapSpec, address: u64, l2_promotion: u32, 
         Some(6) => CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         Some(7) => CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
         Some(9) => CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        _ => return Err(RunError::new("tma_dtype", format!("tensor map of `{}`: no data type for {}", spec.tensor, spec.dtype))),
+        _ => {
+            return Err(RunError::new(
+                "tma_dtype",
+                format!("tensor map of `{}`: no data type for {}", spec.tensor, spec.dtype),
+            ))
+        }
     };
     use sys::CUtensorMapSwizzle::*;
     let swizzle = match spec.swizzle.cu_enum() {

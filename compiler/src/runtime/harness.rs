@@ -111,27 +111,38 @@ pub fn choose_arch(target: &TargetInfo, gpu: Option<&GpuInfo>) -> Result<(String
     } else {
         Err(RunError::new(
             "arch",
-            format!("target {} (sm_{}) cannot run on {} (compute capability {}.{})", target.name, target.sm, g.name, g.cc[0], g.cc[1]),
+            format!(
+                "target {} (sm_{}) cannot run on {} (compute capability {}.{})",
+                target.name, target.sm, g.name, g.cc[0], g.cc[1]
+            ),
         ))
     }
 }
 
 /// Check, build and run. `on_run` is called after each run with its outcome.
-pub fn run(opts: &Options, on_prelude: &mut dyn FnMut(&Prelude), on_run: &mut dyn FnMut(&Outcome)) -> Result<Vec<Outcome>, HarnessError> {
+pub fn run(
+    opts: &Options,
+    on_prelude: &mut dyn FnMut(&Prelude),
+    on_run: &mut dyn FnMut(&Outcome),
+) -> Result<Vec<Outcome>, HarnessError> {
     let name = opts.program.display().to_string();
-    let source = std::fs::read_to_string(&opts.program).map_err(|e| HarnessError::Usage(format!("cannot read {name}: {e}")))?;
+    let source =
+        std::fs::read_to_string(&opts.program).map_err(|e| HarnessError::Usage(format!("cannot read {name}: {e}")))?;
     let checked = crate::check::check_source(&source);
     let (Some(file), Some(module)) = (checked.file.as_ref(), checked.module.clone()) else {
         return Err(HarnessError::Findings { source, diagnostics: checked.diagnostics });
     };
     let blocking: Vec<Diagnostic> = checked.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+    // `--unsafe-skip-verify` always bypasses the verifier (and says so in the records), even for
+    // a program it would accept.
     let validated = match (checked.validated.clone(), opts.unsafe_skip_verify) {
-        (Some(v), _) => v,
-        (None, true) => Validated::assume_verified_unsafe(module.clone()),
+        (_, true) => Validated::assume_verified_unsafe(module.clone()),
+        (Some(v), false) => v,
         (None, false) => return Err(HarnessError::Findings { source, diagnostics: checked.diagnostics }),
     };
     let mut prelude = Prelude { source: source.clone(), ..Prelude::default() };
-    prelude.diagnostics = checked.diagnostics.iter().filter(|d| !d.is_error() || opts.unsafe_skip_verify).cloned().collect();
+    prelude.diagnostics =
+        checked.diagnostics.iter().filter(|d| !d.is_error() || opts.unsafe_skip_verify).cloned().collect();
     if opts.unsafe_skip_verify {
         prelude.notes.push(format!(
             "--unsafe-skip-verify: the verifier was bypassed{}; records say `unverified: true`",
@@ -150,14 +161,21 @@ pub fn run(opts: &Options, on_prelude: &mut dyn FnMut(&Prelude), on_run: &mut dy
 
     // ---- workload, shapes, distributions
     let wpath = opts.workload.clone().unwrap_or_else(|| workload::default_path(&opts.program));
-    let wtext = std::fs::read_to_string(&wpath)
-        .map_err(|e| HarnessError::Usage(format!("cannot read the workload spec {}: {e} (pass --workload FILE)", wpath.display())))?;
-    let spec = WorkloadSpec::from_toml_str(&wpath.display().to_string(), &wtext).map_err(|e| HarnessError::Usage(e.to_string()))?;
+    let wtext = std::fs::read_to_string(&wpath).map_err(|e| {
+        HarnessError::Usage(format!("cannot read the workload spec {}: {e} (pass --workload FILE)", wpath.display()))
+    })?;
+    let spec = WorkloadSpec::from_toml_str(&wpath.display().to_string(), &wtext)
+        .map_err(|e| HarnessError::Usage(e.to_string()))?;
     spec.validate(&module).map_err(|e| HarnessError::Usage(format!("{}: {e}", wpath.display())))?;
-    let winfo = WorkloadInfo { path: wpath.display().to_string(), sha256: record::sha256_hex(wtext.as_bytes()), oracle: spec.oracle.name().into() };
+    let winfo = WorkloadInfo {
+        path: wpath.display().to_string(),
+        sha256: record::sha256_hex(wtext.as_bytes()),
+        oracle: spec.oracle.name().into(),
+    };
     let shapes: Vec<Shape> = if !opts.shapes.is_empty() {
         for s in &opts.shapes {
-            workload::check_shape(&module, s).map_err(|e| HarnessError::Usage(format!("--shape {}: {e}", workload::shape_label(s))))?;
+            workload::check_shape(&module, s)
+                .map_err(|e| HarnessError::Usage(format!("--shape {}: {e}", workload::shape_label(s))))?;
         }
         opts.shapes.clone()
     } else if opts.mode == Mode::Bench {
@@ -174,11 +192,19 @@ pub fn run(opts: &Options, on_prelude: &mut dyn FnMut(&Prelude), on_run: &mut dy
     };
     let baseline = match (opts.baseline, opts.mode) {
         (Some(b), _) => b,
-        (None, Mode::Bench) => spec.baseline.as_deref().and_then(Baseline::parse).unwrap_or(if spec.oracle == OracleName::MatmulAbt { Baseline::Cublas } else { Baseline::None }),
+        (None, Mode::Bench) => spec
+            .baseline
+            .as_deref()
+            .and_then(Baseline::parse)
+            .unwrap_or(if spec.oracle == OracleName::MatmulAbt { Baseline::Cublas } else { Baseline::None }),
         (None, Mode::Run) => Baseline::None,
     };
     if baseline == Baseline::Cublas && spec.oracle != OracleName::MatmulAbt {
-        return Err(HarnessError::Usage(format!("--baseline cublas needs a matmul_abt workload; {} uses {}", wpath.display(), spec.oracle.name())));
+        return Err(HarnessError::Usage(format!(
+            "--baseline cublas needs a matmul_abt workload; {} uses {}",
+            wpath.display(),
+            spec.oracle.name()
+        )));
     }
     let (repeats, warmup) = match opts.mode {
         Mode::Run => (opts.repeats.unwrap_or(5), opts.warmup.unwrap_or(1)),
@@ -214,12 +240,29 @@ pub fn run(opts: &Options, on_prelude: &mut dyn FnMut(&Prelude), on_run: &mut dy
     let mut build_target = target.clone();
     build_target.arch = arch.clone();
     let file_name = opts.program.file_name().map_or_else(|| name.clone(), |f| f.to_string_lossy().into_owned());
-    let built: Built = match nvrtc::build_with(&validated, &build_target, &crate::lower::LowerOptions::with_source(&file_name, &source)) {
+    let built: Built = match nvrtc::build_with(
+        &validated,
+        &build_target,
+        &crate::lower::LowerOptions::with_source(&file_name, &source),
+    ) {
         Ok(b) => b,
         Err(error) => {
-            let mut r = JobResult::from_error(RunError::new(format!("build_{}", error.code()), error.to_string()), "build");
+            let mut r =
+                JobResult::from_error(RunError::new(format!("build_{}", error.code()), error.to_string()), "build");
             r.gpu = prelude.gpu.clone();
-            let rec = RunRecord::from_result(opts.mode.name(), program, Some(arch), Some(winfo), Shape::new(), "-".into(), seed, None, None, r, None);
+            let rec = RunRecord::from_result(
+                opts.mode.name(),
+                program,
+                Some(arch),
+                Some(winfo),
+                Shape::new(),
+                "-".into(),
+                seed,
+                None,
+                None,
+                r,
+                None,
+            );
             let path = record::write_record(&opts.evidence, &rec).ok().map(|(p, _)| p);
             on_prelude(&prelude);
             return Err(HarnessError::Build { error, source, record: path });
@@ -230,7 +273,8 @@ pub fn run(opts: &Options, on_prelude: &mut dyn FnMut(&Prelude), on_run: &mut dy
 
     let work = isolate::work_dir().map_err(|e| HarnessError::Usage(format!("cannot create a work directory: {e}")))?;
     let cubin = work.join("kernel.cubin");
-    std::fs::write(&cubin, &built.cubin).map_err(|e| HarnessError::Usage(format!("cannot write {}: {e}", cubin.display())))?;
+    std::fs::write(&cubin, &built.cubin)
+        .map_err(|e| HarnessError::Usage(format!("cannot write {}: {e}", cubin.display())))?;
     let _ = std::fs::write(work.join("kernel.cu"), &built.cuda);
 
     let mut outcomes = Vec::new();
@@ -243,7 +287,10 @@ pub fn run(opts: &Options, on_prelude: &mut dyn FnMut(&Prelude), on_run: &mut dy
             let _ = std::fs::create_dir_all(&run_dir);
             let block = run_block.clone().or_else(|| {
                 opts.max_timeouts.filter(|&n| timeouts >= n).map(|n| {
-                    RunError::new("too_many_timeouts", format!("not run: {timeouts} run(s) of this invocation timed out (--max-timeouts {n})"))
+                    RunError::new(
+                        "too_many_timeouts",
+                        format!("not run: {timeouts} run(s) of this invocation timed out (--max-timeouts {n})"),
+                    )
                 })
             });
             let result = match &block {
@@ -308,7 +355,9 @@ pub fn run(opts: &Options, on_prelude: &mut dyn FnMut(&Prelude), on_run: &mut dy
 /// The exit status of a finished harness run: 0 all passed, 1 any mismatch / error / timeout,
 /// 3 nothing ran (every run skipped: no GPU).
 pub fn exit_status(outcomes: &[Outcome]) -> u8 {
-    if outcomes.iter().any(|o| matches!(o.record.verdict, Verdict::Mismatch | Verdict::Error | Verdict::Timeout) || o.write_error.is_some()) {
+    if outcomes.iter().any(|o| {
+        matches!(o.record.verdict, Verdict::Mismatch | Verdict::Error | Verdict::Timeout) || o.write_error.is_some()
+    }) {
         1
     } else if !outcomes.is_empty() && outcomes.iter().all(|o| o.record.verdict == Verdict::Skipped) {
         3
@@ -320,7 +369,10 @@ pub fn exit_status(outcomes: &[Outcome]) -> u8 {
 /// A table row for people.
 pub fn table_header(mode: Mode) -> String {
     match mode {
-        Mode::Run => format!("{:<28} {:<9} {:<9} {:>10} {:>10} {:>9}  {}", "shape", "dist", "verdict", "median ms", "TFLOP/s", "rel err", "detail"),
+        Mode::Run => format!(
+            "{:<28} {:<9} {:<9} {:>10} {:>10} {:>9}  {}",
+            "shape", "dist", "verdict", "median ms", "TFLOP/s", "rel err", "detail"
+        ),
         Mode::Bench => format!(
             "{:<28} {:<9} {:<9} {:>10} {:>9} {:>9} {:>10} {:>9} {:>7}  {}",
             "shape", "dist", "verdict", "median ms", "min ms", "p90 ms", "TFLOP/s", "base ms", "ratio", "detail"
@@ -332,7 +384,12 @@ pub fn table_row(mode: Mode, o: &Outcome) -> String {
     let r = &o.record;
     let f = |v: Option<f64>, p: usize| v.map_or_else(|| "-".to_string(), |x| format!("{x:.p$}"));
     let t = r.times_ms.as_ref();
-    let err = r.checks.iter().map(|c| c.rel_l2_err).filter(|e| e.is_finite()).fold(None, |a: Option<f64>, e| Some(a.map_or(e, |a| a.max(e))));
+    let err = r
+        .checks
+        .iter()
+        .map(|c| c.rel_l2_err)
+        .filter(|e| e.is_finite())
+        .fold(None, |a: Option<f64>, e| Some(a.map_or(e, |a| a.max(e))));
     let detail = r.problem().unwrap_or_else(|| {
         let ties: u64 = r.checks.iter().map(|c| c.ties_accepted).sum();
         if ties > 0 {
@@ -378,4 +435,35 @@ pub fn current_exe() -> PathBuf {
 /// Evidence root from `--evidence` or the default.
 pub fn evidence_root(arg: Option<&Path>) -> PathBuf {
     arg.map_or_else(|| PathBuf::from(record::DEFAULT_EVIDENCE_DIR), Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(cc: [u32; 2]) -> GpuInfo {
+        GpuInfo {
+            name: "NVIDIA H200".into(),
+            ordinal: 0,
+            cc,
+            sm_count: 132,
+            l2_bytes: 60 << 20,
+            smem_per_block_optin: 232448,
+            total_mem_bytes: 140 << 30,
+            driver_cuda: "13.0".into(),
+            driver_release: None,
+        }
+    }
+
+    #[test]
+    fn the_build_architecture_follows_the_device() {
+        let t = TargetTable::builtin();
+        let h200 = gpu([9, 0]);
+        assert_eq!(choose_arch(t.get("sm_90a").unwrap(), Some(&h200)).unwrap(), ("sm_90a".to_string(), None));
+        let (arch, note) = choose_arch(t.get("sm_80").unwrap(), Some(&h200)).unwrap();
+        assert_eq!(arch, "sm_90");
+        assert!(note.unwrap().contains("compiled as sm_90"));
+        assert_eq!(choose_arch(t.get("sm_100a").unwrap(), Some(&h200)).unwrap_err().class, "arch");
+        assert_eq!(choose_arch(t.get("sm_80").unwrap(), None).unwrap().0, "sm_80");
+    }
 }

@@ -149,13 +149,19 @@ fn stderr_tail(stderr: &str, lines: usize) -> String {
 pub fn interpret(outcome: std::io::Result<ChildOutcome>, result_path: &Path, timeout: Duration) -> JobResult {
     let outcome = match outcome {
         Ok(o) => o,
-        Err(e) => return JobResult::from_error(RunError::new("io", format!("cannot start the child process: {e}")), "spawn"),
+        Err(e) => {
+            return JobResult::from_error(RunError::new("io", format!("cannot start the child process: {e}")), "spawn")
+        }
     };
-    let written: Option<JobResult> = std::fs::read_to_string(result_path).ok().and_then(|t| serde_json::from_str(&t).ok());
+    let written: Option<JobResult> =
+        std::fs::read_to_string(result_path).ok().and_then(|t| serde_json::from_str(&t).ok());
     let stage = last_stage(&outcome.stderr).unwrap_or_else(|| "start".into());
     match (written, &outcome.status) {
         (Some(mut r), ChildStatus::TimedOut) => {
-            r.notes.push(format!("the child wrote its result but did not exit within {:.0} s; its process group was killed", timeout.as_secs_f64()));
+            r.notes.push(format!(
+                "the child wrote its result but did not exit within {:.0} s; its process group was killed",
+                timeout.as_secs_f64()
+            ));
             r
         }
         (Some(r), _) => r,
@@ -179,11 +185,24 @@ pub fn interpret(outcome: std::io::Result<ChildOutcome>, result_path: &Path, tim
             r
         }
         (None, ChildStatus::Exited(code)) => JobResult::from_error(
-            RunError::new("child_crashed", format!("the child exited with status {code} without a result (last stage: {stage}); stderr:\n{}", stderr_tail(&outcome.stderr, 20))),
+            RunError::new(
+                "child_crashed",
+                format!(
+                    "the child exited with status {code} without a result (last stage: {stage}); stderr:\n{}",
+                    stderr_tail(&outcome.stderr, 20)
+                ),
+            ),
             &stage,
         ),
         (None, ChildStatus::Signaled(sig)) => JobResult::from_error(
-            RunError::new(signal_name(*sig), format!("the child was killed by {} (last stage: {stage}); stderr:\n{}", signal_name(*sig), stderr_tail(&outcome.stderr, 20))),
+            RunError::new(
+                signal_name(*sig),
+                format!(
+                    "the child was killed by {} (last stage: {stage}); stderr:\n{}",
+                    signal_name(*sig),
+                    stderr_tail(&outcome.stderr, 20)
+                ),
+            ),
             &stage,
         ),
     }
@@ -194,8 +213,14 @@ pub fn interpret(outcome: std::io::Result<ChildOutcome>, result_path: &Path, tim
 pub fn run_isolated(exe: &Path, job: &Job, timeout: Duration) -> JobResult {
     let job_path = job.result.with_file_name("job.json");
     let _ = std::fs::remove_file(&job.result);
-    if let Err(e) = serde_json::to_string(job).map_err(|e| e.to_string()).and_then(|t| std::fs::write(&job_path, t).map_err(|e| e.to_string())) {
-        return JobResult::from_error(RunError::new("io", format!("cannot write {}: {e}", job_path.display())), "write job");
+    if let Err(e) = serde_json::to_string(job)
+        .map_err(|e| e.to_string())
+        .and_then(|t| std::fs::write(&job_path, t).map_err(|e| e.to_string()))
+    {
+        return JobResult::from_error(
+            RunError::new("io", format!("cannot write {}: {e}", job_path.display())),
+            "write job",
+        );
     }
     let mut cmd = Command::new(exe);
     cmd.arg("__run-child").arg("--job").arg(&job_path);
@@ -207,13 +232,20 @@ pub fn run_isolated(exe: &Path, job: &Job, timeout: Duration) -> JobResult {
 pub fn probe_gpu(exe: &Path, timeout: Duration) -> Result<GpuInfo, RunError> {
     let mut cmd = Command::new(exe);
     cmd.arg("__probe-gpu");
-    let o = run_with_timeout(cmd, timeout).map_err(|e| RunError::new("io", format!("cannot start `{} __probe-gpu`: {e}", exe.display())))?;
+    let o = run_with_timeout(cmd, timeout)
+        .map_err(|e| RunError::new("io", format!("cannot start `{} __probe-gpu`: {e}", exe.display())))?;
     if o.status == ChildStatus::TimedOut {
-        return Err(RunError::new("timeout", format!("the GPU probe did not answer within {:.0} s", timeout.as_secs_f64())));
+        return Err(RunError::new(
+            "timeout",
+            format!("the GPU probe did not answer within {:.0} s", timeout.as_secs_f64()),
+        ));
     }
     let line = o.stdout.lines().rev().find(|l| l.trim_start().starts_with('{')).unwrap_or("");
     let v: ProbeAnswer = serde_json::from_str(line).map_err(|_| {
-        RunError::new("child_crashed", format!("the GPU probe ended with {:?} and no answer; stderr:\n{}", o.status, stderr_tail(&o.stderr, 20)))
+        RunError::new(
+            "child_crashed",
+            format!("the GPU probe ended with {:?} and no answer; stderr:\n{}", o.status, stderr_tail(&o.stderr, 20)),
+        )
     })?;
     match v {
         ProbeAnswer { gpu: Some(g), .. } => Ok(g),
@@ -268,7 +300,10 @@ mod tests {
         let marker = std::env::temp_dir().join(format!("cake-isolate-test-{}", std::process::id()));
         let _ = std::fs::remove_file(&marker);
         // The grandchild would create the marker after 2 s if it survived the group kill.
-        let script = format!("(sleep 2; touch {}) & echo started; echo '{STAGE_PREFIX}launch (correctness)' >&2; sleep 30", marker.display());
+        let script = format!(
+            "(sleep 2; touch {}) & echo started; echo '{STAGE_PREFIX}launch (correctness)' >&2; sleep 30",
+            marker.display()
+        );
         let t0 = Instant::now();
         let o = run_with_timeout(sh(&script), Duration::from_millis(500)).unwrap();
         assert_eq!(o.status, ChildStatus::TimedOut);

@@ -260,7 +260,11 @@ pub fn child_main(job_path: &Path) -> i32 {
             res.error = Some(e);
         }
         Err(p) => {
-            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
             res.verdict = Verdict::Error;
             res.error = Some(RunError::internal(format!("the runtime panicked during {}: {msg}", res.stage)));
         }
@@ -365,8 +369,10 @@ pub fn concrete_tensors(launch: &LaunchSpec, shape: &Shape) -> Result<Vec<Concre
     let mut out = Vec::new();
     for p in &launch.params {
         if let ParamSpec::TensorPtr { tensor, dtype, access, shape: dims, .. } = p {
-            let d = DType::parse(dtype).ok_or_else(|| RunError::new("launch_spec", format!("tensor `{tensor}`: unknown dtype `{dtype}`")))?;
-            let dims = dims.iter().map(|e| eval(e, shape, &format!("shape of `{tensor}`"))).collect::<Result<Vec<_>, _>>()?;
+            let d = DType::parse(dtype)
+                .ok_or_else(|| RunError::new("launch_spec", format!("tensor `{tensor}`: unknown dtype `{dtype}`")))?;
+            let dims =
+                dims.iter().map(|e| eval(e, shape, &format!("shape of `{tensor}`"))).collect::<Result<Vec<_>, _>>()?;
             out.push((tensor.clone(), d, dims, access.clone()));
         }
     }
@@ -383,7 +389,11 @@ pub fn concrete_tensor_maps(launch: &LaunchSpec, shape: &Shape) -> Result<Vec<Te
         let (name, dtype, tshape, _) = tensors.iter().find(|t| t.0 == m.tensor).ok_or_else(|| {
             RunError::new("launch_spec", format!("tensor map for `{}`, which has no pointer parameter", m.tensor))
         })?;
-        let dims = m.global_dims.iter().map(|e| eval(e, shape, &format!("global dim of `{}`", m.tensor))).collect::<Result<Vec<_>, _>>()?;
+        let dims = m
+            .global_dims
+            .iter()
+            .map(|e| eval(e, shape, &format!("global dim of `{}`", m.tensor)))
+            .collect::<Result<Vec<_>, _>>()?;
         let strides = m
             .global_strides_bytes
             .iter()
@@ -399,7 +409,10 @@ pub fn concrete_tensor_maps(launch: &LaunchSpec, shape: &Shape) -> Result<Vec<Te
         if super::tma::tensor_map_dtype(*dtype) != Some(m.data_type) {
             return Err(RunError::new(
                 "launch_spec",
-                format!("tensor map of `{}`: data type {} does not match the tensor's dtype {dtype}", m.tensor, m.data_type),
+                format!(
+                    "tensor map of `{}`: data type {} does not match the tensor's dtype {dtype}",
+                    m.tensor, m.data_type
+                ),
             ));
         }
         let spec = TensorMapSpec {
@@ -415,7 +428,10 @@ pub fn concrete_tensor_maps(launch: &LaunchSpec, shape: &Shape) -> Result<Vec<Te
         if spec.global_dims != dense.global_dims {
             return Err(RunError::new(
                 "launch_spec",
-                format!("tensor map of `{}`: global dims {:?} (innermost first) disagree with the tensor's shape {:?}", m.tensor, spec.global_dims, tshape),
+                format!(
+                    "tensor map of `{}`: global dims {:?} (innermost first) disagree with the tensor's shape {:?}",
+                    m.tensor, spec.global_dims, tshape
+                ),
             ));
         }
         if spec.global_strides != dense.global_strides {
@@ -428,7 +444,10 @@ pub fn concrete_tensor_maps(launch: &LaunchSpec, shape: &Shape) -> Result<Vec<Te
             ));
         }
         if m.interleave != 0 {
-            return Err(RunError::new("launch_spec", format!("tensor map of `{}`: interleaved maps are not supported", m.tensor)));
+            return Err(RunError::new(
+                "launch_spec",
+                format!("tensor map of `{}`: interleaved maps are not supported", m.tensor),
+            ));
         }
         out.push(spec);
     }
@@ -492,13 +511,28 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     for (name, d) in &derived {
         stage(res, &format!("derive `{name}`"));
         let Derive::RowSqnorm { of } = d;
-        let src = tensors.iter().find(|t| t.name == *of).ok_or_else(|| RunError::new("workload", format!("derive.{name}: no tensor `{of}`")))?;
+        let src = tensors
+            .iter()
+            .find(|t| t.name == *of)
+            .ok_or_else(|| RunError::new("workload", format!("derive.{name}: no tensor `{of}`")))?;
         let inner = *src.shape.last().unwrap_or(&1) as usize;
-        let vals: Vec<f64> = src.host.as_ref().ok_or_else(|| RunError::new("workload", format!("derive.{name}: `{of}` is not an input")))?.iter().map(|&v| f64::from(v)).collect();
+        let vals: Vec<f64> = src
+            .host
+            .as_ref()
+            .ok_or_else(|| RunError::new("workload", format!("derive.{name}: `{of}` is not an input")))?
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect();
         let out = oracle::row_sqnorm(&vals, inner);
-        let t = tensors.iter_mut().find(|t| t.name == *name).ok_or_else(|| RunError::new("workload", format!("derive: no tensor `{name}`")))?;
+        let t = tensors
+            .iter_mut()
+            .find(|t| t.name == *name)
+            .ok_or_else(|| RunError::new("workload", format!("derive: no tensor `{name}`")))?;
         if out.len() as u64 != t.elems() {
-            return Err(RunError::new("workload", format!("derive.{name}: {} values for a tensor of {} elements", out.len(), t.elems())));
+            return Err(RunError::new(
+                "workload",
+                format!("derive.{name}: {} values for a tensor of {} elements", out.len(), t.elems()),
+            ));
         }
         let w = t.dtype.size_bytes() as usize;
         let mut bytes = vec![0u8; out.len() * w];
@@ -554,17 +588,25 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
             }
             ParamSpec::TensorMap { tensor, map, .. } => {
                 let i = *map;
-                let m = maps.get(i).ok_or_else(|| RunError::new("launch_spec", format!("tensor map index {i} of `{tensor}` out of range")))?;
+                let m = maps.get(i).ok_or_else(|| {
+                    RunError::new("launch_spec", format!("tensor map index {i} of `{tensor}` out of range"))
+                })?;
                 param_bytes(m)
             }
             ParamSpec::Dim { name, .. } => {
-                let v = *job.shape.get(name).ok_or_else(|| RunError::new("shape", format!("no value for dim `{name}`")))?;
-                let v = i32::try_from(v).map_err(|_| RunError::new("shape", format!("dim `{name}` = {v} exceeds i32")))?;
+                let v =
+                    *job.shape.get(name).ok_or_else(|| RunError::new("shape", format!("no value for dim `{name}`")))?;
+                let v =
+                    i32::try_from(v).map_err(|_| RunError::new("shape", format!("dim `{name}` = {v} exceeds i32")))?;
                 param_bytes(&v)
             }
             ParamSpec::Scalar { name, dtype, .. } => {
-                let v = *wl.scalars.get(name).ok_or_else(|| RunError::new("workload", format!("no value for scalar `{name}`")))?;
-                let d = DType::parse(dtype).ok_or_else(|| RunError::new("launch_spec", format!("scalar `{name}`: unknown dtype `{dtype}`")))?;
+                let v = *wl
+                    .scalars
+                    .get(name)
+                    .ok_or_else(|| RunError::new("workload", format!("no value for scalar `{name}`")))?;
+                let d = DType::parse(dtype)
+                    .ok_or_else(|| RunError::new("launch_spec", format!("scalar `{name}`: unknown dtype `{dtype}`")))?;
                 let mut b = [0u8; 8];
                 convert::store(d, v, &mut b[..d.size_bytes() as usize]);
                 param_bytes(&b)
@@ -576,7 +618,8 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     // ---- grid and kernel
     stage(res, "load kernel");
     let l = &job.launch;
-    let mut blocks = l.grid.blocks(&job.shape, gpu.info.sm_count).map_err(|e| RunError::new("shape", format!("grid: {e}")))?;
+    let mut blocks =
+        l.grid.blocks(&job.shape, gpu.info.sm_count).map_err(|e| RunError::new("shape", format!("grid: {e}")))?;
     let cx = l.cluster[0].max(1);
     if l.cluster[1] > 1 || l.cluster[2] > 1 {
         return Err(RunError::new("launch_spec", format!("cluster {:?} on a 1-D grid", l.cluster)));
@@ -584,24 +627,41 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     if l.grid.persistent {
         blocks -= blocks % cx;
     } else if blocks % cx != 0 {
-        return Err(RunError::new("grid_cluster", format!("{blocks} blocks is not a multiple of the cluster size {cx}")));
+        return Err(RunError::new(
+            "grid_cluster",
+            format!("{blocks} blocks is not a multiple of the cluster size {cx}"),
+        ));
     }
     if blocks == 0 {
         return Err(RunError::new("shape", "the grid has no blocks (no tiles at this shape)"));
     }
-    let dims = LaunchDims { grid: [blocks, 1, 1], block: [l.block_threads, 1, 1], smem: l.dynamic_smem_bytes, cluster: [cx, 1, 1] };
-    let image = std::fs::read(&job.cubin).map_err(|e| RunError::new("io", format!("cannot read {}: {e}", job.cubin.display())))?;
+    let dims = LaunchDims {
+        grid: [blocks, 1, 1],
+        block: [l.block_threads, 1, 1],
+        smem: l.dynamic_smem_bytes,
+        cluster: [cx, 1, 1],
+    };
+    let image = std::fs::read(&job.cubin)
+        .map_err(|e| RunError::new("io", format!("cannot read {}: {e}", job.cubin.display())))?;
     let kernel = gpu.load_kernel(&image, &l.entry)?;
     if u64::from(l.dynamic_smem_bytes) > gpu.info.smem_per_block_optin {
         return Err(RunError::new(
             "smem_too_large",
-            format!("{} B of dynamic shared memory; the device allows {} B per block", l.dynamic_smem_bytes, gpu.info.smem_per_block_optin),
+            format!(
+                "{} B of dynamic shared memory; the device allows {} B per block",
+                l.dynamic_smem_bytes, gpu.info.smem_per_block_optin
+            ),
         ));
     }
     if l.dynamic_smem_bytes > 48 * 1024 || l.needs_smem_opt_in {
         gpu.set_max_dynamic_smem(&kernel, l.dynamic_smem_bytes)?;
     }
-    res.launch = Some(LaunchFacts { entry: l.entry.clone(), dims, kernel: kernel.facts.clone(), tensor_maps: map_specs.clone() });
+    res.launch = Some(LaunchFacts {
+        entry: l.entry.clone(),
+        dims,
+        kernel: kernel.facts.clone(),
+        tensor_maps: map_specs.clone(),
+    });
 
     // ---- correctness launch
     stage(res, "launch (correctness)");
@@ -625,7 +685,10 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
             };
             let (m, k, n) = (a.shape[0], a.shape[1], b.shape[0]);
             if b.shape[1] != k || c.shape != [m, n] {
-                return Err(RunError::new("workload", format!("matmul_abt: shapes A{:?} B{:?} C{:?} do not fit C = A·Bᵀ", a.shape, b.shape, c.shape)));
+                return Err(RunError::new(
+                    "workload",
+                    format!("matmul_abt: shapes A{:?} B{:?} C{:?} do not fit C = A·Bᵀ", a.shape, b.shape, c.shape),
+                ));
             }
             let got = convert::decode_all_f32(c.dtype, &downloaded[&c.name]);
             let (ah, bh) = (a.host.as_ref().expect("input"), b.host.as_ref().expect("input"));
@@ -637,7 +700,15 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
                     Ok(cb) => {
                         let cref = gpu.alloc(c.bytes() as usize, "cuBLAS C")?;
                         gpu.memset(&cref, 0xFF, "cuBLAS C")?;
-                        cb.gemm_abt(a.dtype, a.buf.as_ref().unwrap().ptr, b.buf.as_ref().unwrap().ptr, cref.ptr, m, n, k)?;
+                        cb.gemm_abt(
+                            a.dtype,
+                            a.buf.as_ref().unwrap().ptr,
+                            b.buf.as_ref().unwrap().ptr,
+                            cref.ptr,
+                            m,
+                            n,
+                            k,
+                        )?;
                         gpu.wait("cuBLAS GEMM", timeout)?;
                         let want = convert::decode_all_f32(c.dtype, &gpu.download(&cref, "cuBLAS C")?);
                         res.checks.push(oracle::compare_full("cublas", &got, &want, &c.shape, tol));
@@ -655,12 +726,27 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
             };
             let (b, n, d, k) = (x.shape[0], x.shape[1], x.shape[2], c.shape[1]);
             if c.shape != [b, k, d] || idx.shape != [b, n] {
-                return Err(RunError::new("workload", format!("kmeans_assign: shapes X{:?} C{:?} Idx{:?} do not fit", x.shape, c.shape, idx.shape)));
+                return Err(RunError::new(
+                    "workload",
+                    format!("kmeans_assign: shapes X{:?} C{:?} Idx{:?} do not fit", x.shape, c.shape, idx.shape),
+                ));
             }
             let got = convert::decode_all_i32(&downloaded[&idx.name]);
-            res.checks.push(oracle::kmeans_assign(x.host.as_ref().expect("input"), c.host.as_ref().expect("input"), &got, b, n, k, d, tol, &mut rng));
+            res.checks.push(oracle::kmeans_assign(
+                x.host.as_ref().expect("input"),
+                c.host.as_ref().expect("input"),
+                &got,
+                b,
+                n,
+                k,
+                d,
+                tol,
+                &mut rng,
+            ));
         }
-        OracleName::None => res.notes.push("no oracle: outputs checked for unwritten (non-finite) elements only".into()),
+        OracleName::None => {
+            res.notes.push("no oracle: outputs checked for unwritten (non-finite) elements only".into())
+        }
     }
     // Every other float output must be fully written (the oracles check their own).
     let oracle_out = match wl.oracle {
@@ -710,13 +796,16 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
             if wl.oracle != OracleName::MatmulAbt {
                 res.notes.push("baseline cublas needs the matmul_abt oracle; no baseline timed".into());
             } else {
-                let (a, b, c) = (find(&wl.role("a")).unwrap(), find(&wl.role("b")).unwrap(), find(&wl.role("c")).unwrap());
+                let (a, b, c) =
+                    (find(&wl.role("a")).unwrap(), find(&wl.role("b")).unwrap(), find(&wl.role("c")).unwrap());
                 match Cublas::new(gpu.stream) {
                     Ok(cb) => {
                         let (m, k, n) = (a.shape[0], a.shape[1], b.shape[0]);
                         let cref = gpu.alloc(c.bytes() as usize, "cuBLAS C")?;
                         let (ap, bp, cp) = (a.buf.as_ref().unwrap().ptr, b.buf.as_ref().unwrap().ptr, cref.ptr);
-                        let samples = time_samples(&gpu, &flush, job.warmup, job.repeats, timeout, "cuBLAS", |_| cb.gemm_abt(a.dtype, ap, bp, cp, m, n, k))?;
+                        let samples = time_samples(&gpu, &flush, job.warmup, job.repeats, timeout, "cuBLAS", |_| {
+                            cb.gemm_abt(a.dtype, ap, bp, cp, m, n, k)
+                        })?;
                         if let Some(times) = Times::from_samples(samples, job.warmup, job.l2_flush_bytes) {
                             res.baseline = Some(BaselineResult { name: "cublas".into(), times });
                         }
@@ -783,7 +872,11 @@ mod tests {
             let v = generate(d, 1000, Dist::Ties, 1.0, 1, 0);
             let f = convert::decode_all_f32(d, &v);
             for x in f {
-                let ok = if d == DType::I32 { [-1.0, 0.0, 1.0].contains(&x) } else { [-1.0, -0.5, 0.0, 0.5, 1.0].contains(&x) };
+                let ok = if d == DType::I32 {
+                    [-1.0, 0.0, 1.0].contains(&x)
+                } else {
+                    [-1.0, -0.5, 0.0, 0.5, 1.0].contains(&x)
+                };
                 assert!(ok, "{d}: {x}");
             }
         }

@@ -90,7 +90,8 @@ pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
     let chunk = items.len().div_ceil(threads);
     let f = &f;
     std::thread::scope(|s| {
-        let handles: Vec<_> = items.chunks(chunk).map(|c| s.spawn(move || c.iter().map(f).collect::<Vec<R>>())).collect();
+        let handles: Vec<_> =
+            items.chunks(chunk).map(|c| s.spawn(move || c.iter().map(f).collect::<Vec<R>>())).collect();
         handles.into_iter().flat_map(|h| h.join().expect("oracle worker panicked")).collect()
     })
 }
@@ -181,14 +182,17 @@ impl Comparer {
                     index: vec![i as u64],
                     got: f64::from(output[i]),
                     want: f64::NAN,
-                    note: Some("non-finite output (flat index; outputs are poisoned with NaN before the launch)".into()),
+                    note: Some(
+                        "non-finite output (flat index; outputs are poisoned with NaN before the launch)".into(),
+                    ),
                 });
             }
         }
         self.report.first_bad.sort_by(|a, b| a.index.cmp(&b.index));
         self.report.first_bad.dedup_by(|a, b| a.index == b.index);
         self.report.first_bad.truncate(MAX_REPORTED);
-        self.report.rel_l2_err = if self.sq_ref > 0.0 { (self.sq_err / self.sq_ref).sqrt() } else { self.sq_err.sqrt() };
+        self.report.rel_l2_err =
+            if self.sq_ref > 0.0 { (self.sq_err / self.sq_ref).sqrt() } else { self.sq_err.sqrt() };
         self.report.passed = self.report.mismatches == 0 && self.report.nonfinite == 0 && self.report.checked > 0;
         self.report
     }
@@ -196,7 +200,16 @@ impl Comparer {
 
 /// `matmul_abt`: check C[M,N] = A[M,K]·B[N,K]ᵀ on sampled rows and columns.
 #[allow(clippy::too_many_arguments)]
-pub fn matmul_abt(a: &[f32], b: &[f32], c: &[f32], m: u64, n: u64, k: u64, tol: Tolerance, rng: &mut Rng) -> CheckReport {
+pub fn matmul_abt(
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    m: u64,
+    n: u64,
+    k: u64,
+    tol: Tolerance,
+    rng: &mut Rng,
+) -> CheckReport {
     let (mu, nu, ku) = (m as usize, n as usize, k as usize);
     assert_eq!(a.len(), mu * ku, "A has M·K elements");
     assert_eq!(b.len(), nu * ku, "B has N·K elements");
@@ -236,7 +249,8 @@ pub fn matmul_abt(a: &[f32], b: &[f32], c: &[f32], m: u64, n: u64, k: u64, tol: 
 pub fn compare_full(name: &str, got: &[f32], want: &[f32], shape: &[u64], tol: Tolerance) -> CheckReport {
     assert_eq!(got.len(), want.len());
     let finite: Vec<f64> = want.iter().filter(|v| v.is_finite()).map(|&v| f64::from(v)).collect();
-    let rms = if finite.is_empty() { 0.0 } else { (finite.iter().map(|v| v * v).sum::<f64>() / finite.len() as f64).sqrt() };
+    let rms =
+        if finite.is_empty() { 0.0 } else { (finite.iter().map(|v| v * v).sum::<f64>() / finite.len() as f64).sqrt() };
     let mut cmp = Comparer::new(name, tol, rms);
     for (flat, (&g, &w)) in got.iter().zip(want).enumerate() {
         cmp.add(|| unflatten(flat as u64, shape), f64::from(g), f64::from(w));

@@ -64,7 +64,10 @@ impl ToolInfo {
                 .stderr(std::process::Stdio::null())
                 .output()
                 .ok()?;
-            out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()).filter(|s| s.len() == 40)
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+                .filter(|s| s.len() == 40)
         });
         ToolInfo { version: env!("CARGO_PKG_VERSION").to_string(), git_commit: commit.map(|s| s.trim().to_string()) }
     }
@@ -143,12 +146,20 @@ impl RunRecord {
         let baseline = r.baseline.as_ref().map(|b| BaselineReport {
             name: b.name.clone(),
             tflops: tflops(&b.times),
-            speed_ratio: r.times.as_ref().map_or(0.0, |t| if t.median_ms > 0.0 { b.times.median_ms / t.median_ms } else { 0.0 }),
+            speed_ratio: r.times.as_ref().map_or(0.0, |t| {
+                if t.median_ms > 0.0 {
+                    b.times.median_ms / t.median_ms
+                } else {
+                    0.0
+                }
+            }),
             times_ms: b.times.clone(),
         });
         RunRecord {
             schema: RECORD_SCHEMA.into(),
-            created_unix_ms: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
+            created_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
             command: command.into(),
             program,
             cake: ToolInfo::current(),
@@ -180,9 +191,10 @@ impl RunRecord {
             return Some(format!("[{}] {first}", e.class));
         }
         self.checks.iter().find(|c| !c.passed).map(|c| {
-            let first = c.first_bad.first().map_or(String::new(), |b| {
-                format!(" first at {:?}: got {} want {}", b.index, b.got, b.want)
-            });
+            let first = c
+                .first_bad
+                .first()
+                .map_or(String::new(), |b| format!(" first at {:?}: got {} want {}", b.index, b.got, b.want));
             format!("{}: {} of {} wrong, {} non-finite;{first}", c.oracle, c.mismatches, c.checked, c.nonfinite)
         })
     }

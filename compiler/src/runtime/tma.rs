@@ -81,7 +81,13 @@ impl SwizzleSer {
 impl TensorMapSpec {
     /// A dense row-major tensor `shape` (outermost first, as declared) with a box `box_outer_first`
     /// (outermost first, as written in `tma [..]`).
-    pub fn dense(tensor: &str, dtype: DType, shape: &[u64], box_outer_first: &[u64], swizzle: Swizzle) -> TensorMapSpec {
+    pub fn dense(
+        tensor: &str,
+        dtype: DType,
+        shape: &[u64],
+        box_outer_first: &[u64],
+        swizzle: Swizzle,
+    ) -> TensorMapSpec {
         let global_dims: Vec<u64> = shape.iter().rev().copied().collect();
         let mut global_strides = Vec::new();
         let mut stride = dtype.size_bytes();

@@ -177,7 +177,11 @@ impl WorkloadSpec {
     pub fn tolerance(&self) -> Tolerance {
         let d = self.oracle.default_tolerance();
         let t = self.tolerance.unwrap_or_default();
-        Tolerance { rtol: t.rtol.unwrap_or(d.rtol), atol: t.atol.unwrap_or(d.atol), samples: t.samples.unwrap_or(d.samples) }
+        Tolerance {
+            rtol: t.rtol.unwrap_or(d.rtol),
+            atol: t.atol.unwrap_or(d.atol),
+            samples: t.samples.unwrap_or(d.samples),
+        }
     }
 
     /// Oracle role → tensor name, with defaults filled in.
@@ -206,7 +210,11 @@ impl WorkloadSpec {
         for role in self.args.keys() {
             if !self.oracle.roles().iter().any(|(r, _)| r == role) {
                 let known: Vec<&str> = self.oracle.roles().iter().map(|(r, _)| *r).collect();
-                return Err(err(format!("args.{role}: oracle `{}` has no role `{role}` (roles: {})", self.oracle.name(), known.join(", "))));
+                return Err(err(format!(
+                    "args.{role}: oracle `{}` has no role `{role}` (roles: {})",
+                    self.oracle.name(),
+                    known.join(", ")
+                )));
             }
         }
         // Role checks: (role, rank, dtypes allowed, must be output).
@@ -226,26 +234,41 @@ impl WorkloadSpec {
         for (role, rank, dtypes, output) in wants {
             let name = self.role(role);
             let t = tensor(&name).ok_or_else(|| {
-                err(format!("oracle `{}` role `{role}` names tensor `{name}`, which the program does not declare", self.oracle.name()))
+                err(format!(
+                    "oracle `{}` role `{role}` names tensor `{name}`, which the program does not declare",
+                    self.oracle.name()
+                ))
             })?;
             if t.shape.len() != *rank {
-                return Err(err(format!("oracle role `{role}`: tensor `{name}` has rank {}, expected {rank}", t.shape.len())));
+                return Err(err(format!(
+                    "oracle role `{role}`: tensor `{name}` has rank {}, expected {rank}",
+                    t.shape.len()
+                )));
             }
             if !dtypes.contains(&t.dtype) {
-                return Err(err(format!("oracle role `{role}`: tensor `{name}` is {}, which the oracle does not support", t.dtype)));
+                return Err(err(format!(
+                    "oracle role `{role}`: tensor `{name}` is {}, which the oracle does not support",
+                    t.dtype
+                )));
             }
             if *output && t.access == Access::In {
-                return Err(err(format!("oracle role `{role}`: tensor `{name}` is declared `in`, but the oracle reads it as the output")));
+                return Err(err(format!(
+                    "oracle role `{role}`: tensor `{name}` is declared `in`, but the oracle reads it as the output"
+                )));
             }
         }
         for name in self.inputs.keys() {
-            let t = tensor(name).ok_or_else(|| err(format!("inputs.{name}: the program declares no tensor `{name}`")))?;
+            let t =
+                tensor(name).ok_or_else(|| err(format!("inputs.{name}: the program declares no tensor `{name}`")))?;
             if t.access == Access::Out {
-                return Err(err(format!("inputs.{name}: tensor `{name}` is `out`; only `in`/`inout` tensors are filled")));
+                return Err(err(format!(
+                    "inputs.{name}: tensor `{name}` is `out`; only `in`/`inout` tensors are filled"
+                )));
             }
         }
         for (name, d) in self.derived()? {
-            let t = tensor(&name).ok_or_else(|| err(format!("derive.{name}: the program declares no tensor `{name}`")))?;
+            let t =
+                tensor(&name).ok_or_else(|| err(format!("derive.{name}: the program declares no tensor `{name}`")))?;
             if t.access == Access::Out {
                 return Err(err(format!("derive.{name}: tensor `{name}` is `out`")));
             }
@@ -339,7 +362,10 @@ pub fn check_shape(m: &Module, shape: &Shape) -> Result<(), String> {
         }
         if let Some(k) = d.multiple_of {
             if k > 0 && v % k != 0 {
-                return Err(format!("dim `{}` = {v} is not a multiple of {k} (`dim {} multiple_of {k}`)", d.name, d.name));
+                return Err(format!(
+                    "dim `{}` = {v} is not a multiple of {k} (`dim {} multiple_of {k}`)",
+                    d.name, d.name
+                ));
             }
         }
     }
@@ -357,7 +383,8 @@ pub fn parse_shape(text: &str) -> Result<Shape, String> {
     let mut s = Shape::new();
     for part in text.split([',', ' ']).map(str::trim).filter(|p| !p.is_empty()) {
         let (k, v) = part.split_once('=').ok_or_else(|| format!("`{part}`: expected NAME=VALUE"))?;
-        let v: i64 = v.trim().replace('_', "").parse().map_err(|_| format!("`{part}`: `{}` is not an integer", v.trim()))?;
+        let v: i64 =
+            v.trim().replace('_', "").parse().map_err(|_| format!("`{part}`: `{}` is not an integer", v.trim()))?;
         if s.insert(k.trim().to_string(), v).is_some() {
             return Err(format!("dim `{}` given twice", k.trim()));
         }
@@ -493,5 +520,80 @@ mod tests {
         assert_eq!(Derive::parse("row_sqnorm(C)").unwrap(), Derive::RowSqnorm { of: "C".into() });
         assert!(Derive::parse("colnorm(C)").is_err());
         assert!(Derive::parse("row_sqnorm(C").is_err());
+    }
+}
+
+#[cfg(test)]
+mod validation_tests {
+    use super::*;
+
+    const PROGRAM: &str = "kernel k target sm_90a\n\ndim M multiple_of 128\ndim K multiple_of 64\n\nin X: bf16[M, K]\nin XN: f32[M]\nout Y: f32[M]\n\ngrid tiles[m = M / 128]\n\nrole all: warp 0..4\n\non all {\n    for t in tiles {\n    }\n}\n";
+
+    fn module() -> Module {
+        let out = crate::check::check_source(PROGRAM);
+        out.module.unwrap_or_else(|| panic!("{:?}", out.diagnostics))
+    }
+
+    fn spec(extra: &str) -> Result<(), WorkloadError> {
+        let text =
+            format!("oracle = \"none\"\nheadline = {{ M = 256, K = 64 }}\nshapes = [{{ M = 128, K = 64 }}]\n{extra}");
+        WorkloadSpec::from_toml_str("t.toml", &text)?.validate(&module())
+    }
+
+    #[test]
+    fn a_good_spec_validates() {
+        spec(
+            "flops = \"2 * M * K\"\n[derive]\nXN = \"row_sqnorm(X)\"\n[inputs]\nX = { dist = \"ties\", scale = 2.0 }\n",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn misfits_are_named() {
+        let e = |extra: &str| spec(extra).unwrap_err().0;
+        assert!(e("[inputs]\nQ = { dist = \"normal\" }\n").contains("no tensor `Q`"));
+        assert!(e("[inputs]\nY = { dist = \"normal\" }\n").contains("is `out`"));
+        assert!(e("[derive]\nX = \"row_sqnorm(XN)\"\n").contains("without its last dimension"));
+        assert!(e("[derive]\nXN = \"colnorm(X)\"\n").contains("unknown function"));
+        assert!(e("flops = \"2 * Q\"\n").contains("unknown dim `Q`"));
+        assert!(e("baseline = \"torch\"\n").contains("not `cublas` or `none`"));
+        assert!(e("kernel = \"other\"\n").contains("for kernel `other`"));
+        let bad_shape = WorkloadSpec::from_toml_str(
+            "t.toml",
+            "oracle = \"none\"\nheadline = { M = 100, K = 64 }\nshapes = [{ M = 128, K = 64 }]\n",
+        )
+        .unwrap()
+        .validate(&module())
+        .unwrap_err()
+        .0;
+        assert!(bad_shape.contains("headline: dim `M` = 100 is not a multiple of 128"), "{bad_shape}");
+        let unknown =
+            WorkloadSpec::from_toml_str("t.toml", "oracle = \"none\"\nheadline = {}\nshapes = []\nbogus = 1\n")
+                .unwrap_err()
+                .0;
+        assert!(unknown.contains("bogus"), "{unknown}");
+        let wrong_role = WorkloadSpec::from_toml_str(
+            "t.toml",
+            "oracle = \"matmul_abt\"\nheadline = { M = 128, K = 64 }\nshapes = [{ M = 128, K = 64 }]\n",
+        )
+        .unwrap()
+        .validate(&module())
+        .unwrap_err()
+        .0;
+        assert!(wrong_role.contains("role `a` names tensor `A`"), "{wrong_role}");
+    }
+
+    #[test]
+    fn the_dist_override_applies_to_filled_inputs_only() {
+        let w = WorkloadSpec::from_toml_str(
+            "t.toml",
+            "oracle = \"none\"\nheadline = { M = 128, K = 64 }\nshapes = [{ M = 128, K = 64 }]\n[derive]\nXN = \"row_sqnorm(X)\"\n[inputs]\nX = { dist = \"ties\" }\n",
+        )
+        .unwrap();
+        let m = module();
+        let d = w.input_dists(&m, None);
+        assert_eq!(d.keys().collect::<Vec<_>>(), vec!["X"]);
+        assert_eq!(d["X"].0, Dist::Ties);
+        assert_eq!(w.input_dists(&m, Some(Dist::Uniform))["X"].0, Dist::Uniform);
     }
 }

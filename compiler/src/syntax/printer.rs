@@ -21,7 +21,7 @@ pub fn attr_order(keyword: &str) -> &'static [&'static str] {
     match keyword {
         "dim" => &["multiple_of"],
         "in" | "out" | "inout" => &["tma", "swizzle"],
-        "grid" => &["persistent", "cluster"],
+        "grid" => &["persistent", "group", "cluster"],
         "smem" => &["stages", "swizzle", "align"],
         "view" => &["of", "offset", "swizzle"],
         "role" => &["warp", "warpgroup", "regs"],

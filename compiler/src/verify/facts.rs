@@ -532,6 +532,7 @@ pub const PIPELINE_FACTS: &[FactDef] = &[
     f("min_fill_stages", "fewest stages among the regions its tma_loads write (unknown: none)"),
     f("max_fill_stages", "most stages among the regions its tma_loads write (unknown: none)"),
     f("acquire_in_loop", "whether an acquire of it sits inside a counted `for` loop"),
+    f("role_without_body", "its producer or consumer role that has no body (unknown: both have one)"),
 ];
 
 pub const BARRIER_FACTS: &[FactDef] = &[
@@ -542,6 +543,7 @@ pub const BARRIER_FACTS: &[FactDef] = &[
     f("consumers", "number of consumer roles"),
     f("producers_without_body", "producer roles that have no body"),
     f("consumers_without_body", "consumer roles that have no body"),
+    f("role_without_body", "the first of its roles that has no body (unknown: all have one)"),
     f("used", "whether any statement names it"),
     f("waits", "wait calls on it"),
     f("arrives", "arrive / arrive_expect_tx calls on it"),
@@ -657,7 +659,7 @@ pub fn compute(m: &Module, target: &TargetInfo, catalog: &Catalog) -> ModuleFact
         kernel: FactSet::new(ConstructKind::Kernel, m.name.clone(), Span::default()),
         constructs: Vec::new(),
     };
-    out.kernel = kernel_facts(m, target, &w);
+    out.kernel = kernel_facts(m, target);
     if let Some((h, g)) = m.grid.iter().next() {
         out.constructs.push(grid_facts(m, g, m.grid.span(h), &w));
     }
@@ -1018,7 +1020,7 @@ fn smem_offsets(m: &Module) -> Vec<u64> {
     out
 }
 
-fn kernel_facts(m: &Module, target: &TargetInfo, w: &Walker) -> FactSet {
+fn kernel_facts(m: &Module, target: &TargetInfo) -> FactSet {
     let mut f = FactSet::new(ConstructKind::Kernel, m.name.clone(), Span::default());
     let threads = m.threads_per_block();
     f.set("name", m.name.as_str());
@@ -1091,7 +1093,6 @@ fn kernel_facts(m: &Module, target: &TargetInfo, w: &Walker) -> FactSet {
         f.decl = s;
         f.span_at("decl", s);
     }
-    let _ = w;
     f
 }
 
@@ -1339,13 +1340,14 @@ fn pipeline_facts(m: &Module, h: Handle<PipelineDecl>, p: &PipelineDecl, w: &Wal
     }
     f.span_at("producer", m.roles.span(p.producer).item);
     f.span_at("consumer", m.roles.span(p.consumer).item);
-    let missing = if !has_body(p.producer) {
-        spans.attr("producer")
+    let (missing, role) = if !has_body(p.producer) {
+        (spans.attr("producer"), Some(p.producer))
     } else if !has_body(p.consumer) {
-        spans.attr("consumer")
+        (spans.attr("consumer"), Some(p.consumer))
     } else {
-        spans.name
+        (spans.name, None)
     };
+    f.set("role_without_body", role.map(|r| m.roles[r].name.clone()));
     f.span_at("missing_body_role", missing);
     f
 }
@@ -1365,13 +1367,13 @@ fn barrier_facts(m: &Module, h: Handle<BarrierDecl>, b: &BarrierDecl, w: &Walker
     let names_b = |c: &&CallSite| c.args.iter().flatten().any(|a| root_of(m, *a) == Some(Root::Barrier(h)));
     f.set("waits", w.calls.iter().filter(|c| c.op == "wait").filter(names_b).count());
     f.set("arrives", w.calls.iter().filter(|c| c.op == "arrive" || c.op == "arrive_expect_tx").filter(names_b).count());
-    let missing = if no_body(&b.producers) > 0 {
-        spans.attr("producer")
-    } else if no_body(&b.consumers) > 0 {
-        spans.attr("consumer")
-    } else {
-        spans.name
+    let first_without = |rs: &[Handle<RoleDecl>]| rs.iter().copied().find(|r| m.body_of(*r).is_none());
+    let (missing, role) = match (first_without(&b.producers), first_without(&b.consumers)) {
+        (Some(r), _) => (spans.attr("producer"), Some(r)),
+        (None, Some(r)) => (spans.attr("consumer"), Some(r)),
+        (None, None) => (spans.name, None),
     };
+    f.set("role_without_body", role.map(|r| m.roles[r].name.clone()));
     f.span_at("missing_body_role", missing);
     f
 }

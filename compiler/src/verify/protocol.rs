@@ -41,6 +41,26 @@
 //! Out of scope (the language cannot express them): mbarrier initialization, invalidation and
 //! reuse of barrier memory (barrier addresses and `mbarrier.init`/`inval` are derived by the
 //! lowering), and cross-block (cluster / multicast) arrivals.
+//!
+//! # Decisions
+//! - Arrivals: an op's arrivals per call follow its catalog `issue` (`thread` → the role's
+//!   threads, `warp` → its warps, `warpgroup` → its warpgroups, `role` / `elected` → one). A
+//!   pipeline `release` is one role-level arrival completing one empty-barrier phase (the lowering
+//!   arrives once per consumer warp and initialises the count to the warp count: the same phase).
+//! - Explicit-barrier parities: the k-th wait of a role on a barrier stage waits for phase k, or
+//!   k − 1 when its first wait used parity 1 (the producer's free first pass on an empty barrier).
+//! - Proxies: generic writes (st.shared, stmatrix, `store`, cp.async) need `fence_proxy_async()` by
+//!   the writing role before an async read (wgmma, TMA store). A TMA overwriting generically read
+//!   data needs the reader's fence *or* an mbarrier hand-off after the read (a pipeline `release`,
+//!   an `arrive`): the arrive's release semantics order the reads before the producer's wait and
+//!   the TMA it then issues — the CUTLASS consumer_release, and what `kmeans_assign` relies on.
+//! - Granularity: a shared region is tracked per stage, and a one-stage region with a leading
+//!   dimension ≤ 64 (`bf16[2, 128, 64]`) per slot of that dimension; windows inside a stage are
+//!   not distinguished. Within a role, two accesses split by warp identity (an index using
+//!   `R.warp` / `R.warpgroup` / `R.lane`) are assumed to touch each warp's own part.
+//! - Division of labour with the rules engine (`compiler/rules/`): pipeline roles (V415–V417),
+//!   stage slots other than `P.stage` (V306, V307, V311), stage-count mismatches (V401) and roles
+//!   without bodies (V402, V404) are rules; this analysis does not repeat them.
 
 mod counts;
 mod eval;

@@ -259,6 +259,15 @@ fn render_count(model: &Model, c: &SymCount) -> String {
 /// Compare acquires, waits and releases of every pipeline: symbolically where the counts are
 /// polynomials, otherwise on the concrete traces (with a coverage-limit finding when they agree
 /// there: agreement on samples is not a proof).
+/// One side of a count comparison: which role does what how often.
+struct Side<'a> {
+    count: &'a SymCount,
+    actor: Option<usize>,
+    kind: PipeKind,
+    role: &'a str,
+    verb: &'static str,
+}
+
 pub fn compare_pipeline_counts(model: &Model, sym: &SymCounts, runs: &[(Binding, Vec<Trace>)], out: &mut Findings) {
     let m = model.m;
     for (p, d) in m.pipelines.iter() {
@@ -278,94 +287,94 @@ pub fn compare_pipeline_counts(model: &Model, sym: &SymCounts, runs: &[(Binding,
         }
         let prod = model.role_name(d.producer).to_string();
         let cons = model.role_name(d.consumer).to_string();
-        let pairs: [(&SymCount, &SymCount, &str, &str, &str, &str, Handle<RoleDecl>); 2] = [
-            (&acq, &wait, "acquires a stage", "waits for one", &prod, &cons, d.producer),
-            (&wait, &rel, "waits for a stage", "releases one", &cons, &cons, d.consumer),
-        ];
-        for (i, (x, y, vx, vy, rx, ry, _)) in pairs.iter().enumerate() {
-            let (tx, ty) = (total(model, x), total(model, y));
-            let primary = if i == 0 { y.first.or(x.first) } else { y.first.or(x.first) };
-            let Some(primary) = primary else { continue };
-            let other = if i == 0 { x.first } else { x.first };
-            let mk = |msg: String| {
-                let mut diag = Diagnostic::error(code::TRIP_COUNT, msg, model.stmt_span(primary), "count differs")
-                    .with_secondary(model.pipe_span(p), format!("pipeline `{}` declared here", d.name));
-                if let Some(o) = other {
-                    if o != primary {
-                        diag = diag.with_secondary(model.stmt_span(o), format!("`{rx}` {vx} here"));
-                    }
-                }
-                diag.with_note("every acquire must be matched by exactly one wait and one release, per tile: otherwise one side blocks forever on a phase the other never completes (or exits while it waits), and the stage/phase counters of the next tile are out of step")
-                    .with_help("make the loops around acquire, wait and release run the same number of times")
-            };
-            let kx0 = if i == 0 { PipeKind::Acquire } else { PipeKind::Wait };
-            let ky0 = if i == 0 { PipeKind::Wait } else { PipeKind::Release };
-            let ax0 = if i == 0 { pa } else { ca };
-            let confirmed = |t: &Option<Poly>, actor: Option<usize>, k: PipeKind| -> bool {
-                let Some(t) = t else { return false };
-                runs.iter().all(|(b, traces)| match actor.and_then(|x| traces.get(x)) {
-                    Some(tr) if tr.complete => {
-                        let tiles = super::trace::tiles_walked(model, b);
-                        // Only a definite disagreement disproves (opaque terms cannot be evaluated).
-                        t.eval(&b.dims, tiles).is_none_or(|v| v == count_kind(tr, p, k) as i128)
-                    }
-                    _ => true,
-                })
-            };
-            if x.known && y.known && confirmed(&tx, ax0, kx0) && confirmed(&ty, ca, ky0) {
-                if let (Some(a), Some(b)) = (tx, ty) {
-                    if a != b {
-                        out.push(mk(format!(
-                            "pipeline `{}`: `{rx}` {vx} {}, but `{ry}` {vy} {}",
-                            d.name,
-                            render_count(model, x),
-                            render_count(model, y)
-                        )));
-                    }
-                    continue;
-                }
-            }
-            // Concrete comparison.
-            let kx = if i == 0 { PipeKind::Acquire } else { PipeKind::Wait };
-            let ky = if i == 0 { PipeKind::Wait } else { PipeKind::Release };
-            let ax = if i == 0 { pa } else { ca };
-            let ay = ca;
-            let mut all_equal = true;
-            let mut any = false;
-            for (b, traces) in runs {
-                let (Some(tx), Some(ty)) = (ax.and_then(|a| traces.get(a)), ay.and_then(|a| traces.get(a))) else { continue };
-                if !tx.complete || !ty.complete {
-                    continue;
-                }
-                any = true;
-                let nx = count_kind(tx, p, kx);
-                let ny = count_kind(ty, p, ky);
-                if nx != ny {
-                    all_equal = false;
-                    out.push(
-                        mk(format!("pipeline `{}`: `{rx}` {vx} {nx} times, but `{ry}` {vy} {ny} times", d.name))
-                            .with_note(format!("binding: {}", b.describe(m))),
-                    );
-                    break;
-                }
-            }
-            if all_equal && any {
-                out.push(
-                    Diagnostic::error(
-                        code::SYMBOLIC_UNDECIDED,
-                        format!(
-                            "pipeline `{}`: how often `{rx}` {vx} and `{ry}` {vy} could only be compared on sample sizes (they agree there)",
-                            d.name
-                        ),
-                        model.stmt_span(primary),
-                        "count compared on samples only",
-                    )
-                    .with_severity(Severity::CoverageLimit)
-                    .with_secondary(model.pipe_span(p), format!("pipeline `{}` declared here", d.name))
-                    .with_help("trip counts are compared symbolically when loop bounds are dims and constants and no `if` depends on loop variables"),
-                );
+        let acquire = Side { count: &acq, actor: pa, kind: PipeKind::Acquire, role: &prod, verb: "acquires a stage" };
+        let waits = Side { count: &wait, actor: ca, kind: PipeKind::Wait, role: &cons, verb: "waits for one" };
+        let waits2 = Side { count: &wait, actor: ca, kind: PipeKind::Wait, role: &cons, verb: "waits for a stage" };
+        let releases = Side { count: &rel, actor: ca, kind: PipeKind::Release, role: &cons, verb: "releases one" };
+        for (x, y) in [(&acquire, &waits), (&waits2, &releases)] {
+            compare_sides(model, p, x, y, runs, out);
+        }
+    }
+}
+
+fn compare_sides(model: &Model, p: Handle<PipelineDecl>, x: &Side, y: &Side, runs: &[(Binding, Vec<Trace>)], out: &mut Findings) {
+    let m = model.m;
+    let d = &m.pipelines[p];
+    let Some(primary) = y.count.first.or(x.count.first) else { return };
+    let mk = |msg: String| {
+        let mut diag = Diagnostic::error(code::TRIP_COUNT, msg, model.stmt_span(primary), "count differs")
+            .with_secondary(model.pipe_span(p), format!("pipeline `{}` declared here", d.name));
+        if let Some(o) = x.count.first {
+            if o != primary {
+                diag = diag.with_secondary(model.stmt_span(o), format!("`{}` {} here", x.role, x.verb));
             }
         }
+        diag.with_note("every acquire must be matched by exactly one wait and one release, per tile: otherwise one side blocks forever on a phase the other never completes (or exits while it waits), and the stage/phase counters of the next tile are out of step")
+            .with_help("make the loops around acquire, wait and release run the same number of times")
+    };
+    let (tx, ty) = (total(model, x.count), total(model, y.count));
+    // A symbolic count is trusted unless a concrete trace definitely disagrees with it (the
+    // counting of conditions assumes their bound lies inside the loop range).
+    let confirmed = |t: &Option<Poly>, side: &Side| -> bool {
+        let Some(t) = t else { return false };
+        runs.iter().all(|(b, traces)| match side.actor.and_then(|x| traces.get(x)) {
+            Some(tr) if tr.complete => {
+                let tiles = super::trace::tiles_walked(model, b);
+                t.eval(&b.dims, tiles).is_none_or(|v| v == count_kind(tr, p, side.kind) as i128)
+            }
+            _ => true,
+        })
+    };
+    if x.count.known && y.count.known && confirmed(&tx, x) && confirmed(&ty, y) {
+        if let (Some(a), Some(b)) = (&tx, &ty) {
+            if a != b {
+                out.push(mk(format!(
+                    "pipeline `{}`: `{}` {} {}, but `{}` {} {}",
+                    d.name,
+                    x.role,
+                    x.verb,
+                    render_count(model, x.count),
+                    y.role,
+                    y.verb,
+                    render_count(model, y.count)
+                )));
+            }
+            return;
+        }
+    }
+    // Concrete comparison.
+    let mut any = false;
+    for (b, traces) in runs {
+        let (Some(trx), Some(try_)) = (x.actor.and_then(|a| traces.get(a)), y.actor.and_then(|a| traces.get(a))) else { continue };
+        if !trx.complete || !try_.complete {
+            continue;
+        }
+        any = true;
+        let nx = count_kind(trx, p, x.kind);
+        let ny = count_kind(try_, p, y.kind);
+        if nx != ny {
+            out.push(
+                mk(format!("pipeline `{}`: `{}` {} {nx} times, but `{}` {} {ny} times", d.name, x.role, x.verb, y.role, y.verb))
+                    .with_note(format!("binding: {}", b.describe(m))),
+            );
+            return;
+        }
+    }
+    if any {
+        out.push(
+            Diagnostic::error(
+                code::SYMBOLIC_UNDECIDED,
+                format!(
+                    "pipeline `{}`: how often `{}` {} and `{}` {} could only be compared on sample sizes (they agree there)",
+                    d.name, x.role, x.verb, y.role, y.verb
+                ),
+                model.stmt_span(primary),
+                "count compared on samples only",
+            )
+            .with_severity(Severity::CoverageLimit)
+            .with_secondary(model.pipe_span(p), format!("pipeline `{}` declared here", d.name))
+            .with_help("trip counts are compared symbolically when loop bounds are dims and constants and conditions compare the loop variable with such a bound"),
+        );
     }
 }
 
@@ -397,7 +406,7 @@ pub fn feeds(model: &Model, traces: &[Trace]) -> HashMap<usize, HashSet<BufKey>>
 }
 
 #[derive(Default)]
-struct Side {
+struct BarSide {
     arrivals: u64,
     first_arrive: Option<Handle<Stmt>>,
     waits: Vec<Handle<Stmt>>,
@@ -415,7 +424,7 @@ pub fn barrier_accounting(model: &Model, b: &Binding, traces: &[Trace], out: &mu
             continue;
         }
         let count = u64::from(decl.count.max(1));
-        let mut sides: Vec<Side> = (0..traces.len()).map(|_| Side::default()).collect();
+        let mut sides: Vec<BarSide> = (0..traces.len()).map(|_| BarSide::default()).collect();
         for (a, t) in traces.iter().enumerate() {
             for e in &t.events {
                 match &e.kind {
@@ -471,7 +480,7 @@ pub fn barrier_accounting(model: &Model, b: &Binding, traces: &[Trace], out: &mu
             if side.free && nw > 1 {
                 cands.push(nw - 1);
             }
-            let divisible = |p: u64| p > 0 && arrivers.iter().all(|a| sides[*a].arrivals % p == 0);
+            let divisible = |p: u64| p > 0 && arrivers.iter().all(|a| sides[*a].arrivals.is_multiple_of(p));
             if cands.iter().any(|p| divisible(*p) && total / p == count) {
                 continue;
             }
@@ -542,6 +551,10 @@ pub fn barrier_accounting(model: &Model, b: &Binding, traces: &[Trace], out: &mu
     }
 }
 
+/// One phase's announcement by a role: (announced bytes, the announcing statement, bytes
+/// delivered so far, the first TMA load).
+type Segment = (u64, Handle<Stmt>, u64, Option<Handle<Stmt>>);
+
 /// Transaction bytes announced by `arrive_expect_tx` against the bytes of the TMA loads that
 /// complete on the barrier in that phase (per role: from one announcement to the next).
 pub fn tx_bytes(model: &Model, traces: &[Trace], out: &mut Findings, cov: &mut Vec<Diagnostic>) {
@@ -555,8 +568,8 @@ pub fn tx_bytes(model: &Model, traces: &[Trace], out: &mut Findings, cov: &mut V
     }
     for (a, t) in traces.iter().enumerate() {
         // obj → (announced, stmt, delivered, first tma)
-        let mut open: HashMap<usize, (u64, Handle<Stmt>, u64, Option<Handle<Stmt>>)> = HashMap::new();
-        let close = |obj: usize, seg: (u64, Handle<Stmt>, u64, Option<Handle<Stmt>>), out: &mut Findings| {
+        let mut open: HashMap<usize, Segment> = HashMap::new();
+        let close = |obj: usize, seg: Segment, out: &mut Findings| {
             let (n, at, sum, first) = seg;
             if n != sum {
                 let name = model.obj_name(obj);

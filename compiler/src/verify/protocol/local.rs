@@ -312,29 +312,22 @@ impl St<'_, '_> {
     }
 
     fn tma(&mut self, dst: Option<BufSel>, credit: Credit, h: Handle<Stmt>) {
-        if let Some((p, stage)) = credit.filter_pipe(&self.hold_reported) {
-            let before = self.out_len();
+        // A TMA into a pipeline before the producer's first acquire. (A stage other than the
+        // acquired one, or a buffer with fewer stages than the pipeline, is reported by the rules
+        // V306 / V401: the index is not `P.stage`.)
+        if let Some((p, None)) = credit.filter_pipe(&self.hold_reported) {
             let pname = self.model.pipe_name(p).to_string();
-            match stage {
-                None => {
-                    let d = self
-                        .err(
-                            code::WRITE_BEFORE_ACQUIRE,
-                            format!("role `{}` loads into pipeline `{pname}` before its first `acquire({pname})`: no stage is held, so the copy may overwrite a stage the consumer is reading", self.rname()),
-                            h,
-                            "no stage acquired",
-                        )
-                        .with_secondary(self.model.pipe_span(p), format!("pipeline `{pname}` declared here"))
-                        .with_help(format!("call `acquire({pname})` first; it waits until the consumer released the stage"));
-                    self.out.push(d);
-                }
-                // A stage other than the acquired one, or a buffer with fewer stages than the
-                // pipeline, is reported by the rules V306 / V401 (the index is not `P.stage`).
-                Some(_) => {}
-            }
-            if self.out_len() != before {
-                self.hold_reported.insert(p);
-            }
+            let d = self
+                .err(
+                    code::WRITE_BEFORE_ACQUIRE,
+                    format!("role `{}` loads into pipeline `{pname}` before its first `acquire({pname})`: no stage is held, so the copy may overwrite a stage the consumer is reading", self.rname()),
+                    h,
+                    "no stage acquired",
+                )
+                .with_secondary(self.model.pipe_span(p), format!("pipeline `{pname}` declared here"))
+                .with_help(format!("call `acquire({pname})` first; it waits until the consumer released the stage"));
+            self.out.push(d);
+            self.hold_reported.insert(p);
         }
         let Some(dst) = dst else { return };
         for key in dst.keys(self.model) {

@@ -78,6 +78,8 @@ struct Rec {
     /// mbarrier since (an mbarrier hand-off orders it before a later TMA overwrite).
     settled: bool,
     pending: Option<Group>,
+    /// Made by an asynchronous operation (wgmma, cp.async, TMA store), complete only at its wait.
+    was_async: bool,
 }
 
 #[derive(Default)]
@@ -106,7 +108,8 @@ struct Obj {
     tx: i64,
     completed: u64,
     cur: Vec<u64>,
-    history: Vec<Vec<u64>>,
+    /// The clock of the last completed phase (a passing wait observes that phase).
+    last: Vec<u64>,
     engine: u64,
 }
 
@@ -147,7 +150,7 @@ pub fn run(model: &Model, traces: &[Trace], order: &[usize], free_pass: Option<(
                 SyncObj::Bar(b, _) => i64::from(model.m.barriers[*b].count.max(1)),
                 _ => 1,
             };
-            Obj { count, pending: count, tx: 0, completed: 0, cur: vec![0; comps], history: Vec::new(), engine: 0 }
+            Obj { count, pending: count, tx: 0, completed: 0, cur: vec![0; comps], last: vec![0; comps], engine: 0 }
         })
         .collect();
     let actors = (0..n)
@@ -449,9 +452,8 @@ impl Sim<'_, '_> {
         }
         let observed = c as i64 - 1;
         if observed >= 0 {
-            if let Some(h) = self.objs[obj].history.get(observed as usize).cloned() {
-                join(&mut self.actors[a].vc, &h);
-            }
+            let last = self.objs[obj].last.clone();
+            join(&mut self.actors[a].vc, &last);
         }
         if observed != expected {
             let name = self.model.obj_name(obj);
@@ -517,8 +519,7 @@ impl Sim<'_, '_> {
         let o = &mut self.objs[obj];
         if o.pending <= 0 && o.tx == 0 {
             o.completed += 1;
-            let cur = std::mem::replace(&mut o.cur, vec![0; comps]);
-            o.history.push(cur);
+            o.last = std::mem::replace(&mut o.cur, vec![0; comps]);
             o.pending = o.count;
             o.tx = 0;
         }
@@ -570,7 +571,7 @@ impl Sim<'_, '_> {
             if let Some(w) = mem.write.clone() {
                 if w.actor != a {
                     if !self.ordered(&w, &vc) {
-                        self.race(code::READ_BEFORE_WAIT, a, key, stmt, &w, "reads", "written");
+                        self.race(code::READ_BEFORE_WAIT, a, key, stmt, &w, ("reads", "written"));
                         return;
                     }
                     let async_read = matches!(kind, AccKind::Wgmma | AccKind::BulkStore);
@@ -596,7 +597,7 @@ impl Sim<'_, '_> {
             let epoch = vc[a];
             let mem = self.mem.entry(key).or_default();
             mem.reads.retain(|r| !(r.actor == a && r.pending.is_none()));
-            mem.reads.push(Rec { actor: a, comp: a, epoch, stmt, generic, settled: false, pending: group });
+            mem.reads.push(Rec { actor: a, comp: a, epoch, stmt, generic, settled: false, pending: group, was_async: group.is_some() });
         }
     }
 
@@ -610,13 +611,13 @@ impl Sim<'_, '_> {
             let prev_r = mem.reads.clone();
             if let Some(w) = prev_w {
                 if w.actor != a && !self.ordered(&w, &vc) {
-                    self.race(code::OVERWRITE_IN_USE, a, key, stmt, &w, "overwrites", "written");
+                    self.race(code::OVERWRITE_IN_USE, a, key, stmt, &w, ("overwrites", "written"));
                     return;
                 }
             }
             for r in &prev_r {
                 if (r.actor != a || r.pending.is_some()) && !self.ordered(r, &vc) {
-                    self.race(code::OVERWRITE_IN_USE, a, key, stmt, r, "overwrites", "read");
+                    self.race(code::OVERWRITE_IN_USE, a, key, stmt, r, ("overwrites", "read"));
                     return;
                 }
                 if tma.is_some() && r.actor != a && r.generic && !r.settled {
@@ -639,11 +640,13 @@ impl Sim<'_, '_> {
             let (comp, epoch) = tma.unwrap_or((a, vc[a]));
             let mem = self.mem.entry(key).or_default();
             mem.reads.clear();
-            mem.write = Some(Rec { actor: a, comp, epoch, stmt, generic, settled: false, pending: group });
+            mem.write = Some(Rec { actor: a, comp, epoch, stmt, generic, settled: false, pending: group, was_async: group.is_some() });
         }
     }
 
-    fn race(&mut self, code: &str, a: usize, key: BufKey, stmt: Handle<Stmt>, other: &Rec, verb: &str, how: &str) {
+    /// `words`: what this access does (`reads`) and what the other did (`written`).
+    fn race(&mut self, code: &str, a: usize, key: BufKey, stmt: Handle<Stmt>, other: &Rec, words: (&str, &str)) {
+        let (verb, how) = words;
         let me = self.model.actor_name(a).to_string();
         let them = self.model.actor_name(other.actor).to_string();
         let buf = self.model.buf_name(key);
@@ -659,10 +662,15 @@ impl Sim<'_, '_> {
         } else {
             "wait on a barrier the other role arrives on after its last access (an empty barrier) before overwriting"
         };
-        let d = Diagnostic::error(code, msg, self.model.stmt_span(stmt), "not ordered after the other access")
+        let mut d = Diagnostic::error(code, msg, self.model.stmt_span(stmt), "not ordered after the other access")
             .with_secondary(self.model.stmt_span(other.stmt), format!("`{them}` {how} it here"))
             .with_secondary(self.model.actor_span(other.actor), format!("role `{them}`"))
             .with_help(help);
+        if other.was_async {
+            d = d.with_note(format!(
+                "that access is asynchronous: it is complete only at the `wgmma_wait` / `cp_async_wait` / `tma_store_wait` that covers it, so an arrive by `{them}` before that wait does not hand the buffer over"
+            ));
+        }
         self.findings.push(d);
     }
 }

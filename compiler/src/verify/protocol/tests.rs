@@ -48,9 +48,192 @@ fn located(src: &str, ds: &[Diagnostic], coverage: bool) -> Vec<(String, usize, 
     v
 }
 
-/// A variant of an example with textual substitutions (each must apply).
+/// The three example kernels as of the analysis's tests (the variants below patch these, so an
+/// edit of `examples/` does not silently change what the tests check).
+const WS_GEMM: &str = r#"# Warp-specialized persistent bf16 GEMM for Hopper: C = A · Bᵀ (both operands K-major).
+# One producer warpgroup streams 128×64 tiles of A and 256×64 tiles of B through a
+# 4-stage TMA pipeline; two consumer warpgroups each own 64 rows of the 128×256 tile.
+kernel gemm_bf16_ws target sm_90a
+
+dim M multiple_of 128
+dim N multiple_of 256
+dim K multiple_of 64
+
+in A: bf16[M, K] tma [128, 64] swizzle 128B
+in B: bf16[N, K] tma [256, 64] swizzle 128B
+out C: bf16[M, N]
+
+grid tiles[m = M / 128, n = N / 256] persistent
+
+smem a_s: bf16[128, 64] stages 4 swizzle 128B align 1024
+smem b_s: bf16[256, 64] stages 4 swizzle 128B align 1024
+
+# The producer gives registers back so the consumers can hold 64×256 fp32 accumulators.
+role load: warpgroup 0 regs 40
+role mma: warpgroup 1..3 regs 232
+
+pipeline ab: stages 4 producer load consumer mma
+
+on load {
+    for t in tiles {
+        for kb in 0..K / 64 {
+            acquire(ab)
+            tma_load(a_s[ab.stage], A[t.m * 128 :+ 128, kb * 64 :+ 64], ab)
+            tma_load(b_s[ab.stage], B[t.n * 256 :+ 256, kb * 64 :+ 64], ab)
+        }
+    }
+}
+
+on mma {
+    reg acc: f32[64, 256] per warpgroup
+    for t in tiles {
+        zero(acc)
+        for kb in 0..K / 64 {
+            wait(ab)
+            wgmma(acc, a_s[ab.stage, mma.warpgroup * 64 :+ 64], b_s[ab.stage])
+            wgmma_commit()
+            wgmma_wait(0)
+            release(ab)
+        }
+        store(C[t.m * 128 + mma.warpgroup * 64 :+ 64, t.n * 256 :+ 256], cast(acc, bf16))
+    }
+}
+"#;
+const KMEANS: &str = r#"# Flash-KMeans assign for Hopper: for every point, the index of its nearest centroid.
+# argmin_k ‖x − c_k‖² = argmin_k (‖c_k‖² − 2·x·c_k), so distances come from one wgmma per
+# centroid tile plus the centroid norms. A 128-point tile of X is loaded once per output
+# tile; centroids and their norms stream through a 4-stage pipeline; each consumer
+# warpgroup keeps a running min / argmin for its 64 points.
+# Headline shape: B=32, N=65536, K=1024, D=128.
+kernel kmeans_assign target sm_90a
+
+dim B
+dim N multiple_of 128
+dim K multiple_of 128
+dim D multiple_of 128
+
+in X: bf16[B, N, D] tma [1, 128, 64] swizzle 128B
+in C: bf16[B, K, D] tma [1, 128, 64] swizzle 128B
+in CN: f32[B, K] tma [1, 128]
+out Idx: i32[B, N]
+
+grid tiles[b = B, n = N / 128] persistent
+
+smem x_s: bf16[2, 128, 64] swizzle 128B align 1024
+smem c_s: bf16[2, 128, 64] stages 4 swizzle 128B align 1024
+smem cn_s: f32[128] stages 4
+
+role load: warpgroup 0 regs 40
+role mma: warpgroup 1..3 regs 232
+
+pipeline xp: stages 1 producer load consumer mma
+pipeline cs: stages 4 producer load consumer mma
+
+on load {
+    for t in tiles {
+        acquire(xp)
+        for dc in 0..2 {
+            tma_load(x_s[dc], X[t.b, t.n * 128 :+ 128, dc * 64 :+ 64], xp)
+        }
+        for kt in 0..K / 128 {
+            acquire(cs)
+            for dc in 0..2 {
+                tma_load(c_s[cs.stage, dc], C[t.b, kt * 128 :+ 128, dc * 64 :+ 64], cs)
+            }
+            tma_load(cn_s[cs.stage], CN[t.b, kt * 128 :+ 128], cs)
+        }
+    }
+}
+
+on mma {
+    reg acc: f32[64, 128] per warpgroup
+    reg best_d: f32[64] per warpgroup
+    reg best_i: i32[64] per warpgroup
+    for t in tiles {
+        wait(xp)
+        fill(best_d, inf)
+        fill(best_i, 0)
+        for kt in 0..K / 128 {
+            wait(cs)
+            zero(acc)
+            for dc in 0..2 {
+                wgmma(acc, x_s[dc, mma.warpgroup * 64 :+ 64], c_s[cs.stage, dc])
+            }
+            wgmma_commit()
+            wgmma_wait(0)
+            let d = cn_s[cs.stage] - 2.0 * acc
+            release(cs)
+            let m = reduce_min(d, axis=1)
+            let i = reduce_argmin(d, axis=1) + kt * 128
+            let better = m < best_d
+            best_i = select(better, i, best_i)
+            best_d = select(better, m, best_d)
+        }
+        release(xp)
+        store(Idx[t.b, t.n * 128 + mma.warpgroup * 64 :+ 64], best_i)
+    }
+}
+"#;
+const SM80_GEMM: &str = r#"# Ampere bf16 GEMM: C = A · Bᵀ with mma.sync, ldmatrix and a 3-stage cp.async pipeline.
+# Four warps share a 128×128 block tile (2×2 warps of 64×64); every warp both loads and
+# computes, so stages are guarded by cp.async groups and a block-wide barrier.
+kernel gemm_bf16_sm80 target sm_80
+
+dim M multiple_of 128
+dim N multiple_of 128
+dim K multiple_of 64
+
+in A: bf16[M, K]
+in B: bf16[N, K]
+out C: bf16[M, N]
+
+grid tiles[m = M / 128, n = N / 128]
+
+smem a_s: bf16[128, 32] stages 3 swizzle 64B
+smem b_s: bf16[128, 32] stages 3 swizzle 64B
+
+role all: warp 0..4
+
+on all {
+    reg acc: f32[64, 64] per warp
+    reg a_f: bf16[64, 16] per warp
+    reg b_f: bf16[64, 16] per warp
+    for t in tiles {
+        zero(acc)
+        for s in 0..2 {
+            cp_async(a_s[s], A[t.m * 128 :+ 128, s * 32 :+ 32])
+            cp_async(b_s[s], B[t.n * 128 :+ 128, s * 32 :+ 32])
+            cp_async_commit()
+        }
+        for kb in 0..K / 32 {
+            cp_async_wait(1)
+            sync()
+            if kb + 2 < K / 32 {
+                cp_async(a_s[(kb + 2) % 3], A[t.m * 128 :+ 128, (kb + 2) * 32 :+ 32])
+                cp_async(b_s[(kb + 2) % 3], B[t.n * 128 :+ 128, (kb + 2) * 32 :+ 32])
+            }
+            cp_async_commit()
+            for ks in 0..2 {
+                ldmatrix(a_f, a_s[kb % 3, all.warp / 2 * 64 :+ 64, ks * 16 :+ 16])
+                ldmatrix(b_f, b_s[kb % 3, all.warp % 2 * 64 :+ 64, ks * 16 :+ 16])
+                mma_sync(acc, a_f, b_f)
+            }
+        }
+        # The next tile's prologue overwrites stages that slower warps may still be reading.
+        sync()
+        store(C[t.m * 128 + all.warp / 2 * 64 :+ 64, t.n * 128 + all.warp % 2 * 64 :+ 64], cast(acc, bf16))
+    }
+}
+"#;
+
+/// A variant of a base kernel with textual substitutions (each must apply).
 fn variant(name: &str, subs: &[(&str, &str)]) -> String {
-    let mut s = example(name);
+    let mut s = match name {
+        "gemm_bf16_ws.cake" => WS_GEMM.to_string(),
+        "kmeans_assign.cake" => KMEANS.to_string(),
+        "gemm_bf16_sm80.cake" => SM80_GEMM.to_string(),
+        _ => example(name),
+    };
     for (a, b) in subs {
         assert!(s.contains(a), "`{a}` not in {name}");
         s = s.replacen(a, b, 1);
@@ -64,6 +247,10 @@ fn examples_have_no_findings() {
         let src = example(name);
         let ds = run(&src);
         assert!(ds.is_empty(), "{name}:\n{}", show(&src, &ds));
+    }
+    for src in [WS_GEMM, KMEANS, SM80_GEMM] {
+        let ds = run(src);
+        assert!(ds.is_empty(), "{}", show(src, &ds));
     }
 }
 
@@ -191,8 +378,9 @@ fn kmeans_zero_before_wait_is_rejected() {
 #[test]
 fn mutated_examples_never_panic() {
     let mut analysed = 0;
-    for name in ["gemm_bf16_ws.cake", "kmeans_assign.cake", "gemm_bf16_sm80.cake"] {
-        let src = example(name);
+    let mut bases: Vec<String> = ["gemm_bf16_ws.cake", "kmeans_assign.cake", "gemm_bf16_sm80.cake"].iter().map(|n| example(n)).collect();
+    bases.push(WS_GEMM.to_string());
+    for src in &bases {
         let lines: Vec<&str> = src.lines().collect();
         let mut variants: Vec<String> = Vec::new();
         for i in 0..lines.len() {
@@ -215,6 +403,154 @@ fn mutated_examples_never_panic() {
         }
     }
     assert!(analysed > 50, "only {analysed} variants type-checked");
+}
+
+/// The ws GEMM with explicit barriers instead of a pipeline (the base of the explicit-barrier
+/// negative cases): a 2-slot ring, full barriers armed with the TMA bytes, empty barriers the
+/// producer waits on starting at parity 1.
+const EXPLICIT_GEMM: &str = r#"# Hopper bf16 GEMM with explicit mbarriers instead of a pipeline: a 2-slot ring of A/B tiles,
+# a full barrier per slot (TMA bytes) and an empty barrier per slot (consumer release).
+kernel gemm_explicit target sm_90a
+
+dim M multiple_of 128
+dim N multiple_of 256
+dim K multiple_of 64
+
+in A: bf16[M, K] tma [128, 64] swizzle 128B
+in B: bf16[N, K] tma [256, 64] swizzle 128B
+out C: bf16[M, N]
+
+grid tiles[m = M / 128, n = N / 256]
+
+smem a_s: bf16[2, 128, 64] swizzle 128B align 1024
+smem b_s: bf16[2, 256, 64] swizzle 128B align 1024
+
+role load: warpgroup 0 regs 40
+role mma: warpgroup 1..3 regs 232
+
+barrier full: stages 2 count 1 producer load consumer mma
+barrier empty: stages 2 count 1 producer mma consumer load
+
+on load {
+    for t in tiles {
+        for kb in 0..K / 64 {
+            wait_parity(empty[kb % 2], (kb / 2 + 1) % 2)
+            arrive_expect_tx(full[kb % 2], 49152)
+            tma_load(a_s[kb % 2], A[t.m * 128 :+ 128, kb * 64 :+ 64], full[kb % 2])
+            tma_load(b_s[kb % 2], B[t.n * 256 :+ 256, kb * 64 :+ 64], full[kb % 2])
+        }
+    }
+}
+
+on mma {
+    reg acc: f32[64, 256] per warpgroup
+    for t in tiles {
+        zero(acc)
+        for kb in 0..K / 64 {
+            wait(full[kb % 2])
+            wgmma(acc, a_s[kb % 2, mma.warpgroup * 64 :+ 64], b_s[kb % 2])
+            wgmma_commit()
+            wgmma_wait(0)
+            arrive(empty[kb % 2])
+        }
+        store(C[t.m * 128 + mma.warpgroup * 64 :+ 64, t.n * 256 :+ 256], cast(acc, bf16))
+    }
+}
+"#;
+
+/// Two chained GEMMs with P staged through shared memory (the base of the V455 case).
+const CHAINED_GEMM: &str = r#"# Two chained GEMMs per tile (attention without the softmax): S = Q·Kᵀ, P = bf16(S), O += P·V.
+kernel attn_lite target sm_90a
+
+dim M multiple_of 128
+dim N multiple_of 64
+
+in Q: bf16[M, 64] tma [128, 64] swizzle 128B
+in Kt: bf16[N, 64] tma [64, 64] swizzle 128B
+in V: bf16[64, N] tma [64, 64] swizzle 128B
+out O: bf16[M, 64]
+
+grid tiles[m = M / 128] persistent
+
+smem q_s: bf16[128, 64] swizzle 128B align 1024
+smem k_s: bf16[64, 64] stages 2 swizzle 128B align 1024
+smem v_s: bf16[64, 64] stages 2 swizzle 128B align 1024
+smem p_s: bf16[2, 64, 64] swizzle 128B align 1024
+
+role load: warpgroup 0 regs 40
+role mma: warpgroup 1..3 regs 232
+
+pipeline qp: stages 1 producer load consumer mma
+pipeline kv: stages 2 producer load consumer mma
+
+on load {
+    for t in tiles {
+        acquire(qp)
+        tma_load(q_s, Q[t.m * 128 :+ 128, 0 :+ 64], qp)
+        for nb in 0..N / 64 {
+            acquire(kv)
+            tma_load(k_s[kv.stage], Kt[nb * 64 :+ 64, 0 :+ 64], kv)
+            tma_load(v_s[kv.stage], V[0 :+ 64, nb * 64 :+ 64], kv)
+        }
+    }
+}
+
+on mma {
+    reg s: f32[64, 64] per warpgroup
+    reg o: f32[64, 64] per warpgroup
+    for t in tiles {
+        wait(qp)
+        zero(o)
+        for nb in 0..N / 64 {
+            wait(kv)
+            zero(s)
+            wgmma(s, q_s[mma.warpgroup * 64 :+ 64], k_s[kv.stage])
+            wgmma_commit()
+            wgmma_wait(0)
+            stmatrix(p_s[mma.warpgroup], cast(s, bf16))
+            fence_proxy_async()
+            sync_role(mma)
+            wgmma(o, p_s[mma.warpgroup], v_s[kv.stage])
+            wgmma_commit()
+            wgmma_wait(0)
+            release(kv)
+        }
+        release(qp)
+        store(O[t.m * 128 + mma.warpgroup * 64 :+ 64, 0 :+ 64], cast(o, bf16))
+    }
+}
+"#;
+
+#[test]
+fn explicit_barrier_gemm_and_chained_gemm_are_accepted() {
+    for src in [EXPLICIT_GEMM, CHAINED_GEMM] {
+        let ds = run(src);
+        assert!(ds.is_empty(), "{}", show(src, &ds));
+    }
+}
+
+#[test]
+fn explicit_barrier_parity_sequence_across_persistent_tiles() {
+    // With a persistent grid the per-tile `kb` restarts; K/64 per slot is odd for the bindings,
+    // so the producer's parity goes out of step on the second tile.
+    let src = EXPLICIT_GEMM.replace("grid tiles[m = M / 128, n = N / 256]", "grid tiles[m = M / 128, n = N / 256] persistent");
+    let ds = run(&src);
+    let codes: Vec<String> = located(&src, &ds, false).into_iter().map(|x| x.0).collect();
+    assert_eq!(codes, vec![code::PHASE_DESYNC.to_string()], "{}", show(&src, &ds));
+}
+
+#[test]
+fn mutated_explicit_gemm_never_panics() {
+    let lines: Vec<&str> = EXPLICIT_GEMM.lines().collect();
+    for i in 0..lines.len() {
+        let mut v = lines.clone();
+        v.remove(i);
+        let out = check_source(&v.join("\n"));
+        if let Some(module) = out.module {
+            let target = TargetTable::builtin().get(&module.target).unwrap().clone();
+            let _ = analyze(&module, &target);
+        }
+    }
 }
 
 /// Development aid: `CAKE_PROTOCOL_FILE=a.cake:b.cake cargo test -p cake --lib protocol_file -- --ignored --nocapture`.

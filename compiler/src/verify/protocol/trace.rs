@@ -504,10 +504,8 @@ impl Gen<'_, '_> {
         }
         let m = self.model.m;
         match &m.exprs[e].kind {
-            ExprKind::Local(l) => {
-                if m.locals[*l].kind == LocalKind::Reg {
-                    self.push(Ek::FragUse { local: *l, write: false }, stmt);
-                }
+            ExprKind::Local(l) if m.locals[*l].kind == LocalKind::Reg => {
+                self.push(Ek::FragUse { local: *l, write: false }, stmt);
             }
             ExprKind::Smem(_) | ExprKind::View(_) => {
                 if let Some(buf) = self.buf(e, stmt) {
@@ -922,10 +920,8 @@ impl Gen<'_, '_> {
                 (on, acc) => {
                     // A role param (sync_role): synchronizes the role with itself.
                     if let Some(pi) = def.param_index(on) {
-                        if def.params[pi].kind == ParamKind::Role && matches!(acc, EffectAccess::Arrive | EffectAccess::Wait) {
-                            if acc == EffectAccess::Wait {
-                                after.push(Ek::SyncRole);
-                            }
+                        if def.params[pi].kind == ParamKind::Role && acc == EffectAccess::Wait {
+                            after.push(Ek::SyncRole);
                         }
                     }
                 }

@@ -1,0 +1,48 @@
+# BROKEN ON PURPOSE: evidence for the compiler-evolution engine (evolution/evidence/README.md).
+# Bucket `smem` (shared memory over the per-block limit). Six stages of 48 KiB: 294912 bytes,
+# over sm_90a's 232448. Today: the verifier rejects it (V201); the lowering refuses it (L002).
+kernel smem_gemm_s6 target sm_90a
+
+dim M multiple_of 128
+dim N multiple_of 256
+dim K multiple_of 64
+
+in A: bf16[M, K] tma [128, 64] swizzle 128B
+in B: bf16[N, K] tma [256, 64] swizzle 128B
+out C: bf16[M, N]
+
+grid tiles[m = M / 128, n = N / 256] persistent
+
+smem a_s: bf16[128, 64] stages 6 swizzle 128B align 1024
+smem b_s: bf16[256, 64] stages 6 swizzle 128B align 1024
+
+# The producer gives registers back so the consumers can hold 64×256 fp32 accumulators.
+role load: warpgroup 0 regs 40
+role mma: warpgroup 1..3 regs 232
+
+pipeline ab: stages 6 producer load consumer mma
+
+on load {
+    for t in tiles {
+        for kb in 0..K / 64 {
+            acquire(ab)
+            tma_load(a_s[ab.stage], A[t.m * 128 :+ 128, kb * 64 :+ 64], ab)
+            tma_load(b_s[ab.stage], B[t.n * 256 :+ 256, kb * 64 :+ 64], ab)
+        }
+    }
+}
+
+on mma {
+    reg acc: f32[64, 256] per warpgroup
+    for t in tiles {
+        zero(acc)
+        for kb in 0..K / 64 {
+            wait(ab)
+            wgmma(acc, a_s[ab.stage, mma.warpgroup * 64 :+ 64], b_s[ab.stage])
+            wgmma_commit()
+            wgmma_wait(0)
+            release(ab)
+        }
+        store(C[t.m * 128 + mma.warpgroup * 64 :+ 64, t.n * 256 :+ 256], cast(acc, bf16))
+    }
+}

@@ -1,0 +1,242 @@
+//! The evidence store: content addressing, idempotent appends, never rewriting, and coded,
+//! skip-with-warning handling of corrupt or unreadable records.
+
+use std::path::Path;
+
+use cake::runtime::record::{sha256_hex, RunRecord};
+use cake_evolve::store::{canonical_json, EvidenceStore, FailureReport, Record, Stage, FAILURE_SCHEMA};
+
+const PROGRAM: &str = "kernel t target sm_90a\n\ndim M multiple_of 128\n\nout C: f32[M]\n";
+
+fn run_record(program_sha: &str, verdict: &str, error: Option<(&str, &str)>, created: u64) -> RunRecord {
+    let error = error.map(|(c, m)| serde_json::json!({ "class": c, "message": m }));
+    serde_json::from_value(serde_json::json!({
+        "schema": "cake.run-record/1",
+        "created_unix_ms": created,
+        "command": "run",
+        "program": { "name": "t", "path": "t.cake", "sha256": program_sha, "target": "sm_90a", "unverified": true, "findings": [] },
+        "cake": { "version": "0.1.0" },
+        "gpu": null,
+        "workload": null,
+        "shape": { "M": 256 },
+        "dist": "normal",
+        "seed": 1,
+        "verdict": verdict,
+        "error": error,
+        "stage": "launch",
+        "tensors": [],
+        "checks": [],
+        "times_ms": null,
+        "baseline": null,
+        "launch": null,
+        "ptxas": null,
+        "notes": []
+    }))
+    .expect("a valid run record")
+}
+
+fn failure(program_sha: &str, class: &str) -> FailureReport {
+    let mut f = FailureReport::new(program_sha, "sm_90a", Stage::Compile, "ptxas", class, "ptxas error   : something (0x10 bytes)");
+    f.extra.insert("b".into(), serde_json::json!(2));
+    f.extra.insert("a".into(), serde_json::json!({ "z": 1, "y": [1, 2] }));
+    f
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn append_is_content_addressed_and_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EvidenceStore::open(dir.path().join("ev")).unwrap();
+    let prog = store.put_program(PROGRAM).unwrap();
+    assert!(prog.canonical && prog.new);
+
+    let f = failure(&prog.sha256, "ptxas.too_much_shared_data");
+    let a = store.append_detailed(f.clone()).unwrap();
+    assert!(a.new);
+    let bytes = std::fs::read(&a.path).unwrap();
+    assert_eq!(a.id.as_str(), sha256_hex(&bytes), "the id is the SHA-256 of the stored bytes");
+    assert_eq!(a.path.file_name().unwrap().to_str().unwrap(), format!("{}.json", a.id));
+    let mtime = std::fs::metadata(&a.path).unwrap().modified().unwrap();
+
+    // Same content: same id, nothing written.
+    let b = store.append_detailed(f.clone()).unwrap();
+    assert_eq!(a.id, b.id);
+    assert!(!b.new);
+    assert_eq!(std::fs::metadata(&a.path).unwrap().modified().unwrap(), mtime);
+    assert_eq!(files_in(&dir.path().join("ev/failures")).len(), 1);
+
+    // Different content: a second record.
+    let c = store.append(failure(&prog.sha256, "ptxas.spill")).unwrap();
+    assert_ne!(a.id, c);
+
+    // Run records: the runtime's own bytes (pretty JSON + newline), so either writer gives one id.
+    let r = run_record(&prog.sha256, "timeout", Some(("timeout", "no result after 10.0 s (last stage: launch)")), 7);
+    let rid = store.append(r.clone()).unwrap();
+    let (runtime_path, _) = cake::runtime::record::write_record(dir.path().join("ev").as_path(), &r).unwrap();
+    assert_eq!(runtime_path.file_stem().unwrap().to_str().unwrap(), rid.as_str());
+    assert_eq!(files_in(&dir.path().join("ev/runs")).len(), 1);
+
+    // Reading back: runs first, then failures, each sorted by id; get by id and by prefix.
+    let scan = store.scan();
+    assert!(scan.problems.is_empty(), "{:?}", scan.problems);
+    assert_eq!(scan.records.len(), 3);
+    assert!(matches!(scan.records[0].record, Record::Run(_)));
+    let ids: Vec<_> = scan.records[1..].iter().map(|s| s.id.clone()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted);
+    assert_eq!(store.get(a.id.as_str()).unwrap().record, Record::Failure(Box::new(f)));
+    assert_eq!(store.get(&a.id.as_str()[..10]).unwrap().id, a.id);
+    assert_eq!(store.get("0000000000").unwrap_err().code, "S007");
+    assert_eq!(store.get("xyz").unwrap_err().code, "S007");
+    assert_eq!(store.program(&prog.sha256).unwrap().as_deref(), Some(PROGRAM));
+}
+
+#[test]
+fn failure_reports_are_canonical_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EvidenceStore::open(dir.path()).unwrap();
+    let sha = store.put_program(PROGRAM).unwrap().sha256;
+    let a = store.append_detailed(failure(&sha, "x")).unwrap();
+    let text = std::fs::read_to_string(&a.path).unwrap();
+    // Keys sorted at every level, final newline.
+    let keys: Vec<&str> = text.lines().filter(|l| l.starts_with("  \"")).map(|l| l.trim().split('"').nth(1).unwrap()).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    assert!(text.contains("\"a\": {\n      \"y\": [\n"), "{text}");
+    assert!(text.ends_with("}\n"));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(canonical_json(&v), text);
+    assert_eq!(v["schema"], FAILURE_SCHEMA);
+}
+
+#[test]
+fn programs_are_stored_canonically_with_the_runtimes_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EvidenceStore::open(dir.path()).unwrap();
+    let messy = "kernel   t target sm_90a\ndim M multiple_of 128\nout C: f32[M]";
+    let p = store.put_program(messy).unwrap();
+    let file = cake::syntax::parse(messy).unwrap();
+    let canonical = cake::syntax::print(&file);
+    // The same hash `cake run` puts into `program.sha256` (SHA-256 of the `cake fmt` output).
+    assert_eq!(p.sha256, sha256_hex(canonical.as_bytes()));
+    assert_eq!(p.name.as_deref(), Some("t"));
+    assert_eq!(p.target.as_deref(), Some("sm_90a"));
+    // Text that does not parse is kept verbatim.
+    let q = store.put_program("kernel ??? nonsense").unwrap();
+    assert!(!q.canonical);
+    assert_eq!(store.program(&q.sha256).unwrap().as_deref(), Some("kernel ??? nonsense"));
+    assert_eq!(store.programs().unwrap().len(), 2);
+}
+
+#[test]
+fn corrupt_and_unreadable_records_are_coded_warnings_never_lost_or_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ev");
+    let store = EvidenceStore::open(&root).unwrap();
+    let sha = store.put_program(PROGRAM).unwrap().sha256;
+    let good = store.append_detailed(failure(&sha, "good")).unwrap();
+    let edited = store.append_detailed(failure(&sha, "edited")).unwrap();
+    let run = store.append_detailed(run_record(&sha, "pass", None, 1)).unwrap();
+
+    // Edited after it was written: the bytes no longer hash to the name.
+    let mut text = std::fs::read_to_string(&edited.path).unwrap();
+    text = text.replace("edited", "EDITED");
+    std::fs::write(&edited.path, &text).unwrap();
+    // Truncated run record.
+    let full = std::fs::read(&run.path).unwrap();
+    std::fs::write(&run.path, &full[..full.len() / 2]).unwrap();
+    // Not JSON, but correctly named.
+    let junk = b"{ not json";
+    std::fs::write(root.join("failures").join(format!("{}.json", sha256_hex(junk))), junk).unwrap();
+    // Valid JSON of the wrong schema, correctly named.
+    let other = b"{\"schema\": \"something-else/1\"}\n";
+    std::fs::write(root.join("failures").join(format!("{}.json", sha256_hex(other))), other).unwrap();
+    // A stray file and a temporary file (ignored).
+    std::fs::write(root.join("failures").join("notes.txt"), b"hello").unwrap();
+    std::fs::write(root.join("failures").join(".abc.123.tmp"), b"partial").unwrap();
+    // A directory where a record should be.
+    std::fs::create_dir(root.join("failures").join(format!("{}.json", "a".repeat(64)))).unwrap();
+
+    let scan = store.scan();
+    assert_eq!(scan.records.len(), 1, "only the intact record is read");
+    assert_eq!(scan.records[0].id, good.id);
+    let mut codes: Vec<(&str, String)> =
+        scan.problems.iter().map(|p| (p.code, p.path.file_name().unwrap().to_string_lossy().into_owned())).collect();
+    codes.sort();
+    let mut want = vec![
+        ("S004", format!("{}.json", edited.id)),
+        ("S004", format!("{}.json", run.id)),
+        ("S003", format!("{}.json", sha256_hex(junk))),
+        ("S005", format!("{}.json", sha256_hex(other))),
+        ("S005", "notes.txt".to_string()),
+        ("S005", format!("{}.json", "a".repeat(64))),
+    ];
+    want.sort();
+    assert_eq!(codes, want);
+    for p in &scan.problems {
+        let shown = p.to_string();
+        assert!(shown.contains(&p.path.display().to_string()), "the warning names the file: {shown}");
+    }
+
+    // Nothing was deleted or repaired.
+    assert_eq!(std::fs::read_to_string(&edited.path).unwrap(), text);
+    assert_eq!(std::fs::read(&run.path).unwrap(), &full[..full.len() / 2]);
+
+    // Appending the original content again does not overwrite the damaged file: S004.
+    let again = store.append(failure(&sha, "edited")).unwrap_err();
+    assert_eq!(again.code, "S004");
+    assert_eq!(std::fs::read_to_string(&edited.path).unwrap(), text);
+
+    // get() on a damaged record is the same coded error.
+    assert_eq!(store.get(edited.id.as_str()).unwrap_err().code, "S004");
+
+    // Mining skips them with the same warnings.
+    let report = cake_evolve::mine::mine_report(&store);
+    assert_eq!(report.records, 1);
+    assert_eq!(report.warnings.iter().filter(|w| w.starts_with("warning[S00")).count(), 6);
+}
+
+#[test]
+fn unusable_store_paths_and_invalid_reports_are_coded() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    assert_eq!(EvidenceStore::open(&file).unwrap_err().code, "S001");
+
+    let store = EvidenceStore::open(dir.path().join("ev")).unwrap();
+    let mut bad = failure("not-a-hash", "x");
+    assert_eq!(store.append(bad.clone()).unwrap_err().code, "S008");
+    bad.program.sha256 = "a".repeat(64);
+    bad.error_class = " ".into();
+    assert_eq!(store.append(bad.clone()).unwrap_err().code, "S008");
+    bad.error_class = "x".into();
+    bad.gpu_seconds = Some(f64::NAN);
+    assert_eq!(store.append(bad).unwrap_err().code, "S008");
+    // Nothing was written by the refused appends.
+    assert!(!dir.path().join("ev/failures").exists() || files_in(&dir.path().join("ev/failures")).is_empty());
+    // An empty store reads as empty.
+    let scan = store.scan();
+    assert!(scan.records.is_empty() && scan.problems.is_empty());
+}
+
+#[test]
+fn concurrent_appends_of_the_same_record_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EvidenceStore::open(dir.path()).unwrap();
+    let sha = store.put_program(PROGRAM).unwrap().sha256;
+    let f = failure(&sha, "race");
+    let ids: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..8).map(|_| s.spawn(|| store.append_detailed(f.clone()).unwrap())).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(ids.windows(2).all(|w| w[0].id == w[1].id));
+    assert_eq!(ids.iter().filter(|a| a.new).count(), 1, "exactly one writer created the file");
+    assert_eq!(files_in(&dir.path().join("failures")).len(), 1, "no temporary files left behind");
+}
