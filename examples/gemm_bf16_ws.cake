@@ -1,6 +1,8 @@
 # Warp-specialized persistent bf16 GEMM for Hopper: C = A · Bᵀ (both operands K-major).
 # One producer warpgroup streams 128×64 tiles of A and 256×64 tiles of B through a
-# 4-stage TMA pipeline; two consumer warpgroups each own 64 rows of the 128×256 tile.
+# 4-stage TMA pipeline; two consumer warpgroups each own 64 rows of the 128×256 tile and keep
+# one wgmma group in flight while the next stage is consumed. Tiles are walked in bands of 16
+# along m so that the blocks running at the same time share A and B tiles in L2.
 kernel gemm_bf16_ws target sm_90a
 
 dim M multiple_of 128
@@ -11,7 +13,7 @@ in A: bf16[M, K] tma [128, 64] swizzle 128B
 in B: bf16[N, K] tma [256, 64] swizzle 128B
 out C: bf16[M, N]
 
-grid tiles[m = M / 128, n = N / 256] persistent
+grid tiles[m = M / 128, n = N / 256] persistent group 16
 
 smem a_s: bf16[128, 64] stages 4 swizzle 128B align 1024
 smem b_s: bf16[256, 64] stages 4 swizzle 128B align 1024

@@ -148,7 +148,7 @@ fn reported_codes_are_documented() {
         let Ok(source) = std::fs::read_to_string(&path) else { continue };
         let result = catch_unwind(AssertUnwindSafe(|| check_source(&source).diagnostics));
         for d in result.unwrap_or_default() {
-            if cake::codes::lookup(&d.code).is_none() {
+            if cake::verify::rules::documented(&d.code).is_none() {
                 undocumented.insert(format!("{} (first seen in {})", d.code, stem(&path)));
             }
         }

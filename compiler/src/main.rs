@@ -329,7 +329,7 @@ fn explain(format: MessageFormat, code: Option<&str>, list: bool) -> Status {
     let stdout = io::stdout();
     let mut stdout = stdout.lock();
     if list {
-        for doc in cake::codes::all() {
+        for doc in cake::verify::rules::all_documented() {
             let line = match format {
                 MessageFormat::Human => format!("{:<12} {}", doc.code, doc.title.trim()),
                 MessageFormat::Json => {
@@ -341,7 +341,7 @@ fn explain(format: MessageFormat, code: Option<&str>, list: bool) -> Status {
         return Status::Clean;
     }
     let code = code.unwrap_or_default();
-    if let Some(doc) = cake::codes::lookup(code) {
+    if let Some(doc) = cake::verify::rules::documented(code) {
         let text = match format {
             MessageFormat::Human => cake::codes::format_doc(&doc),
             MessageFormat::Json => format!("{}\n", serde_json::to_string(&doc).unwrap_or_default()),

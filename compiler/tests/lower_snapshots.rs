@@ -366,3 +366,32 @@ on b {
     assert_eq!(e.code, "L001", "{e}");
     assert_eq!(&src[e.span.start as usize..e.span.end as usize], "arrive(done)");
 }
+
+/// `group G` on a three-axis tile space: the leading axis still varies slowest, the last two are
+/// walked in bands of G along the middle one.
+#[test]
+fn grouped_rasterization_keeps_leading_axes_slowest() {
+    let src = with_load("for kb in 0..K / 64 {\n acquire(ab)\n tma_load(a_s[ab.stage], A[t.m * 128 :+ 128, kb * 64 :+ 64], ab)\n }")
+        .replace("grid tiles[m = M / 128] persistent", "grid tiles[b = 2, m = M / 128, n = 4] persistent group 8");
+    let l = lower_src(&src).unwrap_or_else(|e| panic!("{e}"));
+    for needle in [
+        "const int t_b = t_index / (tiles_m * tiles_n);  // t.b",
+        "const int t_plane = t_index % (tiles_m * tiles_n);",
+        "const int t_band = t_plane / (8 * tiles_n) * 8;",
+        "const int t_band_rows = tiles_m - t_band < 8 ? tiles_m - t_band : 8;",
+        "const int t_in_band = t_plane - t_band * tiles_n;",
+        "const int t_m = t_band + t_in_band % t_band_rows;  // t.m",
+        "const int t_n = t_in_band / t_band_rows;  // t.n",
+    ] {
+        assert!(l.cuda.contains(needle), "missing `{needle}` in\n{}", l.cuda);
+    }
+    assert_eq!((l.launch.grid.rasterization.as_str(), l.launch.grid.group), ("grouped", Some(8)));
+}
+
+#[test]
+fn group_needs_two_tile_axes() {
+    let src = with_load("").replace("grid tiles[m = M / 128] persistent", "grid tiles[m = M / 128] persistent group 8");
+    let out = cake::check::check_source(&src);
+    assert!(out.module.is_none());
+    assert!(out.diagnostics.iter().any(|d| d.code == "E0308" && d.message.contains("group")), "{:#?}", out.diagnostics);
+}

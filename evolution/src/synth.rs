@@ -329,13 +329,14 @@ impl Atom {
     fn rank(&self) -> u32 {
         match self {
             Atom::Bool { .. } => 0,
-            Atom::Le { .. } => 1,
-            Atom::Ge { .. } => 2,
-            Atom::Mod { .. } => 3,
-            Atom::Pair { le: false, .. } => 4,
-            Atom::Pair { le: true, .. } => 5,
-            Atom::ModPair { .. } => 6,
-            Atom::PairOff { .. } => 6,
+            // A bound by a kernel or target limit (`smem_bytes + 1024 <= target_smem_max`).
+            Atom::PairOff { .. } => 1,
+            Atom::Le { .. } => 2,
+            Atom::Ge { .. } => 3,
+            Atom::Mod { .. } => 4,
+            Atom::Pair { le: false, .. } => 5,
+            Atom::Pair { le: true, .. } => 6,
+            Atom::ModPair { .. } => 7,
             Atom::Eq { .. } => 7,
             Atom::SymEq { .. } => 8,
             Atom::Ne { .. } => 9,
@@ -504,10 +505,10 @@ impl<'t> View<'t> {
             }
         }
         let ints = t.facts_of(Ty::Int);
-        let own: Vec<usize> = ints.iter().copied().filter(|f| t.order[*f].0 == 0).collect();
+        let own: Vec<usize> = ints.iter().copied().filter(|f| t.order[*f].0 <= 1).collect();
         for &a in &own {
             for &b in &ints {
-                if a == b {
+                if a == b || t.order[b].0 <= t.order[a].0 && t.order[a].0 == 1 {
                     continue;
                 }
                 let other_is_program_fact = t.order[b].0 != 0;
@@ -538,6 +539,9 @@ impl<'t> View<'t> {
                             out.push(Atom::PairOff { a, b, c });
                         }
                     }
+                    continue;
+                }
+                if t.order[a].0 != 0 {
                     continue;
                 }
                 if all_eq {
@@ -975,6 +979,17 @@ fn draft_for_construct(
     let candidates = search(&input, seed, 16);
     if candidates.is_empty() {
         return Err(SynthError::NoSeparatingPredicate(construct));
+    }
+    // A predicate over kernel and target facts only is a rule about the kernel: check it once
+    // per program, on the kernel, instead of once per construct.
+    if kind != ConstructKind::Kernel && candidates[0].facts.iter().all(|f| f.starts_with("kernel_") || f.starts_with("target")) {
+        let mut attempt = draft_for_construct(base, bucket, usable, &skipped, ConstructKind::Kernel, None, code, seed);
+        if let Ok(d) = &mut attempt {
+            d.skipped_programs.push(format!("the separating predicate names only kernel facts: the rule is on the kernel, not on `{construct}`"));
+        }
+        if attempt.is_ok() {
+            return attempt;
+        }
     }
     let category = category_for(kind);
     let mut problems = Vec::new();

@@ -112,11 +112,9 @@ fn p3_rejects_a_second_spelling_of_an_existing_op() {
     assert_eq!(s, GateStatus::Fail, "{why}");
     // The same signature and effects as an existing op under a new name.
     let (_t, b, p) = trees();
-    let base = principles::raw_ops(&b.catalog());
-    let store = base.iter().find(|o| o.name == "store").expect("the catalog has `store`");
-    let mut table = store.table.clone();
-    table.insert("name".into(), toml::Value::String("write_out".into()));
-    let entry = format!("\n[[op]]\n{}", toml::to_string(&table).unwrap());
+    let text = std::fs::read_to_string(b.catalog().join("memory.toml")).unwrap();
+    let block = text.split("[[op]]").find(|blk| blk.contains("name = \"store\"")).expect("the catalog has `store`");
+    let entry = format!("\n[[op]]{}", block.replace("name = \"store\"", "name = \"write_out\""));
     let changed = add_op(&p, &entry);
     let (s, why) = status(&Context::new(&p, &b, &changed), "P3");
     assert_eq!(s, GateStatus::Fail);

@@ -240,21 +240,41 @@ fn occupancy(ctx: &Ctx<'_>, target: &TargetInfo) -> Result<Occ, CostError> {
     })
 }
 
-/// Distinct values of the tile-axis projection `mask` over the first `c` tiles in the
-/// lowering's order (last axis fastest).
-fn distinct(extents: &[i64], mask: u32, c: u64) -> f64 {
+/// Axis indices of linear tile `l`, walked as the lowering walks them: row-major (last axis
+/// fastest), or with `group G` the last two axes `[.., r, c]` in bands of `G` values of `r`
+/// (`r` fastest inside a band; the last band may be short), earlier axes slowest.
+fn tile_coords(extents: &[i64], group: Option<u32>, l: u64, out: &mut Vec<u64>) {
+    out.clear();
+    let n = extents.len();
+    let e: Vec<u64> = extents.iter().map(|&x| x.max(1) as u64).collect();
+    let plain = if group.is_some() && n >= 2 { n - 2 } else { n };
+    for k in 0..plain {
+        let div: u64 = e[k + 1..].iter().product();
+        out.push(l / div % e[k]);
+    }
+    if let (Some(gs), true) = (group, plain < n) {
+        let (er, ec, gs) = (e[n - 2], e[n - 1], u64::from(gs.max(1)));
+        let plane = l % (er * ec);
+        let first = plane / (gs * ec) * gs;
+        let rows = (er - first).min(gs).max(1);
+        let inner = plane - first * ec;
+        out.push(first + inner % rows);
+        out.push(inner / rows);
+    }
+}
+
+/// Distinct values of the tile-axis projection `mask` over the first `c` tiles of the walk.
+fn distinct(extents: &[i64], group: Option<u32>, mask: u32, c: u64) -> f64 {
     if mask == 0 {
         return 1.0;
     }
     let c = c.min(1 << 16);
     let mut keys: Vec<u64> = Vec::with_capacity(c as usize);
+    let mut coords = Vec::with_capacity(extents.len());
     for l in 0..c {
-        let mut rest = l;
+        tile_coords(extents, group, l, &mut coords);
         let mut key = 0u64;
-        for (i, &e) in extents.iter().enumerate().rev() {
-            let e = e.max(1) as u64;
-            let idx = rest % e;
-            rest /= e;
+        for (i, &idx) in coords.iter().enumerate() {
             if mask & (1 << i) != 0 {
                 key = key.wrapping_mul(1 << 20).wrapping_add(idx);
             }
@@ -264,6 +284,34 @@ fn distinct(extents: &[i64], mask: u32, c: u64) -> f64 {
     keys.sort_unstable();
     keys.dedup();
     keys.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouped_walk_matches_the_lowering() {
+        // tiles[m = 5, n = 3] group 2: bands of 2 m-rows, m fastest inside a band; last band short.
+        let mut c = Vec::new();
+        let walk: Vec<(u64, u64)> = (0..15)
+            .map(|l| {
+                tile_coords(&[5, 3], Some(2), l, &mut c);
+                (c[0], c[1])
+            })
+            .collect();
+        assert_eq!(
+            walk,
+            [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 0), (3, 0), (2, 1), (3, 1), (2, 2), (3, 2), (4, 0), (4, 1), (4, 2)]
+        );
+        tile_coords(&[5, 3], None, 4, &mut c);
+        assert_eq!(c, [1, 1]);
+        // 132 concurrent tiles of a 64 x 32 grid: 5 m-rows (row-major) or 16 rows x 9 columns (group 16).
+        assert_eq!(distinct(&[64, 32], None, 0b01, 132), 5.0);
+        assert_eq!(distinct(&[64, 32], None, 0b10, 132), 32.0);
+        assert_eq!(distinct(&[64, 32], Some(16), 0b01, 132), 16.0);
+        assert_eq!(distinct(&[64, 32], Some(16), 0b10, 132), 9.0);
+    }
 }
 
 pub(super) fn run(
@@ -293,6 +341,7 @@ pub(super) fn run(
         tile_work.add_scaled(&r.cta, 1.0 / occ.occupancy.tiles_per_block_mean.max(1.0));
     }
     let concurrent = occ.tiles.min(occ.active * occ.blocks_per_sm).max(1.0);
+    let group = m.grid().and_then(|g| g.group);
     let cap = ctx.p(P::L2Bytes) * ctx.p(P::L2ReuseFraction);
     let (l2_bw, l2_shared_bw) = (ctx.p(P::L2BytesPerS), ctx.p(P::L2SharedBytesPerS));
     let ingest = ctx.p(P::SmIngestBytesPerS) * 1e-9;
@@ -300,7 +349,7 @@ pub(super) fn run(
         .reads
         .iter()
         .map(|r| {
-            let d = distinct(&ctx.tile_extents, r.mask, concurrent as u64);
+            let d = distinct(&ctx.tile_extents, group, r.mask, concurrent as u64);
             let all: f64 = ctx
                 .tile_extents
                 .iter()
@@ -839,7 +888,7 @@ pub(super) fn run(
                         m.tensors.span(th).name,
                         "little reuse across concurrent tiles",
                     )
-                    .with_help("order tiles so that concurrent blocks share this operand's windows (grouped rasterization), enlarge the tile along the axis that reuses it, or multicast it through a cluster"),
+                    .with_help("walk the tiles in bands so that concurrent blocks share this operand's windows (`group G` on the tile space), enlarge the tile along the axis that reuses it, or multicast it through a cluster"),
                 );
             }
         }
@@ -848,8 +897,12 @@ pub(super) fn run(
 
     // ---- notes ---------------------------------------------------------------------------
     if m.grid.iter().next().is_some() {
+        let order = match m.grid().and_then(|g| g.group) {
+            Some(gs) => format!("in bands of {gs} along the second-to-last tile axis (`group {gs}`)"),
+            None => "last tile axis fastest".to_string(),
+        };
         notes.push(format!(
-            "tiles are walked as the lowering does: last tile axis fastest; {}",
+            "tiles are walked as the lowering does, {order}; {}",
             if persistent {
                 format!("block b takes tiles b, b + {}, … ({} rounds on the busiest block)", sms, n_tiles)
             } else {

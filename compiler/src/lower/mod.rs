@@ -714,7 +714,11 @@ impl<'a> Lw<'a> {
         if let Some(g) = m.grid() {
             let gspan = m.grid.span(m.grid.handles().next().expect("grid")).item;
             let prev = self.w.set_span(Some(gspan));
-            self.w.marker(gspan, self.opts, "tile space, last axis fastest");
+            let order = match g.group {
+                Some(gs) if g.axes.len() >= 2 => format!("tile space, walked in bands of {gs} along `{}`", g.axes[g.axes.len() - 2].name),
+                _ => "tile space, last axis fastest".to_string(),
+            };
+            self.w.marker(gspan, self.opts, &order);
             for (a, ext) in g.axes.iter().zip(self.tile_extents.clone()) {
                 let e = size_c(m, &a.extent);
                 self.w.line(format!("const int {ext} = {e};"));
@@ -1249,7 +1253,7 @@ impl<'a> Lw<'a> {
                     let rows = self.derived(&format!("{t}_band_rows"));
                     let inner = self.derived(&format!("{t}_in_band"));
                     self.w.line(format!(
-                        "// group {gs}: tiles in bands of {gs} along {ar}, {ar} fastest inside a band, so that the blocks running at once share {ar} and {ac} operand tiles"
+                        "// group {gs}: tiles in bands of {gs} along {ar}, {ar} fastest inside a band, so that blocks running at the same time share operand tiles in L2"
                     ));
                     self.w.line(format!("const int {first} = {plane} / ({gs} * {ec}) * {gs};  // the band's first {ar}"));
                     self.w.line(format!("const int {rows} = {er} - {first} < {gs} ? {er} - {first} : {gs};  // {ar} rows in this band (the last may be short)"));

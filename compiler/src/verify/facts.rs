@@ -926,7 +926,7 @@ impl<'m> Walker<'m> {
             for (param, a) in op.params.iter().zip(&site.args) {
                 let Some(a) = a else { continue };
                 if param.access.is_some_and(|x| matches!(x, Access::Write | Access::Readwrite)) {
-                    if let Some(r) = region_of(self.m, *a) {
+                    if let Some(r) = region_of(self.m, &self.lets, *a) {
                         out.push((site, r));
                     }
                 }
@@ -973,10 +973,11 @@ enum Root {
 }
 
 /// The declaration an argument expression names, under any indexing.
-fn root_of(m: &Module, mut h: Handle<Expr>) -> Option<Root> {
-    loop {
+fn root_of(m: &Module, lets: &HashMap<Handle<Local>, Handle<Expr>>, mut h: Handle<Expr>) -> Option<Root> {
+    for _ in 0..64 {
         match &m.exprs[h].kind {
             ExprKind::Index { base, .. } => h = *base,
+            ExprKind::Local(l) if lets.contains_key(l) => h = lets[l],
             ExprKind::Smem(s) => return Some(Root::Smem(*s)),
             ExprKind::View(v) => return Some(Root::View(*v)),
             ExprKind::Tensor(t) => return Some(Root::Tensor(*t)),
@@ -985,11 +986,23 @@ fn root_of(m: &Module, mut h: Handle<Expr>) -> Option<Root> {
             _ => return None,
         }
     }
+    None
+}
+
+/// Follow `let` bindings: the expression a local names (`let x = X[...]` then `f(x)`).
+fn resolve_let(lets: &HashMap<Handle<Local>, Handle<Expr>>, m: &Module, mut h: Handle<Expr>) -> Handle<Expr> {
+    for _ in 0..64 {
+        match &m.exprs[h].kind {
+            ExprKind::Local(l) if lets.contains_key(l) => h = lets[l],
+            _ => break,
+        }
+    }
+    h
 }
 
 /// The shared region under an argument (through a view).
-fn region_of(m: &Module, h: Handle<Expr>) -> Option<Handle<SmemDecl>> {
-    match root_of(m, h)? {
+fn region_of(m: &Module, lets: &HashMap<Handle<Local>, Handle<Expr>>, h: Handle<Expr>) -> Option<Handle<SmemDecl>> {
+    match root_of(m, lets, h)? {
         Root::Smem(s) => Some(s),
         Root::View(v) => Some(m.views[v].region),
         _ => None,
@@ -1268,7 +1281,7 @@ fn tensor_facts(m: &Module, h: Handle<TensorDecl>, t: &TensorDecl, w: &Walker) -
     f.set("used", u.refs > 0);
     f.set("reads", u.reads);
     f.set("writes", u.writes);
-    let uses_in = |op: &str| w.calls.iter().filter(|c| c.op == op && c.args.iter().flatten().any(|a| root_of(m, *a) == Some(Root::Tensor(h)))).count();
+    let uses_in = |op: &str| w.calls.iter().filter(|c| c.op == op && c.args.iter().flatten().any(|a| root_of(m, &w.lets, *a) == Some(Root::Tensor(h)))).count();
     f.set("tma_loads", uses_in("tma_load"));
     f.set("cp_async_src", uses_in("cp_async") > 0);
     f
@@ -1364,7 +1377,7 @@ fn barrier_facts(m: &Module, h: Handle<BarrierDecl>, b: &BarrierDecl, w: &Walker
     f.set("producers_without_body", no_body(&b.producers));
     f.set("consumers_without_body", no_body(&b.consumers));
     f.set("used", w.barriers[h.index()].refs > 0);
-    let names_b = |c: &&CallSite| c.args.iter().flatten().any(|a| root_of(m, *a) == Some(Root::Barrier(h)));
+    let names_b = |c: &&CallSite| c.args.iter().flatten().any(|a| root_of(m, &w.lets, *a) == Some(Root::Barrier(h)));
     f.set("waits", w.calls.iter().filter(|c| c.op == "wait").filter(names_b).count());
     f.set("arrives", w.calls.iter().filter(|c| c.op == "arrive" || c.op == "arrive_expect_tx").filter(names_b).count());
     let first_without = |rs: &[Handle<RoleDecl>]| rs.iter().copied().find(|r| m.body_of(*r).is_none());
@@ -1448,12 +1461,18 @@ enum Sel {
 
 /// The index chain of an argument, flattened onto the root's dimensions (`None` when a nested
 /// index cannot be mapped).
-fn selection(m: &Module, h: Handle<Expr>, rank: usize) -> Option<Vec<Sel>> {
+fn selection(m: &Module, lets: &HashMap<Handle<Local>, Handle<Expr>>, h: Handle<Expr>, rank: usize) -> Option<Vec<Sel>> {
     let mut chain = Vec::new();
     let mut cur = h;
-    while let ExprKind::Index { base, items } = &m.exprs[cur].kind {
-        chain.push(items);
-        cur = *base;
+    for _ in 0..64 {
+        match &m.exprs[cur].kind {
+            ExprKind::Index { base, items } => {
+                chain.push(items);
+                cur = *base;
+            }
+            ExprKind::Local(l) if lets.contains_key(l) => cur = lets[l],
+            _ => break,
+        }
     }
     let mut sel = vec![Sel::Full; rank];
     // Dims of the current window, as indices into the root's dims.
@@ -1483,6 +1502,8 @@ fn selection(m: &Module, h: Handle<Expr>, rank: usize) -> Option<Vec<Sel>> {
 }
 
 fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Expr>, w: &Walker, f: &mut FactSet) {
+    // An argument bound with `let` is described by the expression it names.
+    let a = resolve_let(&w.lets, m, a);
     let ty = &m.exprs[a].ty;
     let mode = param_mode(p);
     f.set("access", p.access.map_or(if mode.reads() { "read" } else { "none" }, Access::as_str));
@@ -1532,10 +1553,10 @@ fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Exp
     if let Some(v) = const_int(m, a) {
         f.set("value", v);
     }
-    let root = root_of(m, a);
+    let root = root_of(m, &w.lets, a);
     match root {
         Some(r @ (Root::Smem(_) | Root::View(_))) => smem_arg(m, a, r, w, f),
-        Some(Root::Tensor(t)) => tensor_arg(m, a, t, f),
+        Some(Root::Tensor(t)) => tensor_arg(m, &w.lets, a, t, f),
         Some(Root::Pipeline(ph)) => {
             let pd = &m.pipelines[ph];
             f.set("kind", "pipeline");
@@ -1595,7 +1616,7 @@ fn smem_arg(m: &Module, a: Handle<Expr>, root: Root, w: &Walker, f: &mut FactSet
     f.set("inner_bytes", shape_inner.map(|d| d * e));
 
     let rank = root_shape.len();
-    let Some(sel) = selection(m, a, rank) else {
+    let Some(sel) = selection(m, &w.lets, a, rank) else {
         for k in ["in_bounds", "contiguous", "outer_offset_base", "outer_offset_step"] {
             f.set(k, Value::Unknown);
         }
@@ -1672,7 +1693,7 @@ fn smem_arg(m: &Module, a: Handle<Expr>, root: Root, w: &Walker, f: &mut FactSet
     f.set("stage_pipeline", pipeline);
 }
 
-fn tensor_arg(m: &Module, a: Handle<Expr>, t: Handle<TensorDecl>, f: &mut FactSet) {
+fn tensor_arg(m: &Module, lets: &HashMap<Handle<Local>, Handle<Expr>>, a: Handle<Expr>, t: Handle<TensorDecl>, f: &mut FactSet) {
     let td = &m.tensors[t];
     f.set("root", td.name.as_str());
     f.set("tensor", td.name.as_str());
@@ -1682,7 +1703,7 @@ fn tensor_arg(m: &Module, a: Handle<Expr>, t: Handle<TensorDecl>, f: &mut FactSe
     f.set_list("box", td.tma.as_ref().map(|b| b.box_dims.iter().map(|d| Value::Int(*d)).collect()).unwrap_or_default());
     f.span_at("root", m.tensors.span(t).item);
     let window_is_box = td.tma.as_ref().map(|b| {
-        let Some(sel) = selection(m, a, td.shape.len()) else { return Value::Unknown };
+        let Some(sel) = selection(m, lets, a, td.shape.len()) else { return Value::Unknown };
         let mut ok = Some(true);
         for ((s, bx), dim) in sel.iter().zip(&b.box_dims).zip(&td.shape) {
             let this = match s {

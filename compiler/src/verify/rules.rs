@@ -942,8 +942,11 @@ mod tests {
         let facts = gemm_facts();
         let r = rule("applies_to = \"arg:wgmma\"\nwhen = \"space == smem && dtype == bf16\"\nrequire = \"swizzle == 64\"\nmessage = \"{param}\"\nprimary = \"arg\"").unwrap();
         let found = RuleSet { rules: vec![r] }.evaluate(&facts);
-        // a and b are 128B-swizzled bf16 shared operands; acc is a fragment (space frag).
-        assert_eq!(found.iter().map(|d| d.message.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        // a and b are 128B-swizzled bf16 shared operands (of every wgmma call); acc is a
+        // fragment (space frag), for which the precondition is false.
+        let params: BTreeSet<&str> = found.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(params.into_iter().collect::<Vec<_>>(), ["a", "b"]);
+        assert!(found.iter().all(|d| d.severity == Severity::Error));
     }
 
     #[test]
@@ -986,4 +989,20 @@ mod tests {
             assert!(r.file.starts_with(&format!("rules/{}/{}-{}", r.category.as_str(), r.code, r.name)), "{}", r.file);
         }
     }
+}
+
+/// The documentation of any code the compiler reports: the diagnostics registry
+/// (`compiler/diagnostics/*.toml`: syntax, types, lowering, CLI), then the built-in verifier rules
+/// and analyses. This is what `cake explain CODE` prints.
+pub fn documented(code: &str) -> Option<CodeDoc> {
+    crate::codes::lookup(code).or_else(|| RuleSet::builtin().doc(code.trim()))
+}
+
+/// Every documented code, registry first, then the verifier's rules in code order.
+pub fn all_documented() -> Vec<CodeDoc> {
+    let mut docs: Vec<CodeDoc> = crate::codes::all().to_vec();
+    let mut rules: Vec<CodeDoc> = RuleSet::builtin().rules().iter().map(Rule::code_doc).collect();
+    rules.sort_by(|a, b| a.code.cmp(&b.code));
+    docs.extend(rules);
+    docs
 }
