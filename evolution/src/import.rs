@@ -17,6 +17,7 @@
 //! (`source_file`), so evidence can be traced back to the tool's own words.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -646,11 +647,15 @@ pub fn run_import(args: ImportArgs) -> u8 {
     let opts = ImportOptions { program: args.program.clone(), target: args.target.clone(), shapes, gpu_seconds: args.gpu_seconds };
     match import_file(&store, args.kind, &args.file, &opts) {
         Ok(out) => {
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe is not worth a panic: write errors are ignored.
             match args.format {
-                crate::mine::Format::Json => println!("{}", serde_json::to_string(&out).unwrap_or_default()),
+                crate::mine::Format::Json => {
+                    let _ = writeln!(stdout, "{}", serde_json::to_string(&out).unwrap_or_default());
+                }
                 crate::mine::Format::Human => {
                     for r in &out.records {
-                        println!("{} {}  {}", if r.new { "added  " } else { "present" }, &r.id[..12], r.class);
+                        let _ = writeln!(stdout, "{} {}  {}", if r.new { "added  " } else { "present" }, &r.id[..12], r.class);
                     }
                     for n in &out.notes {
                         eprintln!("note: {n}");

@@ -897,9 +897,11 @@ pub fn run_mine(args: MineArgs) -> u8 {
     for w in &report.warnings {
         eprintln!("{w}");
     }
-    match args.format {
-        Format::Human => print!("{}", render_table(&report)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default()),
-    }
+    let text = match args.format {
+        Format::Human => render_table(&report),
+        Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
+    };
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
     0
 }

@@ -597,7 +597,11 @@ fn propose_rule(
     );
     let previous = records.get(&id).cloned();
     let commit = git::commit_on_branch(repo, base, &branch, &edits, &message)?;
-    let mut notes: Vec<String> = draft.skipped_programs.iter().map(|s| format!("program {s}")).collect();
+    let mut notes: Vec<String> = draft
+        .skipped_programs
+        .iter()
+        .map(|s| if s.split(':').next().is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit())) { format!("program {s}") } else { s.clone() })
+        .collect();
     notes.extend(missing.iter().map(|m| format!("program {} is not in the evidence store", synth::short(m))));
     let mut rec = Record {
         id: id.clone(),

@@ -739,7 +739,7 @@ pub fn search(input: &SearchInput, seed: u64, max: usize) -> Vec<Candidate> {
             scored.push((g.rank() + b.rank(), 1, cand(Some(g), &[&b], 2)));
         }
     }
-    scored.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    scored.sort_by_key(|x| (x.0, x.1));
     scored.into_iter().take(max).map(|(_, _, c)| c).collect()
 }
 
@@ -996,8 +996,7 @@ fn draft_for_construct(
     for cand in candidates {
         let name = rule_name(&construct, &cand);
         let path = format!("compiler/rules/{category}/{code}-{name}.toml");
-        let example = failing_used.first().and_then(|(p, m)| example_line(base, &p.source, m, kind, op)).unwrap_or_default();
-        let text = rule_toml(code, &name, category, &construct, &cand, bucket, failing_used.len(), accepted_programs, input.accepted.len(), &example);
+        let text = rule_toml(code, &name, category, &construct, &cand, bucket, failing_used.len(), accepted_programs, input.accepted.len(), "");
         // Validate with the real engine: loads, fires on every failing program, silent on the corpus.
         let new_rule = match RuleSet::from_files(&[(path.as_str(), text.as_str())]) {
             Ok(r) => r,
@@ -1025,6 +1024,15 @@ fn draft_for_construct(
             problems.push(format!("`{}` reports on corpus case {id} with the rules engine", cand.require));
             continue;
         }
+        // The doc's example: the line of the first failing program the rule reports.
+        let example = failing_used.first().and_then(|(p, m)| {
+            let t = base.targets.get(&m.target)?;
+            let out = cake::verify::verify_with(m.clone(), t, &all);
+            let d = out.findings.iter().find(|d| d.code == code)?;
+            let (line, _) = line_col(&p.source, (d.primary.span.start as usize).min(p.source.len()));
+            p.source.lines().nth(line.saturating_sub(1)).map(|l| l.trim().to_string())
+        });
+        let text = rule_toml(code, &name, category, &construct, &cand, bucket, failing_used.len(), accepted_programs, input.accepted.len(), &example.unwrap_or_default());
         // Existing negative cases it also fires on get the new finding in their expectations.
         let fe = with_rules(base, &all);
         let mut updated: Vec<(String, String)> = Vec::new();
@@ -1093,9 +1101,15 @@ fn draft_for_construct(
             when: cand.when,
             require: cand.require,
             level: cand.level,
-            form: cand.form,
+            form: cand.form.clone(),
             failing_programs: failing_used.iter().map(|(p, _)| p.hash.clone()).collect(),
-            skipped_programs: skipped,
+            skipped_programs: {
+                let mut s = skipped;
+                if cand.form.contains("blacklist") || cand.form.contains("constant") {
+                    s.push(format!("review: the predicate is a {} — it names the failing or accepted value itself and may not generalize", cand.form));
+                }
+                s
+            },
             accepted_programs,
             accepted_instances: input.accepted.len(),
             files,
@@ -1133,14 +1147,6 @@ pub fn with_rules(base: &Base, rules: &RuleSet) -> Frontend {
     let rules = std::sync::Arc::new(rules.clone());
     fe.verifier = Some(std::sync::Arc::new(move |m, t| cake::verify::verify_with(m, t, &rules)));
     fe
-}
-
-/// The source line of the first implicated instance.
-fn example_line(base: &Base, source: &str, m: &Module, kind: ConstructKind, op: Option<&str>) -> Option<String> {
-    let f = base.facts(m)?;
-    let (_, span) = instances(&f, kind, op).into_iter().next()?;
-    let (line, _) = line_col(source, (span.start as usize).min(source.len()));
-    source.lines().nth(line.saturating_sub(1)).map(|l| l.trim().to_string())
 }
 
 /// `wgmma-b-dim-0-multiple-of-16`.
@@ -1205,7 +1211,7 @@ pub fn short(hash: &str) -> &str {
 #[allow(clippy::too_many_arguments)]
 fn rule_toml(code: &str, name: &str, category: &str, construct: &str, c: &Candidate, bucket: &BucketInfo, failing: usize, accepted_programs: usize, accepted_instances: usize, example: &str) -> String {
     let sig = one_line(&bucket.signature, 200);
-    let evidence = bucket.evidence_ids.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
+    let evidence = bucket.evidence_ids.iter().take(8).map(|e| short(e).to_string()).collect::<Vec<_>>().join(", ");
     let more = if bucket.evidence_ids.len() > 8 { format!(" and {} more", bucket.evidence_ids.len() - 8) } else { String::new() };
     let when = c.when.as_ref().map(|w| format!("when = \"{}\"\n", toml_escape(w))).unwrap_or_default();
     let mut s = String::new();

@@ -127,8 +127,11 @@ pub fn judge(current: &GateResults, baseline: &GateResults) -> GateResult {
 /// what a program lowers to). Timeouts are not remembered.
 pub struct CachedCompile {
     inner: Arc<dyn CompileBackend>,
-    cache: Mutex<HashMap<(String, String, u64), Result<PtxasFacts, CompileError>>>,
+    cache: Mutex<HashMap<CompileKey, Result<PtxasFacts, CompileError>>>,
 }
+
+/// (case id, program text, hash of the validated module).
+type CompileKey = (String, String, u64);
 
 impl CachedCompile {
     pub fn new(inner: Arc<dyn CompileBackend>) -> CachedCompile {

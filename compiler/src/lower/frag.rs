@@ -226,8 +226,18 @@ impl<'a> Lw<'a> {
         let m = self.m;
         let mut a_ops = BTreeSet::new();
         let mut b_ops = BTreeSet::new();
+        let mut mma_accs = BTreeSet::new();
         let mut regs = Vec::new();
         self.scan_block(block, &mut |_, s| {
+            if let Stmt::Op(c) = s {
+                if c.op == "wgmma" || c.op == "mma_sync" {
+                    if let Some(Some(x)) = c.args.first() {
+                        if let ExprKind::Local(l) = m.exprs[*x].kind {
+                            mma_accs.insert(l);
+                        }
+                    }
+                }
+            }
             match s {
                 Stmt::Op(c) if c.op == "mma_sync" => {
                     for (i, set) in [(1usize, &mut a_ops), (2, &mut b_ops)] {
@@ -285,6 +295,9 @@ impl<'a> Lw<'a> {
             if reg_ctype(*dtype, lay).is_none() {
                 return Err(bad("no register representation for this dtype"));
             }
+            if *dtype == DType::F16 && matches!(lay, Layout::Acc { .. }) && mma_accs.contains(&l) {
+                self.packed.insert(l);
+            }
             self.layouts.insert(l, lay);
         }
         Ok(())
@@ -319,6 +332,7 @@ impl<'a> Lw<'a> {
             Ok(out)
         };
         Ok(match &ex.kind {
+            ExprKind::Local(l) if self.aliases.contains_key(l) => self.layout_of(self.aliases[l])?,
             ExprKind::Local(l) => Some(*self.layouts.get(l).ok_or_else(|| {
                 LowerError::new("L007", format!("fragment `{}` has no known layout", m.locals[*l].name), span)
             })?),
@@ -355,13 +369,23 @@ impl<'a> Lw<'a> {
         let cty = reg_ctype(*dtype, lay).expect("checked");
         let name = self.local_name(l);
         let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-        self.w.line(format!(
-            "{cty} {name}[{}];  // {dtype}[{}] per {}: {}",
-            lay.regs(),
-            dims.join(", "),
-            scope.map_or("thread", |s| s.name()),
-            lay.describe()
-        ));
+        if self.packed.contains(&l) {
+            self.w.line(format!(
+                "unsigned {name}[{}];  // {dtype}[{}] per {}: {}, packed two f16 per register",
+                lay.regs() / 2,
+                dims.join(", "),
+                scope.map_or("thread", |s| s.name()),
+                lay.describe().replace(&format!(", {} registers per thread", lay.regs()), "")
+            ));
+        } else {
+            self.w.line(format!(
+                "{cty} {name}[{}];  // {dtype}[{}] per {}: {}",
+                lay.regs(),
+                dims.join(", "),
+                scope.map_or("thread", |s| s.name()),
+                lay.describe()
+            ));
+        }
         if self.role.as_ref().is_some_and(|r| r.wgmma_accs.contains(&l)) {
             let flag = self.derived(&format!("{name}_scale_d"));
             self.w.line(format!("int {flag} = 1;  // 0: the next wgmma writes {name} instead of accumulating (a zero() folded into it)"));
@@ -372,7 +396,7 @@ impl<'a> Lw<'a> {
 
     /// Materialize every reduction inside `e` (post-order) into temporaries; returns nothing, the
     /// temporaries are remembered by expression.
-    fn materialize_reductions(&mut self, e: Handle<Expr>, temps: &mut Vec<(Handle<Expr>, String)>) -> Result<(), LowerError> {
+    pub(crate) fn materialize_reductions(&mut self, e: Handle<Expr>, temps: &mut Vec<(Handle<Expr>, String)>) -> Result<(), LowerError> {
         let m = self.m;
         match &m.exprs[e].kind {
             ExprKind::Call(c) if c.op.starts_with("reduce_") => {
@@ -471,14 +495,25 @@ impl<'a> Lw<'a> {
         if let Some((_, t)) = temps.iter().find(|(x, _)| *x == e) {
             return Ok(format!("{t}[{i}]"));
         }
+        if let ExprKind::Local(l) = m.exprs[e].kind {
+            if let Some(v) = self.aliases.get(&l).copied() {
+                return self.elem(v, lay, i, temps);
+            }
+        }
         let ex = &m.exprs[e];
         match &ex.ty {
             Type::Scalar(_) | Type::Literal { .. } => return self.scalar(e),
             Type::Shared { shape, dtype, .. } => {
                 // A shared vector broadcast along the last axis of the fragment.
                 let r = self.smem_ref(e)?;
-                if shape.len() != 1 || r.swizzle != Swizzle::None {
-                    return Err(unsupported("reading a shared window other than an unswizzled vector inside an expression", span));
+                let contiguous_vector = shape.len() == 1
+                    && r.swizzle == Swizzle::None
+                    && !matches!(dtype, DType::BF16 | DType::F16)
+                    && r.strides.first() == Some(&dtype.size_bytes());
+                if !contiguous_vector {
+                    // Any other window: broadcast by NumPy rules, element by element.
+                    let wi = self.broadcast_idx(shape, lay, i, span)?;
+                    return self.window_elem(e, &wi, span);
                 }
                 let lay_shape = lay.shape();
                 if lay_shape.last() != Some(&shape[0]) {
@@ -495,6 +530,12 @@ impl<'a> Lw<'a> {
                 }
                 return Ok(format!("((const {cty}*)({ptr}))[{coord}]"));
             }
+            Type::Global { .. } => {
+                let g = self.global_ref(e)?;
+                let wshape: Vec<i64> = g.dims.iter().filter_map(|d| d.len).collect();
+                let wi = self.broadcast_idx(&wshape, lay, i, span)?;
+                return self.window_elem(e, &wi, span);
+            }
             Type::Frag { .. } => {}
             _ => return Err(unsupported(format!("this value in a fragment expression ({})", ex.ty), span)),
         }
@@ -504,6 +545,10 @@ impl<'a> Lw<'a> {
                 let name = self.local_name(*l);
                 match ll {
                     Some(Layout::Scalar) => format!("{name}[0]"),
+                    Some(x) if x == lay && self.packed.contains(l) => {
+                        self.need(Helper::UnpackF16x2);
+                        format!("cake_f16x2_get({name}[({i}) / 2], ({i}) % 2)")
+                    }
                     Some(x) if x == lay => format!("{name}[{i}]"),
                     Some(x) => {
                         return Err(LowerError::new(
@@ -562,9 +607,16 @@ impl<'a> Lw<'a> {
                 Ok(())
             }
             Type::Frag { dtype, .. } => {
-                let lay = self.layout_of(value)?.ok_or_else(|| {
-                    LowerError::new("L007", "a fragment value computed only from scalars and shared memory has no thread layout", span)
-                })?;
+                let Some(lay) = self.layout_of(value)? else {
+                    if self.alias_ok(value) {
+                        // Nothing to compute here: every use reads the window itself.
+                        self.aliases.insert(l, value);
+                        self.w.line(format!("// `{}` names a read-only window: each use reads it in the layout it needs", m.locals[l].name));
+                        return Ok(());
+                    }
+                    return Err(LowerError::new("L007", "a fragment value computed only from scalars and memory windows has no thread layout", span)
+                        .with_note("only windows of `in` tensors (never written while the kernel runs) can be named by `let` without a register layout"));
+                };
                 self.layouts.insert(l, lay);
                 let cty = reg_ctype(*dtype, lay).ok_or_else(|| unsupported(format!("{dtype} fragments"), span))?;
                 let mut temps = Vec::new();
@@ -576,6 +628,11 @@ impl<'a> Lw<'a> {
                 self.materialize_reductions(value, &mut temps)?;
                 self.w.line(format!("{cty} {name}[{}];  // {}", lay.regs(), lay.describe()));
                 self.elementwise(&name, value, lay, &temps)
+            }
+            Type::Global { .. } if self.alias_ok(value) => {
+                self.aliases.insert(l, value);
+                self.w.line(format!("// `{}` names a read-only window: each use reads it in the layout it needs", m.locals[l].name));
+                Ok(())
             }
             other => Err(unsupported(format!("`let` of a {other}"), span)),
         }
@@ -616,6 +673,17 @@ impl<'a> Lw<'a> {
         }
         let mut temps = Vec::new();
         self.materialize_reductions(value, &mut temps)?;
+        if self.packed.contains(&l) {
+            // Two elements per register: compute both, round and pack them together.
+            self.need(Helper::PackF16x2);
+            self.w.line("#pragma unroll");
+            self.w.open(format!("for (int cake_i = 0; cake_i < {}; cake_i += 2) {{", lay.regs()));
+            let v0 = self.elem(value, lay, "cake_i", &temps)?;
+            let v1 = self.elem(value, lay, "cake_i + 1", &temps)?;
+            self.w.line(format!("{name}[cake_i / 2] = cake_pack_f16x2({}, {});", strip_parens(&v0), strip_parens(&v1)));
+            self.w.close("}");
+            return Ok(());
+        }
         self.elementwise(&name, value, lay, &temps)
     }
 
@@ -632,9 +700,11 @@ impl<'a> Lw<'a> {
                 return Ok(());
             }
         }
-        let zero = if lay.packed() { "0u" } else { "0" };
+        let packed = self.packed.contains(&l);
+        let zero = if lay.packed() || packed { "0u" } else { "0" };
+        let n = if packed { lay.regs() / 2 } else { lay.regs() };
         self.w.line("#pragma unroll");
-        self.w.line(format!("for (int cake_i = 0; cake_i < {}; ++cake_i) {name}[cake_i] = {zero};", lay.regs()));
+        self.w.line(format!("for (int cake_i = 0; cake_i < {n}; ++cake_i) {name}[cake_i] = {zero};"));
         Ok(())
     }
 
@@ -715,6 +785,13 @@ impl<'a> Lw<'a> {
         }
         let name = self.local_name(l);
         let val = self.scalar(v)?;
+        if self.packed.contains(&l) {
+            self.need(Helper::PackF16x2);
+            let v = strip_parens(&val).to_string();
+            self.w.line("#pragma unroll");
+            self.w.line(format!("for (int cake_i = 0; cake_i < {}; ++cake_i) {name}[cake_i] = cake_pack_f16x2({v}, {v});", lay.regs() / 2));
+            return Ok(());
+        }
         let val = match dtype {
             Some(DType::BF16) if !matches!(m.exprs[v].kind, ExprKind::Inf) => {
                 self.need(Helper::RoundBf16);
@@ -733,11 +810,13 @@ impl<'a> Lw<'a> {
 
     pub(crate) fn store(&mut self, dst: Handle<Expr>, src: Handle<Expr>, span: Span) -> Result<(), LowerError> {
         let m = self.m;
+        let Some(lay) = self.layout_of(src)? else {
+            return self.store_distributed(dst, src, span);
+        };
         if matches!(m.exprs[dst].ty, Type::Shared { .. }) {
-            return Err(unsupported("store into shared memory", span));
+            return self.store_frag_shared(dst, src, lay, span);
         }
         let g = self.global_ref(dst)?;
-        let lay = self.layout_of(src)?.ok_or_else(|| unsupported("storing a value that is not a register fragment", span))?;
         let td = &m.tensors[g.tensor];
         let dtype = td.dtype;
         let win: Vec<usize> = g.dims.iter().enumerate().filter(|(_, d)| d.len.is_some()).map(|(i, _)| i).collect();
@@ -787,6 +866,16 @@ impl<'a> Lw<'a> {
                     // 16-bit values are held as f32 of equal value; a cast(f32) source is rounded
                     // once, by the packing conversion.
                     let inner = cast_src.unwrap_or(src);
+                    if let (DType::F16, ExprKind::Local(pl)) = (dtype, &m.exprs[src].kind) {
+                        if self.packed.contains(pl) {
+                            // Already two f16 in one register, in memory order.
+                            let name = self.local_name(*pl);
+                            self.w.line(format!("if ({g_row} && {g_col}) *(unsigned*)(cake_p + {off}) = {name}[cake_i / 2];"));
+                            self.w.close("}");
+                            self.w.close("}");
+                            return Ok(());
+                        }
+                    }
                     let v0 = self.elem(inner, lay, "cake_i", &temps)?;
                     let v1 = self.elem(inner, lay, "cake_i + 1", &temps)?;
                     let (v0, v1) = (strip_parens(&v0).to_string(), strip_parens(&v1).to_string());
@@ -837,7 +926,7 @@ impl<'a> Lw<'a> {
     }
 
     /// For `cast(x, T)` stored into a T tensor: `x` (the conversion happens in the store).
-    fn cast_operand(&self, src: Handle<Expr>, dtype: DType) -> Option<Handle<Expr>> {
+    pub(crate) fn cast_operand(&self, src: Handle<Expr>, dtype: DType) -> Option<Handle<Expr>> {
         match &self.m.exprs[src].kind {
             ExprKind::Call(c) if c.op == "cast" && self.m.exprs[src].ty.dtype() == Some(dtype) => {
                 let x = c.args.first().copied().flatten()?;
@@ -849,7 +938,7 @@ impl<'a> Lw<'a> {
 
     /// C: the storage value of one element.
     #[allow(clippy::too_many_arguments)]
-    fn store_value(
+    pub(crate) fn store_value(
         &mut self,
         src: Handle<Expr>,
         cast_src: Option<Handle<Expr>>,

@@ -57,6 +57,7 @@ pub(crate) mod layout;
 mod prelude;
 mod sm80;
 mod sm90;
+mod window;
 mod writer;
 
 use std::collections::{BTreeSet, HashMap};
@@ -261,6 +262,11 @@ pub(crate) struct Lw<'a> {
     smem_slots: Vec<SmemSlot>,
     smem_bytes: u64,
     layouts: HashMap<Handle<Local>, Layout>,
+    /// f16 accumulators of wgmma / mma_sync: held packed, two f16 per 32-bit register (element i
+    /// of the layout in register i / 2, the even element in the lower half).
+    packed: std::collections::HashSet<Handle<Local>>,
+    /// `let` names of read-only windows (and math on them): read where they are used.
+    aliases: HashMap<Handle<Local>, Handle<Expr>>,
     local_names: HashMap<Handle<Local>, String>,
     scale_flags: HashMap<Handle<Local>, String>,
     tile_axes: HashMap<Handle<Local>, Vec<String>>,
@@ -341,6 +347,8 @@ impl<'a> Lw<'a> {
             smem_slots: Vec::new(),
             smem_bytes: 0,
             layouts: HashMap::new(),
+            packed: std::collections::HashSet::new(),
+            aliases: HashMap::new(),
             local_names: HashMap::new(),
             scale_flags: HashMap::new(),
             tile_axes: HashMap::new(),
@@ -371,6 +379,11 @@ impl<'a> Lw<'a> {
 
     fn need(&mut self, h: Helper) {
         self.helpers.insert(h);
+    }
+
+    /// The `cake_fence_regs` overload for a fragment's register type.
+    fn need_fence_regs(&mut self, l: Handle<Local>) {
+        self.need(if self.packed.contains(&l) { Helper::FenceRegsU32 } else { Helper::FenceRegs });
     }
 
     fn sm90(&self) -> bool {
@@ -995,8 +1008,13 @@ impl<'a> Lw<'a> {
         let mut maps: Vec<usize> = Vec::new();
         self.scan_block(block, &mut |lw, s| {
             if let Stmt::Op(c) = s {
-                if c.op == "tma_load" {
-                    if let Some(src) = c.args.get(1).copied().flatten() {
+                let map_arg = match c.op.as_str() {
+                    "tma_load" => Some(1),
+                    "tma_store" => Some(0),
+                    _ => None,
+                };
+                if let Some(i) = map_arg {
+                    if let Some(src) = c.args.get(i).copied().flatten() {
                         lw.walk_expr(src, &mut |e| {
                             if let ExprKind::Tensor(t) = lw.m.exprs[e].kind {
                                 if !maps.contains(&t.index()) {
@@ -1023,10 +1041,19 @@ impl<'a> Lw<'a> {
                 self.w.line(format!("if ({leader}) {{ {} }}", names.join(" ")));
             }
         }
-        self.role = Some(RoleCx { h, single_thread, leader, generic_smem_reads, pipes, bar_phase, wgmma_accs, release_bar_base });
+        self.role = Some(RoleCx { h, single_thread, leader: leader.clone(), generic_smem_reads, pipes, bar_phase, wgmma_accs, release_bar_base });
         self.wg_fenced = false;
         self.acquired = vec![Vec::new()];
         self.block(block)?;
+        if self.block_has(block, &|c| c.op == "tma_store") {
+            // The block must not exit while a TMA store may still read its shared memory.
+            let call = "cake_tma_store_wait_all();  // every TMA store of this role has completed before the block exits";
+            if single_thread {
+                self.w.line(call);
+            } else {
+                self.w.line(format!("if ({leader}) {call}"));
+            }
+        }
         self.acquired.clear();
         self.role = None;
         if single_thread {
@@ -1041,7 +1068,7 @@ impl<'a> Lw<'a> {
     fn is_elected_only(&self, block: &Block) -> bool {
         block.stmts.iter().all(|s| match &self.m.stmts[*s] {
             Stmt::Op(c) => match c.op.as_str() {
-                "acquire" | "tma_load" | "arrive_expect_tx" | "wait_parity" => true,
+                "acquire" | "tma_load" | "arrive_expect_tx" | "wait_parity" | "tma_store" | "tma_store_wait" => true,
                 "wait" | "arrive" => c.args.first().copied().flatten().is_some_and(|e| self.is_barrier_expr(e)),
                 _ => false,
             },
@@ -1303,9 +1330,9 @@ impl<'a> Lw<'a> {
                 }
             }
         }
-        self.need(Helper::FenceRegs);
         self.need(Helper::WgmmaFence);
         for l in accs {
+            self.need_fence_regs(l);
             let n = self.local_name(l);
             self.w.line(format!("cake_fence_regs({n});"));
         }
@@ -1449,6 +1476,8 @@ impl<'a> Lw<'a> {
             "release" => self.release(need_arg(0)?, span),
             "tma_load" => self.tma_load(need_arg(0)?, need_arg(1)?, need_arg(2)?, span),
             "wgmma" => self.wgmma(need_arg(0)?, need_arg(1)?, need_arg(2)?, span),
+            "tma_store" => self.tma_store(need_arg(0)?, need_arg(1)?, span),
+            "tma_store_wait" => self.tma_store_wait(need_arg(0)?, span),
             "wgmma_commit" => {
                 self.need(Helper::WgmmaCommit);
                 self.w.line("cake_wgmma_commit();");

@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::ir::DType;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Helper {
     TensorMapType,
@@ -17,20 +19,26 @@ pub(crate) enum Helper {
     MbarArriveExpectTx,
     PrefetchTensorMap,
     TmaLoad(u32),
+    TmaStore(u32),
+    TmaStoreWait,
     WgmmaDesc,
     WgmmaFence,
     WgmmaCommit,
     WgmmaWait,
     FenceRegs,
-    Wgmma { n: u32 },
+    FenceRegsU32,
+    /// `wgmma m64n{n}k{32 / bytes(a)}` with accumulator dtype `d` and operand dtypes `a`, `b`.
+    Wgmma { n: u32, d: DType, a: DType, b: DType },
     CpAsync16,
     CpAsyncCommit,
     CpAsyncWait,
     LdmatrixX4,
     MmaBf16,
     MmaF16,
+    MmaF16Acc,
     PackBf16x2,
     PackF16x2,
+    UnpackF16x2,
     RoundBf16,
     RoundF16,
     ArgBetter,
@@ -127,6 +135,35 @@ static __device__ __forceinline__ void cake_tma_load_{rank}d(unsigned dst, const
                 args.join(", ")
             )
         }
+        Helper::TmaStore(rank) => {
+            let params: Vec<String> = (0..rank).map(|i| format!("int c{i}")).collect();
+            let coords: Vec<String> = (0..rank).map(|i| format!("%{}", i + 2)).collect();
+            let args: Vec<String> = (0..rank).map(|i| format!("\"r\"(c{i})")).collect();
+            format!(
+                r#"// TMA: copy the shared tile at `src` to one box of a {rank}-D tensor (coordinates innermost first), as its
+// own bulk async-group of this thread; elements of the box outside the tensor are not written.
+static __device__ __forceinline__ void cake_tma_store_{rank}d(const CUtensorMap* map, unsigned src, {}) {{
+    asm volatile("cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [%0, {{{}}}], [%1];"
+                 :: "l"(map), "r"(src), {} : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}}
+"#,
+                params.join(", "),
+                coords.join(", "),
+                args.join(", ")
+            )
+        }
+        Helper::TmaStoreWait => r#"// Wait until at most N of this thread's bulk async-groups (TMA stores) still read shared memory.
+template <int N>
+static __device__ __forceinline__ void cake_tma_store_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
+}
+// Wait until every TMA store of this thread has completed (before the block may exit).
+static __device__ __forceinline__ void cake_tma_store_wait_all() {
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+"#
+        .into(),
         Helper::WgmmaDesc => r#"// wgmma shared-memory matrix descriptor: bits 0-13 start address >> 4, 16-29 leading byte offset >> 4,
 // 32-45 stride byte offset >> 4, 49-51 base offset (0: atoms 1024-byte aligned), 62-63 layout
 // (1 = 128B swizzle, 2 = 64B, 3 = 32B).
@@ -166,7 +203,15 @@ static __device__ __forceinline__ void cake_fence_regs(float (&r)[N]) {
 }
 "#
         .into(),
-        Helper::Wgmma { n } => wgmma_text(n),
+        Helper::FenceRegsU32 => r#"// The same compiler-only fence for packed (f16x2) accumulator registers.
+template <int N>
+static __device__ __forceinline__ void cake_fence_regs(unsigned (&r)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
+}
+"#
+        .into(),
+        Helper::Wgmma { n, d, a, b } => wgmma_text(n, d, a, b),
         Helper::CpAsync16 => r#"// cp.async of 16 bytes global -> shared, bypassing L1; `src_bytes` < 16 zero-fills the rest.
 static __device__ __forceinline__ void cake_cp_async_16(unsigned dst, const void* src, unsigned src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
@@ -196,6 +241,16 @@ static __device__ __forceinline__ void cake_ldmatrix_x4(unsigned& r0, unsigned& 
         .into(),
         Helper::MmaBf16 => mma_text("bf16"),
         Helper::MmaF16 => mma_text("f16"),
+        Helper::MmaF16Acc => r#"// mma.sync m16n8k16, f16 operands, f16 accumulators: d (2 registers of f16x2: elements 0,1 and 2,3 of the
+// f32 accumulator layout) += a (4 packed regs, 16x16 row-major) · b (2 packed regs, 16x8 column-major).
+static __device__ __forceinline__ void cake_mma_m16n8k16_f16_f16(unsigned& d0, unsigned& d1,
+        unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+        : "+r"(d0), "+r"(d1)
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+"#
+        .into(),
         Helper::PackBf16x2 => r#"// Round two f32 to bf16 (nearest even) and pack them: `lo` at the lower address.
 static __device__ __forceinline__ unsigned cake_pack_bf16x2(float lo, float hi) {
     unsigned r;
@@ -209,6 +264,15 @@ static __device__ __forceinline__ unsigned cake_pack_f16x2(float lo, float hi) {
     unsigned r;
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
+}
+"#
+        .into(),
+        Helper::UnpackF16x2 => r#"// One f16 of a packed pair (`hi` = 0: the lower half, the element at the lower address), as f32.
+static __device__ __forceinline__ float cake_f16x2_get(unsigned r, int hi) {
+    const unsigned short h = (unsigned short)(hi ? r >> 16 : r & 0xFFFFu);
+    float f;
+    asm("{ .reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "h"(h));
+    return f;
 }
 "#
         .into(),
@@ -271,24 +335,56 @@ static __device__ __forceinline__ void cake_mma_m16n8k16_f32_{ty}(float& d0, flo
     )
 }
 
-fn wgmma_text(n: u32) -> String {
-    let regs = n / 2;
+/// The PTX name of a wgmma operand or accumulator dtype.
+pub(crate) fn wgmma_type(d: DType) -> &'static str {
+    match d {
+        DType::BF16 => "bf16",
+        DType::F16 => "f16",
+        DType::F32 => "f32",
+        DType::F8E4M3 => "e4m3",
+        DType::F8E5M2 => "e5m2",
+        _ => "?",
+    }
+}
+
+/// The helper's name: `cake_wgmma_m64n256k16_f32_bf16` (accumulator, then the operand dtype, or
+/// both operand dtypes when they differ).
+pub(crate) fn wgmma_name(n: u32, d: DType, a: DType, b: DType) -> String {
+    let k = 32 / a.size_bytes();
+    let ops = if a == b { wgmma_type(a).to_string() } else { format!("{}_{}", wgmma_type(a), wgmma_type(b)) };
+    format!("cake_wgmma_m64n{n}k{k}_{}_{ops}", wgmma_type(d))
+}
+
+fn wgmma_text(n: u32, d: DType, a: DType, b: DType) -> String {
+    let packed = d == DType::F16;
+    let regs = if packed { n / 4 } else { n / 2 };
+    let k = 32 / a.size_bytes();
+    let (ta, tb, td) = (wgmma_type(a), wgmma_type(b), wgmma_type(d));
+    let name = wgmma_name(n, d, a, b);
     let mut s = String::new();
+    let operands = if a == b { format!("{ta} operands") } else { format!("{ta} × {tb} operands") };
+    let (acc_words, rtype, cons) = if packed {
+        (format!("{regs} f16x2 registers per thread, the m64n{n} accumulator layout packed in pairs"), "unsigned", "+r")
+    } else {
+        (format!("{regs} f32 per thread, the m64n{n} accumulator layout"), "float", "+f")
+    };
     let _ = writeln!(
         s,
-        "// wgmma m64n{n}k16, bf16 operands from shared-memory descriptors (both K-major), f32 accumulators:\n\
-         // d ({regs} f32 per thread, the m64n{n} accumulator layout) = a · bᵀ + (scale_d ? d : 0).\n\
-         static __device__ __forceinline__ void cake_wgmma_m64n{n}k16_f32_bf16(float (&d)[{regs}], unsigned long long desc_a, unsigned long long desc_b, int scale_d) {{"
+        "// wgmma m64n{n}k{k}, {operands} from shared-memory descriptors (both K-major), {td} accumulators:\n\
+         // d ({acc_words}) = a · bᵀ + (scale_d ? d : 0).\n\
+         static __device__ __forceinline__ void {name}({rtype} (&d)[{regs}], unsigned long long desc_a, unsigned long long desc_b, int scale_d) {{"
     );
     let dlist: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
     let _ = writeln!(s, "    asm volatile(");
     let _ = writeln!(s, "        \"{{ .reg .pred p; setp.ne.b32 p, %{}, 0;\\n\"", regs + 2);
-    let _ = writeln!(s, "        \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{\"");
+    let _ = writeln!(s, "        \"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{td}.{ta}.{tb} {{\"");
     for chunk in dlist.chunks(16) {
         let _ = writeln!(s, "        \"{}\"", chunk.join(", ") + if chunk.last() == dlist.last() { "" } else { ", " });
     }
-    let _ = writeln!(s, "        \"}}, %{}, %{}, p, 1, 1, 0, 0; }}\\n\"", regs, regs + 1);
-    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
+    // 16-bit operands take the transpose immediates (0: K-major); 8-bit ones have none.
+    let imm = if a.size_bytes() == 2 { "1, 1, 0, 0" } else { "1, 1" };
+    let _ = writeln!(s, "        \"}}, %{}, %{}, p, {imm}; }}\\n\"", regs, regs + 1);
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"{cons}\"(d[{i}])")).collect();
     let _ = write!(s, "        :");
     for (k, chunk) in outs.chunks(8).enumerate() {
         if k > 0 {

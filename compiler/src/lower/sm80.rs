@@ -174,12 +174,16 @@ impl<'a> Lw<'a> {
         if am != m_tiles || bn != n_tiles || ak != bk {
             return Err(LowerError::new("L007", "mma_sync operand shapes do not match", span));
         }
-        if m.exprs[acc].ty.dtype() != Some(DType::F32) {
-            return Err(unsupported("mma_sync with f16 accumulators", span));
-        }
-        let (h, f) = match m.exprs[a].ty.dtype() {
-            Some(DType::BF16) => (Helper::MmaBf16, "cake_mma_m16n8k16_f32_bf16"),
-            Some(DType::F16) => (Helper::MmaF16, "cake_mma_m16n8k16_f32_f16"),
+        let f16_acc = match m.exprs[acc].ty.dtype() {
+            Some(DType::F32) => false,
+            Some(DType::F16) if self.packed.contains(&lc) => true,
+            other => return Err(unsupported(format!("mma_sync with {} accumulators", other.map_or("untyped", |d| d.name())), span)),
+        };
+        let (h, f) = match (m.exprs[a].ty.dtype(), f16_acc) {
+            (Some(DType::BF16), false) => (Helper::MmaBf16, "cake_mma_m16n8k16_f32_bf16"),
+            (Some(DType::F16), false) => (Helper::MmaF16, "cake_mma_m16n8k16_f32_f16"),
+            (Some(DType::F16), true) => (Helper::MmaF16Acc, "cake_mma_m16n8k16_f16_f16"),
+            (Some(DType::BF16), true) => return Err(unsupported("mma_sync with bf16 operands and f16 accumulators (the hardware has no such shape)", span)),
             _ => return Err(unsupported("mma_sync with 8-bit operands", span)),
         };
         self.need(h);
@@ -193,8 +197,13 @@ impl<'a> Lw<'a> {
         self.w.line(format!("const int cake_d = (cake_m * {n_tiles} + cake_n) * 4;"));
         self.w.line(format!("const int cake_a = (cake_m * {ak} + cake_k) * 4;"));
         self.w.line(format!("const int cake_b = (cake_n * {ak} + cake_k) * 2;"));
+        let d = if f16_acc {
+            format!("{cn}[cake_d / 2], {cn}[cake_d / 2 + 1]")
+        } else {
+            format!("{cn}[cake_d], {cn}[cake_d + 1], {cn}[cake_d + 2], {cn}[cake_d + 3]")
+        };
         self.w.line(format!(
-            "{f}({cn}[cake_d], {cn}[cake_d + 1], {cn}[cake_d + 2], {cn}[cake_d + 3], {an}[cake_a], {an}[cake_a + 1], {an}[cake_a + 2], {an}[cake_a + 3], {bn_}[cake_b], {bn_}[cake_b + 1]);"
+            "{f}({d}, {an}[cake_a], {an}[cake_a + 1], {an}[cake_a + 2], {an}[cake_a + 3], {bn_}[cake_b], {bn_}[cake_b + 1]);"
         ));
         self.w.close("}");
         self.w.close("}");

@@ -171,7 +171,7 @@ impl<'a> Lw<'a> {
         e.is_some_and(|e| matches!(self.m.exprs[e].kind, ExprKind::Pipeline(q) if q == p))
     }
 
-    fn block_has(&self, b: &Block, f: &dyn Fn(&OpCall) -> bool) -> bool {
+    pub(crate) fn block_has(&self, b: &Block, f: &dyn Fn(&OpCall) -> bool) -> bool {
         let mut found = false;
         self.scan_block(b, &mut |_, s| {
             if let Stmt::Op(c) = s {
@@ -265,13 +265,38 @@ impl<'a> Lw<'a> {
             let st = self.pipe_state(p, span)?;
             format!("{} + 8 * {}", self.pipes[p.index()].full, st.stage)
         };
-        // Source: the tensor and the box coordinates.
-        let (base, items) = match &m.exprs[src].kind {
+        let (t, rank, coords) = self.tma_box(src, "tma_load source", span)?;
+        let td = &m.tensors[t];
+        // Destination.
+        let r = self.smem_ref(dst)?;
+        let align = if r.swizzle == crate::ir::Swizzle::None { 128 } else { 8 * u64::from(r.swizzle.bytes()) };
+        if !r.aligned(align, false) {
+            return Err(LowerError::new(
+                "L006",
+                format!("the TMA destination is not provably {align}-byte aligned (window starts must be multiples of whole swizzle atoms)"),
+                span,
+            ));
+        }
+        let dst_c = self.smem_addr_c_noswizzle(&r);
+        let map = self.tmap_name(&td.name);
+        self.need(Helper::TmaLoad(rank as u32));
+        let call = format!("cake_tma_load_{rank}d({dst_c}, &{map}, {mbar}, {});", coords.join(", "));
+        match self.is_leader_guarded() {
+            Some(l) => self.w.line(format!("if ({l}) {call}")),
+            None => self.w.line(call),
+        }
+        Ok(())
+    }
+
+    /// The tensor, rank and box coordinates (innermost first, as C) of a TMA window `g`.
+    fn tma_box(&mut self, g: Handle<Expr>, what: &str, span: Span) -> Result<(Handle<TensorDecl>, usize, Vec<String>), LowerError> {
+        let m = self.m;
+        let (base, items) = match &m.exprs[g].kind {
             ExprKind::Index { base, items } => (*base, items.clone()),
-            _ => return Err(unsupported("a tma_load source that is not a window of a tensor", span)),
+            _ => return Err(unsupported(format!("a {what} that is not a window of a tensor"), span)),
         };
         let ExprKind::Tensor(t) = m.exprs[base].kind else {
-            return Err(unsupported("a tma_load source that is not a tensor", span));
+            return Err(unsupported(format!("a {what} that is not a tensor"), span));
         };
         let td = &m.tensors[t];
         let Some(tma) = &td.tma else {
@@ -307,23 +332,60 @@ impl<'a> Lw<'a> {
             coords.push(strip_parens(&c).to_string());
         }
         coords.reverse(); // innermost first
-        // Destination.
-        let r = self.smem_ref(dst)?;
+        Ok((t, rank, coords))
+    }
+
+    /// `tma_store(dst, src)`: the role's elected thread copies the shared tile to one box of the
+    /// tensor, as its own bulk async-group.
+    pub(crate) fn tma_store(&mut self, dst: Handle<Expr>, src: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let m = self.m;
+        let (t, rank, coords) = self.tma_box(dst, "tma_store destination", span)?;
+        let td = &m.tensors[t];
+        let r = self.smem_ref(src)?;
         let align = if r.swizzle == crate::ir::Swizzle::None { 128 } else { 8 * u64::from(r.swizzle.bytes()) };
         if !r.aligned(align, false) {
             return Err(LowerError::new(
                 "L006",
-                format!("the TMA destination is not provably {align}-byte aligned (window starts must be multiples of whole swizzle atoms)"),
+                format!("the TMA store source is not provably {align}-byte aligned (window starts must be multiples of whole swizzle atoms)"),
                 span,
             ));
         }
-        let dst_c = self.smem_addr_c_noswizzle(&r);
+        let src_c = self.smem_addr_c_noswizzle(&r);
         let map = self.tmap_name(&td.name);
-        self.need(Helper::TmaLoad(rank as u32));
-        let call = format!("cake_tma_load_{rank}d({dst_c}, &{map}, {mbar}, {});", coords.join(", "));
+        self.need(Helper::TmaStore(rank as u32));
+        let call = format!("cake_tma_store_{rank}d(&{map}, {src_c}, {});", coords.join(", "));
         match self.is_leader_guarded() {
             Some(l) => self.w.line(format!("if ({l}) {call}")),
             None => self.w.line(call),
+        }
+        Ok(())
+    }
+
+    /// `tma_store_wait(n)`: the thread that issued the role's TMA stores waits until at most `n`
+    /// of them still read their sources, then the role meets so any thread may overwrite them.
+    pub(crate) fn tma_store_wait(&mut self, n: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let n = self.const_int(n).ok_or_else(|| LowerError::new("L001", "tma_store_wait needs a constant", span))?;
+        self.need(Helper::TmaStoreWait);
+        let call = format!("cake_tma_store_wait_read<{n}>();  // at most {n} TMA store(s) still reading shared memory");
+        match self.is_leader_guarded() {
+            None => self.w.line(call),
+            Some(l) => {
+                self.w.line(format!("if ({l}) {call}"));
+                self.role_sync("the sources are free for every thread of the role")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The calling role's threads meet (`__syncwarp` for one warp, else its named barrier).
+    pub(crate) fn role_sync(&mut self, why: &str) -> Result<(), LowerError> {
+        let rh = self.role.as_ref().map(|r| r.h).ok_or_else(|| unsupported("a role barrier outside a role", crate::span::Span::default()))?;
+        let r = &self.m.roles[rh];
+        if r.threads() == 32 {
+            self.w.line(format!("__syncwarp();  // {why}"));
+        } else {
+            self.need(Helper::NamedBarrier);
+            self.w.line(format!("cake_named_barrier({}, {});  // role `{}`: {why}", 1 + rh.index(), r.threads(), r.name));
         }
         Ok(())
     }
@@ -340,8 +402,9 @@ impl<'a> Lw<'a> {
         }
     }
 
-    /// `wgmma(acc, a, b)`: acc (64×N f32, per warpgroup) += a (64×K) · bᵀ (N×K), both K-major in
-    /// swizzled shared memory, one instruction per 16-wide K slice.
+    /// `wgmma(acc, a, b)`: acc (64×N f32 or f16, per warpgroup) += a (64×K) · bᵀ (N×K), both K-major
+    /// in swizzled shared memory, one instruction per 32-byte K slice (k16 for 16-bit operands, k32
+    /// for 8-bit floats).
     pub(crate) fn wgmma(&mut self, acc: Handle<Expr>, a: Handle<Expr>, b: Handle<Expr>, span: Span) -> Result<(), LowerError> {
         let m = self.m;
         let ExprKind::Local(l) = m.exprs[acc].kind else { return Err(unsupported("a wgmma accumulator that is not a fragment", span)) };
@@ -350,9 +413,21 @@ impl<'a> Lw<'a> {
             return Err(LowerError::new("L007", "the wgmma accumulator must be a 64×N fragment per warpgroup", span));
         };
         let n = 8 * n_tiles;
-        let (ad, bd) = (m.exprs[a].ty.dtype(), m.exprs[b].ty.dtype());
-        if ad != Some(DType::BF16) || bd != Some(DType::BF16) || m.exprs[acc].ty.dtype() != Some(DType::F32) {
-            return Err(unsupported("wgmma other than bf16 × bf16 → f32", span));
+        let (Some(ad), Some(bd), Some(dd)) = (m.exprs[a].ty.dtype(), m.exprs[b].ty.dtype(), m.exprs[acc].ty.dtype()) else {
+            return Err(unsupported("wgmma operands without a dtype", span));
+        };
+        let fp8 = |d: DType| matches!(d, DType::F8E4M3 | DType::F8E5M2);
+        let ok = match (ad, bd, dd) {
+            (DType::BF16, DType::BF16, DType::F32) => true,
+            (DType::F16, DType::F16, DType::F32 | DType::F16) => true,
+            (x, y, DType::F32 | DType::F16) => fp8(x) && fp8(y),
+            _ => false,
+        };
+        if !ok {
+            return Err(unsupported(format!("wgmma with {ad} × {bd} operands and {dd} accumulators"), span));
+        }
+        if dd == DType::F16 && !self.packed.contains(&l) {
+            return Err(LowerError::new("L007", "an f16 wgmma accumulator must be a declared `reg` fragment", span));
         }
         let ra = self.smem_ref(a)?;
         let rb = self.smem_ref(b)?;
@@ -360,31 +435,33 @@ impl<'a> Lw<'a> {
             return Err(LowerError::new("L007", format!("wgmma operand shapes {:?} and {:?} for a 64×{n} accumulator", ra.shape, rb.shape), span));
         }
         let k = ra.shape[1];
-        if k % 16 != 0 {
-            return Err(LowerError::new("L007", format!("K = {k} is not a multiple of 16"), span));
+        let slice = 32 / ad.size_bytes() as i64; // elements in one 32-byte K slice
+        if k % slice != 0 {
+            return Err(LowerError::new("L007", format!("K = {k} is not a multiple of {slice}"), span));
         }
         let da = self.wgmma_desc(&ra, span)?;
         let db = self.wgmma_desc(&rb, span)?;
         let name = self.local_name(l);
         let flag = self.scale_flags.get(&l).cloned().unwrap_or_else(|| "1".into());
         if !self.wg_fenced {
-            self.need(Helper::FenceRegs);
+            self.need_fence_regs(l);
             self.need(Helper::WgmmaFence);
             self.w.line(format!("cake_fence_regs({name});"));
             self.w.line("cake_wgmma_fence();  // order earlier register writes before the asynchronous MMA");
         }
         self.need(Helper::WgmmaDesc);
-        self.need(Helper::Wgmma { n });
+        self.need(Helper::Wgmma { n, d: dd, a: ad, b: bd });
+        let f = super::prelude::wgmma_name(n, dd, ad, bd);
         self.w.open("{");
         let sw = |r: &super::frag::SmemRef| r.swizzle.bytes();
         self.w.line(format!("const unsigned long long cake_da = {da};  // A: 64×{k}, K-major, {}B swizzle", sw(&ra)));
         self.w.line(format!("const unsigned long long cake_db = {db};  // B: {n}×{k}, K-major, {}B swizzle", sw(&rb)));
         self.w.line("#pragma unroll");
         self.w.open(format!(
-            "for (int cake_k = 0; cake_k < {}; ++cake_k) {{  // K = {k}: k16 slices, +32 bytes (2 in the descriptor's address field) each",
-            k / 16
+            "for (int cake_k = 0; cake_k < {}; ++cake_k) {{  // K = {k}: k{slice} slices, +32 bytes (2 in the descriptor's address field) each",
+            k / slice
         ));
-        self.w.line(format!("cake_wgmma_m64n{n}k16_f32_bf16({name}, cake_da + 2 * cake_k, cake_db + 2 * cake_k, {flag});"));
+        self.w.line(format!("{f}({name}, cake_da + 2 * cake_k, cake_db + 2 * cake_k, {flag});"));
         if flag != "1" {
             self.w.line(format!("{flag} = 1;"));
         }
@@ -439,10 +516,8 @@ impl<'a> Lw<'a> {
         self.need(Helper::WgmmaWait);
         self.w.line(format!("cake_wgmma_wait<{n}>();"));
         let accs = self.role.as_ref().map(|r| r.wgmma_accs.clone()).unwrap_or_default();
-        if !accs.is_empty() {
-            self.need(Helper::FenceRegs);
-        }
         for l in accs {
+            self.need_fence_regs(l);
             let name = self.local_name(l);
             self.w.line(format!("cake_fence_regs({name});  // reads of {name} stay after the wait"));
         }

@@ -1,0 +1,478 @@
+//! Memory windows as values: reading one element of a shared or global window, windows broadcast
+//! into fragment expressions (NumPy rules: trailing dimensions align, extent 1 broadcasts), `let`
+//! names for read-only windows, and stores of values without a register layout (shared → shared,
+//! global → global), spread over the threads that compute the same window.
+
+use super::layout::{self, Layout};
+use super::prelude::Helper;
+use super::{size_c, strip_parens, unsupported, LowerError, Lw};
+use crate::ir::*;
+use crate::span::Span;
+
+/// Which threads cooperate on a layout-free store: those that evaluate the same window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unit {
+    Warp,
+    Warpgroup,
+    Role,
+}
+
+impl<'a> Lw<'a> {
+    /// C: element `idx` (one C index per dimension of the window's shape) of a shared or global
+    /// window, widened to its register type (16-bit floats to f32). Global reads outside the
+    /// tensor give 0.
+    pub(crate) fn window_elem(&mut self, e: Handle<Expr>, idx: &[String], span: Span) -> Result<String, LowerError> {
+        let m = self.m;
+        match &m.exprs[e].ty {
+            Type::Shared { dtype, .. } => {
+                let dtype = *dtype;
+                let ptr = self.smem_elem_ptr(e, idx, span)?;
+                self.load_c(dtype, &ptr, span)
+            }
+            Type::Global { dtype, .. } => {
+                let dtype = *dtype;
+                let g = self.global_ref(e)?;
+                let win: Vec<usize> = g.dims.iter().enumerate().filter(|(_, d)| d.len.is_some()).map(|(i, _)| i).collect();
+                if win.len() != idx.len() {
+                    return Err(LowerError::new("L007", format!("a {}-D global window indexed with {} coordinates", win.len(), idx.len()), span));
+                }
+                let base = self.gbase_c(&g);
+                let mut off = Vec::new();
+                let mut guards = Vec::new();
+                for (k, d) in win.iter().enumerate() {
+                    let ix = idx[k].clone();
+                    if ix != "0" {
+                        let stride = self.gstride(g.tensor, *d);
+                        off.push(if stride == "1" { paren(&ix) } else { format!("(long long)({}) * {stride}", strip_parens(&ix)) });
+                    }
+                    let ext = size_c(m, &m.tensors[g.tensor].shape[*d]);
+                    let start = &g.dims[*d].start;
+                    let within_const = |v: &str| v.parse::<i64>().ok();
+                    let known_inside = match (m.tensors[g.tensor].shape[*d].as_const(), g.dims[*d].len) {
+                        (Some(ext), Some(len)) => within_const(start).is_some_and(|s| s + len <= ext),
+                        _ => false,
+                    };
+                    if !known_inside {
+                        guards.push(if start == "0" { format!("{} < {ext}", paren(&ix)) } else { format!("({}) + {} < {ext}", strip_parens(start), paren(&ix)) });
+                    }
+                }
+                let ptr = if off.is_empty() { format!("({base})") } else { format!("({base} + {})", off.join(" + ")) };
+                let v = self.load_c(dtype, &ptr, span)?;
+                Ok(if guards.is_empty() { v } else { format!("({} ? {v} : 0)", guards.join(" && ")) })
+            }
+            other => Err(unsupported(format!("reading a {other} as a window"), span)),
+        }
+    }
+
+    /// C: a (generic) pointer to element `idx` of a shared window, swizzled per its region.
+    fn smem_elem_ptr(&mut self, e: Handle<Expr>, idx: &[String], span: Span) -> Result<String, LowerError> {
+        let r = self.smem_ref(e)?;
+        if r.shape.len() != idx.len() {
+            return Err(LowerError::new("L007", format!("a {}-D shared window indexed with {} coordinates", r.shape.len(), idx.len()), span));
+        }
+        let mut parts: Vec<String> = Vec::new();
+        let rel = r.offset_c();
+        if rel != "0" {
+            parts.push(rel);
+        }
+        for (d, ix) in idx.iter().enumerate() {
+            if ix != "0" {
+                parts.push(super::frag::mul_c(r.strides[d], ix));
+            }
+        }
+        let region_off = self.regions[r.region].offset;
+        let off = if parts.is_empty() { "0".to_string() } else { parts.join(" + ") };
+        Ok(if r.swizzle == Swizzle::None {
+            match (region_off, off.as_str()) {
+                (0, "0") => "cake_smem".to_string(),
+                (0, _) => format!("cake_smem + {off}"),
+                (_, "0") => format!("cake_smem + {region_off}"),
+                _ => format!("cake_smem + {region_off} + {off}"),
+            }
+        } else {
+            self.need(Helper::Swizzle);
+            format!("cake_smem + {region_off} + cake_swizzle<{}>({off})", r.swizzle.bytes())
+        })
+    }
+
+    /// C: the value at `ptr` (a C pointer expression) as its register type.
+    fn load_c(&mut self, dtype: DType, ptr: &str, span: Span) -> Result<String, LowerError> {
+        Ok(match dtype {
+            DType::BF16 => format!("__uint_as_float((unsigned)*(const unsigned short*)({ptr}) << 16)"),
+            DType::F16 => {
+                self.need(Helper::UnpackF16x2);
+                format!("cake_f16x2_get(*(const unsigned short*)({ptr}), 0)")
+            }
+            DType::Bool => format!("(*(const unsigned char*)({ptr}) != 0)"),
+            DType::F8E4M3 | DType::F8E5M2 => return Err(unsupported(format!("reading {dtype} values in an expression"), span)),
+            d => format!("*(const {}*)({ptr})", layout::mem_ctype(d)),
+        })
+    }
+
+    /// The window coordinates of layout element `i` for a window of shape `wshape` broadcast
+    /// against the layout's shape (trailing dimensions align; extent 1 broadcasts).
+    pub(crate) fn broadcast_idx(&self, wshape: &[i64], lay: Layout, i: &str, span: Span) -> Result<Vec<String>, LowerError> {
+        let lshape = lay.shape();
+        let coords: Vec<String> = match lay {
+            Layout::Acc { .. } => vec![lay.row(i).expect("row"), lay.col(i).expect("col")],
+            Layout::Rows { .. } => vec![lay.row(i).expect("row")],
+            _ => return Err(unsupported(format!("a memory window inside an expression in the {}", lay.describe()), span)),
+        };
+        if wshape.len() > lshape.len() {
+            return Err(LowerError::new("L007", format!("a window of shape {wshape:?} does not broadcast to the fragment's {lshape:?}"), span));
+        }
+        let k0 = lshape.len() - wshape.len();
+        let mut out = Vec::new();
+        for (d, w) in wshape.iter().enumerate() {
+            if *w == lshape[k0 + d] {
+                out.push(coords[k0 + d].clone());
+            } else if *w == 1 {
+                out.push("0".to_string());
+            } else {
+                return Err(LowerError::new("L007", format!("a window of shape {wshape:?} does not broadcast to the fragment's {lshape:?}"), span));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether `let NAME = value` may name `value` instead of computing it: the value has no
+    /// register layout and reads only windows of `in` tensors (which nothing writes while the
+    /// kernel runs) and values that cannot change while the name is in scope.
+    pub(crate) fn alias_ok(&self, value: Handle<Expr>) -> bool {
+        let m = self.m;
+        let mut ok = true;
+        self.walk_expr(value, &mut |x| match &m.exprs[x].kind {
+            ExprKind::Smem(_) | ExprKind::View(_) => ok = false,
+            ExprKind::Tensor(t) => {
+                if m.tensors[*t].access != crate::syntax::ast::Access::In {
+                    ok = false;
+                }
+            }
+            ExprKind::Local(l) => {
+                let local = &m.locals[*l];
+                if local.kind == LocalKind::Reg || (local.kind == LocalKind::Let && !self.aliases.contains_key(l) && !matches!(local.ty, Type::Scalar(_) | Type::Literal { .. })) {
+                    ok = false;
+                }
+            }
+            _ => {}
+        });
+        ok
+    }
+
+    /// C: element `idx` (coordinates over `shape`, the store's window) of a value without a
+    /// register layout: windows (broadcast by NumPy rules), scalars and math on them.
+    fn flat_elem(&mut self, e: Handle<Expr>, shape: &[i64], idx: &[String]) -> Result<String, LowerError> {
+        let m = self.m;
+        let span = self.expr_span(e);
+        if let ExprKind::Local(l) = m.exprs[e].kind {
+            if let Some(v) = self.aliases.get(&l).copied() {
+                return self.flat_elem(v, shape, idx);
+            }
+        }
+        let ex = &m.exprs[e];
+        match &ex.ty {
+            Type::Scalar(_) | Type::Literal { .. } => return self.scalar(e),
+            Type::Shared { shape: ws, .. } => {
+                let ws: Vec<i64> = ws.clone();
+                let wi = flat_broadcast(&ws, shape, idx, span)?;
+                return self.window_elem(e, &wi, span);
+            }
+            Type::Global { shape: ws, .. } => {
+                let ws: Vec<i64> = ws.iter().map(|s| s.as_const().unwrap_or(-1)).collect();
+                let g = self.global_ref(e)?;
+                let wsh: Vec<i64> = g.dims.iter().filter_map(|d| d.len).collect();
+                let _ = ws;
+                let wi = flat_broadcast(&wsh, shape, idx, span)?;
+                return self.window_elem(e, &wi, span);
+            }
+            Type::Frag { .. } => {}
+            other => return Err(unsupported(format!("this value ({other}) in a store"), span)),
+        }
+        Ok(match &ex.kind {
+            ExprKind::Local(l) => return Err(LowerError::new("L007", format!("`{}` has no thread layout here", m.locals[*l].name), span)),
+            ExprKind::Unary(op, a) => {
+                let ca = self.flat_elem(*a, shape, idx)?;
+                super::unary_c(*op, &ca, self.alias_prec(*a))
+            }
+            ExprKind::Binary(op, a, b) => {
+                let (ca, cb) = (self.flat_elem(*a, shape, idx)?, self.flat_elem(*b, shape, idx)?);
+                super::binary_c(*op, &ca, self.alias_prec(*a), &cb, self.alias_prec(*b))
+            }
+            ExprKind::Call(c) => {
+                let mut args = Vec::new();
+                for a in c.args.iter().flatten() {
+                    if matches!(m.exprs[*a].ty, Type::DTypeName(_)) {
+                        continue;
+                    }
+                    args.push(self.flat_elem(*a, shape, idx)?);
+                }
+                let src = c.args.first().copied().flatten().and_then(|a| m.exprs[a].ty.dtype());
+                self.math(&c.op, &args, ex.ty.dtype(), src, span)?
+            }
+            _ => return Err(unsupported("this expression in a store", span)),
+        })
+    }
+
+    /// C precedence of the code an expression lowers to, looking through `let` names of windows.
+    pub(crate) fn alias_prec(&self, e: Handle<Expr>) -> u8 {
+        match &self.m.exprs[e].kind {
+            ExprKind::Local(l) => match self.aliases.get(l) {
+                Some(v) => self.alias_prec(*v),
+                None => 10,
+            },
+            _ => self.prec(e),
+        }
+    }
+
+    /// The role fields (`R.warp`, `R.warpgroup`, `R.lane`) an expression reads, through `let` names.
+    fn role_fields(&self, e: Handle<Expr>, out: &mut Vec<Field>) {
+        let m = self.m;
+        self.walk_expr(e, &mut |x| match &m.exprs[x].kind {
+            ExprKind::Field { base, field } if matches!(m.exprs[*base].kind, ExprKind::Role(_)) => out.push(field.clone()),
+            ExprKind::Local(l) => {
+                if let Some(v) = self.aliases.get(l) {
+                    self.role_fields(*v, out);
+                }
+            }
+            _ => {}
+        });
+    }
+
+    /// `store(dst, src)` of a value without a register layout: the threads that compute the same
+    /// window (a warp when it depends on `R.warp`, a warpgroup on `R.warpgroup`, else the role)
+    /// split its elements round-robin.
+    pub(crate) fn store_distributed(&mut self, dst: Handle<Expr>, src: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let m = self.m;
+        let rh = self.role.as_ref().map(|r| r.h).ok_or_else(|| unsupported("a store outside a role", span))?;
+        let role = &m.roles[rh];
+        let mut fields = Vec::new();
+        self.role_fields(dst, &mut fields);
+        self.role_fields(src, &mut fields);
+        if fields.contains(&Field::Lane) {
+            return Err(LowerError::new("L007", "a store whose window depends on the lane has no thread layout", span)
+                .with_note("store a register fragment, or index the window by warp or warpgroup"));
+        }
+        let unit = if fields.contains(&Field::Warp) {
+            Unit::Warp
+        } else if fields.contains(&Field::Warpgroup) {
+            Unit::Warpgroup
+        } else {
+            Unit::Role
+        };
+        let first = role.warps().start * 32;
+        let (n, tid, what) = match unit {
+            Unit::Warp => (32, "cake_lane".to_string(), "the lanes of each warp"),
+            Unit::Warpgroup => (128, "(int)(threadIdx.x % 128)".to_string(), "the threads of each warpgroup"),
+            Unit::Role => (
+                role.threads(),
+                if first == 0 { "(int)threadIdx.x".to_string() } else { format!("(int)threadIdx.x - {first}") },
+                "the role's threads",
+            ),
+        };
+        if unit == Unit::Warpgroup && role.unit == RoleUnit::Warp && (role.warps().start % 4 != 0 || role.warps().end % 4 != 0) {
+            return Err(unsupported("`.warpgroup` of a warp role that does not cover whole warpgroups", span));
+        }
+        // The destination window.
+        let (shape, dtype): (Vec<i64>, DType) = match &m.exprs[dst].ty {
+            Type::Shared { shape, dtype, .. } => (shape.clone(), *dtype),
+            Type::Global { dtype, .. } => {
+                let g = self.global_ref(dst)?;
+                (g.dims.iter().filter_map(|d| d.len).collect(), *dtype)
+            }
+            other => return Err(unsupported(format!("a store into a {other}"), span)),
+        };
+        let total: i64 = shape.iter().product();
+        if total <= 0 {
+            return Ok(());
+        }
+        let per = (total as u64).div_ceil(u64::from(n));
+        self.w.open("{");
+        self.w.line(format!("// {} elements, split round-robin over {what} ({n})", total));
+        self.w.line(format!("const int cake_t = {tid};"));
+        if per <= 16 {
+            self.w.line("#pragma unroll");
+        }
+        self.w.open(format!("for (int cake_e = cake_t; cake_e < {total}; cake_e += {n}) {{"));
+        // Coordinates of element cake_e, last dimension fastest.
+        let mut idx = Vec::new();
+        for d in 0..shape.len() {
+            let inner: i64 = shape[d + 1..].iter().product();
+            let mut c = if inner == 1 { "cake_e".to_string() } else { format!("cake_e / {inner}") };
+            if d > 0 {
+                c = format!("{} % {}", paren(&c), shape[d]);
+            }
+            if shape[d] == 1 {
+                c = "0".to_string();
+            }
+            let name = format!("cake_i{d}");
+            if c != "0" {
+                self.w.line(format!("const int {name} = {c};"));
+                idx.push(name);
+            } else {
+                idx.push("0".to_string());
+            }
+        }
+        let v = self.flat_elem(src, &shape, &idx)?;
+        let v = strip_parens(&v).to_string();
+        let stored = match dtype {
+            DType::BF16 => {
+                self.need(Helper::PackBf16x2);
+                format!("(unsigned short)(cake_pack_bf16x2({v}, 0.0f) & 0xFFFFu)")
+            }
+            DType::F16 => {
+                self.need(Helper::PackF16x2);
+                format!("(unsigned short)(cake_pack_f16x2({v}, 0.0f) & 0xFFFFu)")
+            }
+            DType::Bool => format!("(unsigned char)({v})"),
+            DType::F8E4M3 | DType::F8E5M2 => return Err(unsupported(format!("storing {dtype} values"), span)),
+            _ => v,
+        };
+        let cty = layout::mem_ctype(dtype);
+        match &m.exprs[dst].ty {
+            Type::Shared { .. } => {
+                let ptr = self.smem_elem_ptr(dst, &idx, span)?;
+                self.w.line(format!("*({cty}*)({ptr}) = {stored};"));
+            }
+            _ => {
+                let g = self.global_ref(dst)?;
+                let base = self.gbase_c(&g);
+                let win: Vec<usize> = g.dims.iter().enumerate().filter(|(_, d)| d.len.is_some()).map(|(i, _)| i).collect();
+                let mut off = Vec::new();
+                let mut guards = Vec::new();
+                for (k, d) in win.iter().enumerate() {
+                    if idx[k] != "0" {
+                        let stride = self.gstride(g.tensor, *d);
+                        off.push(if stride == "1" { idx[k].clone() } else { format!("(long long){} * {stride}", idx[k]) });
+                    }
+                    let ext = size_c(m, &m.tensors[g.tensor].shape[*d]);
+                    let start = &g.dims[*d].start;
+                    let ix = &idx[k];
+                    guards.push(if start == "0" { format!("{ix} < {ext}") } else { format!("({}) + {ix} < {ext}", strip_parens(start)) });
+                }
+                let ptr = if off.is_empty() { base } else { format!("{base} + {}", off.join(" + ")) };
+                self.w.line(format!("if ({}) *({ptr}) = {stored};", guards.join(" && ")));
+            }
+        }
+        self.w.close("}");
+        self.w.close("}");
+        Ok(())
+    }
+}
+
+impl<'a> Lw<'a> {
+    /// `store(s_window, fragment)`: every thread writes the elements it holds into the shared
+    /// window (addresses swizzled per the region): adjacent column pairs as one 4- or 8-byte store
+    /// for accumulator layouts, one value per row (by the first lane of each quad) for row vectors.
+    pub(crate) fn store_frag_shared(&mut self, dst: Handle<Expr>, src: Handle<Expr>, lay: Layout, span: Span) -> Result<(), LowerError> {
+        let m = self.m;
+        let r = self.smem_ref(dst)?;
+        let Some(dtype) = m.exprs[dst].ty.dtype() else { return Err(unsupported("a store into an untyped window", span)) };
+        if r.shape != lay.shape() {
+            return Err(LowerError::new("L007", format!("window shape {:?} does not match the fragment's {:?}", r.shape, lay.shape()), span));
+        }
+        if matches!(dtype, DType::F8E4M3 | DType::F8E5M2) {
+            return Err(unsupported(format!("storing {dtype} fragments"), span));
+        }
+        let mut temps = Vec::new();
+        self.materialize_reductions(src, &mut temps)?;
+        let cast_src = self.cast_operand(src, dtype);
+        let esize = dtype.size_bytes();
+        let cty = layout::mem_ctype(dtype);
+        self.w.open("{");
+        match lay {
+            Layout::Acc { .. } => {
+                // Pairs: contiguous columns, the pair wholly inside one 16-byte swizzle chunk.
+                let pair_ok = r.strides.get(1) == Some(&esize)
+                    && esize <= 4
+                    && r.aligned(2 * esize, false)
+                    && r.strides[0] % (2 * esize) == 0;
+                let row = lay.row("cake_i").expect("row");
+                let col = lay.col("cake_i").expect("col").replace(" + (cake_i) % 2", "");
+                self.w.line("#pragma unroll");
+                self.w.open(format!("for (int cake_i = 0; cake_i < {}; cake_i += 2) {{  // column pairs", lay.regs()));
+                self.w.line(format!("const int cake_row = {row};"));
+                self.w.line(format!("const int cake_col = {col};"));
+                if pair_ok {
+                    let ptr = self.smem_elem_ptr(dst, &["cake_row".into(), "cake_col".into()], span)?;
+                    let direct = match &m.exprs[src].kind {
+                        ExprKind::Local(pl) if dtype == DType::F16 && self.packed.contains(pl) => Some(self.local_name(*pl)),
+                        _ => None,
+                    };
+                    let stmt = if let Some(name) = direct {
+                        format!("*(unsigned*)({ptr}) = {name}[cake_i / 2];  // already two f16 in memory order")
+                    } else {
+                        let inner = cast_src.unwrap_or(src);
+                        let v0 = self.elem(inner, lay, "cake_i", &temps)?;
+                        let v1 = self.elem(inner, lay, "cake_i + 1", &temps)?;
+                        let (v0, v1) = (strip_parens(&v0).to_string(), strip_parens(&v1).to_string());
+                        match dtype {
+                            DType::BF16 => {
+                                self.need(Helper::PackBf16x2);
+                                format!("*(unsigned*)({ptr}) = cake_pack_bf16x2({v0}, {v1});")
+                            }
+                            DType::F16 => {
+                                self.need(Helper::PackF16x2);
+                                format!("*(unsigned*)({ptr}) = cake_pack_f16x2({v0}, {v1});")
+                            }
+                            DType::F32 => format!("*(float2*)({ptr}) = make_float2({v0}, {v1});"),
+                            DType::I32 => format!("*(int2*)({ptr}) = make_int2({v0}, {v1});"),
+                            DType::U32 => format!("*(uint2*)({ptr}) = make_uint2({v0}, {v1});"),
+                            _ => return Err(unsupported(format!("storing {dtype} fragments"), span)),
+                        }
+                    };
+                    self.w.line(stmt);
+                } else {
+                    for (k, ix) in ["cake_i", "cake_i + 1"].iter().enumerate() {
+                        let c = if k == 0 { "cake_col".to_string() } else { "cake_col + 1".to_string() };
+                        let ptr = self.smem_elem_ptr(dst, &["cake_row".into(), c], span)?;
+                        let v = self.store_value(src, cast_src, dtype, lay, ix, &temps, span)?;
+                        self.w.line(format!("*({cty}*)({ptr}) = {v};"));
+                    }
+                }
+                self.w.close("}");
+            }
+            Layout::Rows { .. } => {
+                let row = lay.row("cake_i").expect("row");
+                self.w.open("if (cake_lane % 4 == 0) {  // the quad's four lanes hold the same rows: the first one stores");
+                self.w.line("#pragma unroll");
+                self.w.open(format!("for (int cake_i = 0; cake_i < {}; ++cake_i) {{", lay.regs()));
+                self.w.line(format!("const int cake_row = {row};"));
+                let ptr = self.smem_elem_ptr(dst, &["cake_row".into()], span)?;
+                let v = self.store_value(src, cast_src, dtype, lay, "cake_i", &temps, span)?;
+                self.w.line(format!("*({cty}*)({ptr}) = {v};"));
+                self.w.close("}");
+                self.w.close("}");
+            }
+            _ => return Err(unsupported(format!("storing a fragment in the {} into shared memory", lay.describe()), span)),
+        }
+        self.w.close("}");
+        Ok(())
+    }
+}
+
+/// Window coordinates for element `idx` of `shape` of a window of shape `ws` broadcast against it.
+fn flat_broadcast(ws: &[i64], shape: &[i64], idx: &[String], span: Span) -> Result<Vec<String>, LowerError> {
+    if ws.len() > shape.len() {
+        return Err(LowerError::new("L007", format!("a window of shape {ws:?} does not broadcast to {shape:?}"), span));
+    }
+    let k0 = shape.len() - ws.len();
+    let mut out = Vec::new();
+    for (d, w) in ws.iter().enumerate() {
+        if *w == shape[k0 + d] {
+            out.push(idx[k0 + d].clone());
+        } else if *w == 1 {
+            out.push("0".to_string());
+        } else {
+            return Err(LowerError::new("L007", format!("a window of shape {ws:?} does not broadcast to {shape:?}"), span));
+        }
+    }
+    Ok(out)
+}
+
+fn paren(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        s.to_string()
+    } else {
+        format!("({})", strip_parens(s))
+    }
+}
