@@ -7,7 +7,10 @@ use cake::check::check_source;
 use cake::cost;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
-const PROGRAMS: &[(&str, &str, &[(&str, i64)])] = &[
+/// (name, source, dims at the headline shape)
+type Program = (&'static str, &'static str, &'static [(&'static str, i64)]);
+
+const PROGRAMS: &[Program] = &[
     ("gemm_bf16_ws", include_str!("../../examples/gemm_bf16_ws.cake"), &[("M", 8192), ("N", 8192), ("K", 8192)]),
     (
         "kmeans_assign",

@@ -314,5 +314,6 @@ fn explain_list() {
     assert_eq!(code(&o), 0);
     let out = stdout(&o);
     assert!(out.lines().any(|l| l.starts_with("E0001")), "{out}");
-    assert_eq!(out.lines().count(), cake::codes::all().len());
+    assert!(out.lines().any(|l| l.starts_with("V101")), "verifier rules are listed too:\n{out}");
+    assert_eq!(out.lines().count(), cake::verify::rules::all_documented().len());
 }

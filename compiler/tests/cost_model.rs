@@ -70,7 +70,7 @@ fn gemm_small_k_is_memory_or_latency_bound() {
             e.bottleneck,
             e.components
         );
-        // The 128 MB C write dominates: more than a third of the time is memory.
+        // The 128 MB C write (register stores, 16 useful bytes of every 128) dominates.
         assert!(e.components.memory_ms > 0.33 * e.predicted_ms, "K={k}: {:?}", e.components);
     }
 }
@@ -78,31 +78,31 @@ fn gemm_small_k_is_memory_or_latency_bound() {
 /// kmeans assign at the headline shape (B=32, N=65536, K=1024, D=128).
 ///
 /// Per 128-centroid step each consumer warpgroup does 2 × m64n128k64 wgmma = 2.1 MFLOP (256 FLOP
-/// per distance) and then, per distance element, one FMA (`cn − 2·acc`), one min (`reduce_min`)
-/// and one argmin step (compare + two selects, measured 4.7 ALU slots) — about 7 ALU slots per
-/// element, against a tensor cost of 256 FLOP. At the measured rates (tensor 929 TFLOP/s × 0.85
-/// sustained; ALU 206 G slots/s per SM) the elementwise work is ~0.56 µs per step for both
-/// warpgroups against ~0.70 µs of tensor time: on throughput alone it would be tensor-core bound.
-/// But each warpgroup waits for its own MMAs (`wgmma_wait(0)`) before its epilogue and issues the
-/// next MMAs only after it, so one warpgroup's step is 0.35 µs of MMA + ~0.49 µs of dependent
-/// elementwise work; two warpgroups cannot keep the tensor cores busy, and the serial path —
-/// mostly epilogue — sets the time. So the model names **epilogue** and hints at the
-/// `wgmma_wait(0)` (C003); the 1-stage `xp` pipeline (the next tile's X cannot be prefetched)
-/// costs ~9% more (C001).
+/// per distance: 0.35 µs at the sustained tensor rate) and then, per distance element, one FMA
+/// (`cn − 2·acc`), one min and one argmin step. On throughput alone that epilogue (~7 ALU slots
+/// an element, ~0.56 µs a step for both warpgroups) would sit just under the tensor time. But the
+/// argmin is a *dependent* chain: each thread folds its 64 distances one after another, and the
+/// lowering's NaN-aware comparison is ~3 branches per element, so the steps cannot overlap
+/// (~51 ns each, fitted to the H200 measurements: 4.03 ms measured at this shape). Each
+/// warpgroup also waits for its own MMAs before that chain (`wgmma_wait(0)`), so two warpgroups
+/// leave the tensor cores idle most of the time. The model names **epilogue** (about 88% of the
+/// predicted time) and hints at the `wgmma_wait(0)` (C003, with the chain called out); the
+/// 1-stage `xp` pipeline costs another ~2% (C001).
 #[test]
 fn kmeans_headline_is_epilogue_bound() {
     let e = kmeans(32, 65536, 1024, 128);
     assert_eq!(e.bottleneck, Bottleneck::Epilogue, "{e:#?}");
-    assert!(e.components.epilogue_ms > e.components.tensor_core_ms, "{:?}", e.components);
-    // The tensor cores are busy most but not all of the time; the issue slots about as much.
+    assert!(e.components.epilogue_ms > 4.0 * e.components.tensor_core_ms, "{:?}", e.components);
+    // The tensor cores idle most of the time (measured: 136 TFLOP/s of a 929 TFLOP/s peak).
     let busy = e.resources.tensor_core_ms / e.predicted_ms;
-    assert!((0.5..0.95).contains(&busy), "tensor busy {busy}");
+    assert!(busy < 0.35, "tensor busy {busy}");
     let c = codes(&e);
     assert!(c.contains(&"C003"), "{c:?}");
     assert!(c.contains(&"C001"), "{c:?}");
     let src = example("kmeans_assign");
     let c003 = e.hints.iter().find(|h| h.code == "C003").unwrap();
     assert_eq!(&src[c003.primary.span.start as usize..c003.primary.span.end as usize], "wgmma_wait(0)");
+    assert!(c003.notes.iter().any(|n| n.contains("dependent reduction chains")), "{:?}", c003.notes);
     let c001 = e.hints.iter().find(|h| h.code == "C001").unwrap();
     assert!(c001.message.contains("`xp`"), "{}", c001.message);
     assert_eq!(&src[c001.primary.span.start as usize..c001.primary.span.end as usize], "stages 1");
@@ -116,10 +116,12 @@ fn hints_are_hints_with_cost_codes() {
             assert!(h.code.starts_with("C0") && h.code.len() == 4, "{}", h.code);
         }
     }
-    // Mid K: the epilogue after the main loop is exposed (C002 points at the role).
-    let e = gemm(8192, 8192, 1024);
-    let c002 = e.hints.iter().find(|h| h.code == "C002").expect("C002 at K=1024");
-    let src = example("gemm_bf16_ws");
+    // A heavier epilogue after the main loop (an exp per element) is exposed: C002 points at
+    // the role that runs it in all its warpgroups at once.
+    let src = example("gemm_bf16_ws").replace("cast(acc, bf16)", "cast(exp(acc), bf16)");
+    assert!(src.contains("exp(acc)"));
+    let e = cost::estimate(&program(&src), sm90(), &shape(&[("M", 8192), ("N", 8192), ("K", 2048)])).unwrap();
+    let c002 = e.hints.iter().find(|h| h.code == "C002").unwrap_or_else(|| panic!("C002: {:?} {:?}", codes(&e), e.components));
     assert!(src[c002.primary.span.start as usize..].starts_with("role mma"));
     // A tiny grid leaves SMs idle (C005).
     assert!(codes(&gemm(256, 256, 8192)).contains(&"C005"));

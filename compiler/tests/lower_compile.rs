@@ -289,3 +289,102 @@ fn ptxas_facts_become_role_diagnostics() {
     assert!(at.starts_with("role mma"), "{at}");
     assert!(d.iter().any(|d| d.code == "P003"), "C7508 becomes P003: {d:#?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Constructs the corpus needs beyond bf16 GEMMs: every case of these families lowers (and, with
+// the toolchain, builds without spills or stack), whatever tiers their manifests list today.
+
+fn corpus() -> cake::corpus::Corpus {
+    let root = format!("{}/../corpus", env!("CARGO_MANIFEST_DIR"));
+    cake::corpus::Corpus::load(&root).unwrap_or_else(|e| panic!("{root}: {e}"))
+}
+
+fn family_builds(family: &str, needles: &[&str]) {
+    let c = corpus();
+    let cases: Vec<_> = c.cases.iter().filter(|k| k.family == family).collect();
+    assert!(!cases.is_empty(), "no cases in {family}");
+    let have_nvrtc = nvrtc::ensure_nvrtc().is_ok();
+    let mut seen = vec![false; needles.len()];
+    for case in cases {
+        let v = validated(&case.source);
+        let t = target(&v.module().target.clone());
+        let l = cake::lower::lower_for(&v, t, &LowerOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", case.id));
+        for (i, n) in needles.iter().enumerate() {
+            seen[i] |= l.cuda.contains(n);
+        }
+        if have_nvrtc {
+            let b = nvrtc::build_with(&v, t, &LowerOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", case.id));
+            assert_eq!(b.report.spills(), 0, "{}", case.id);
+            assert_eq!(b.report.stack_frame_bytes, 0, "{}: {}", case.id, b.log);
+        }
+    }
+    for (i, n) in needles.iter().enumerate() {
+        assert!(seen[i], "{family}: no case lowers to `{n}`");
+    }
+    if !have_nvrtc {
+        eprintln!("SKIP: {family}: lowered only (no NVRTC)");
+    }
+}
+
+/// tma_store / tma_store_wait: bulk-group TMA stores from a pipeline ring.
+#[test]
+fn tma_copy_family_builds() {
+    family_builds(
+        "tma-copy",
+        &["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "cake_tma_store_wait_read<0>();", "cake_tma_store_wait_all();"],
+    );
+}
+
+/// Shared → shared stores without a register layout, then a TMA store of the tile.
+#[test]
+fn tma_transpose_family_builds() {
+    family_builds("tma-transpose", &["split round-robin over the role's threads"]);
+}
+
+/// Fragment stores into swizzled shared memory, row-vector stores, [64, 1] shared broadcasts,
+/// f16 wgmma.
+#[test]
+fn attention_family_builds() {
+    family_builds(
+        "attention-fwd",
+        &["cake_swizzle<128>(", "if (cake_lane % 4 == 0) {", "cake_wgmma_m64n64k16_f32_f16("],
+    );
+}
+
+/// A global vector broadcast along the columns of an accumulator.
+#[test]
+fn kmeans_update_family_builds() {
+    family_builds("kmeans-update", &["*(const float*)(ICNT + "]);
+}
+
+/// `let` naming a global window, read in the row-vector layout.
+#[test]
+fn knn_topk_family_builds() {
+    family_builds("knn-topk", &["names a read-only window", "*(const float*)(QN + "]);
+}
+
+/// Layout-free elementwise rows: `let` names of global windows, stores split over each warp's lanes.
+#[test]
+fn elementwise_family_builds() {
+    family_builds("elementwise", &["split round-robin over the lanes of each warp"]);
+}
+
+/// wgmma beyond bf16: f16 (k16) with f32 and packed f16 accumulators, fp8 e4m3/e5m2 (k32, mixed).
+#[test]
+fn gemm_sm90_ws_family_builds() {
+    family_builds(
+        "gemm-sm90-ws",
+        &[
+            "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2",
+            "wgmma.mma_async.sync.aligned.m64n128k16.f16.f16.f16",
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+            "packed two f16 per register",
+        ],
+    );
+}
+
+/// mma.sync with packed f16 accumulators.
+#[test]
+fn gemm_sm80_family_builds() {
+    family_builds("gemm-sm80", &["cake_mma_m16n8k16_f16_f16(acc[cake_d / 2], acc[cake_d / 2 + 1],"]);
+}

@@ -395,3 +395,31 @@ fn group_needs_two_tile_axes() {
     assert!(out.module.is_none());
     assert!(out.diagnostics.iter().any(|d| d.code == "E0308" && d.message.contains("group")), "{:#?}", out.diagnostics);
 }
+
+/// A window of an accumulator (`acc[:, j * 32 :+ 32]`) is a sub-tile in the same layout: element
+/// i of the window is a compile-time register of the whole fragment once `j` is unrolled.
+#[test]
+fn accumulator_windows_index_whole_tiles() {
+    let src = PRODUCER_CONSUMER
+        .replace("out C: f32[M, 64]", "out C: bf16[M, 64] tma [64, 32] swizzle 64B")
+        .replace("smem a_s: bf16[128, 64] stages 2 swizzle 128B", "smem a_s: bf16[128, 64] stages 2 swizzle 128B\nsmem c_s: bf16[2, 64, 32] swizzle 64B")
+        .replace(
+            "        store(C[t.m * 128 :+ 64, 0 :+ 64], acc)",
+            "        tma_store_wait(0)\n        for j in 0..2 {\n            store(c_s[j], cast(acc[:, j * 32 :+ 32], bf16))\n        }\n        fence_proxy_async()\n        sync_role(mma)\n        for j in 0..2 {\n            tma_store(C[t.m * 128 :+ 64, j * 32 :+ 32], c_s[j])\n        }",
+        )
+        .replace("LOAD", "for kb in 0..K / 64 {\n acquire(ab)\n tma_load(a_s[ab.stage], A[t.m * 128 :+ 128, kb * 64 :+ 64], ab)\n }");
+    let out = cake::check::check_source(&src);
+    let Some(_) = out.module else {
+        panic!("test program must type-check: {:#?}", out.diagnostics);
+    };
+    let l = lower_src(&src).unwrap_or_else(|e| panic!("{e}"));
+    for needle in [
+        // 4 column tiles of the window inside the 8 of the fragment, offset by j * 32 / 8.
+        "acc[((cake_i) / 4 / 4 * 8 + ((cake_i) / 4) % 4 + (j * 32) / 8) * 4 + (cake_i) % 4]",
+        "cake_swizzle<64>(4096 * j + 64 * cake_row + 2 * cake_col)",
+        "cake_tma_store_2d(&C_tmap, smem_c_s + 4096 * j, j * 32, t_m * 128);",
+        "cake_tma_store_wait_all();",
+    ] {
+        assert!(l.cuda.contains(needle), "missing `{needle}` in\n{}", l.cuda);
+    }
+}

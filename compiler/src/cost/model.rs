@@ -136,12 +136,19 @@ impl Model<'_, '_> {
     /// One group's own serial path through a piece of work.
     fn own(&self, w: &Work, role: &RoleDecl) -> Split {
         let units = (f64::from(role.threads()) / 128.0).max(1.0 / 32.0);
-        let [alu, sfu, shfl, lsu] = self.issue(w);
-        let alu = if w.alu > 0.0 { alu / self.p(P::SingleWarpIssueEfficiency) } else { 0.0 };
+        let [_, sfu, shfl, lsu] = self.issue(w);
+        let (mut other, mut chain_issue) = (0.0, 0.0);
+        if w.alu > 0.0 {
+            let rate = self.p(P::AluElemsPerSPerSm) * 1e-9 * self.p(P::SingleWarpIssueEfficiency);
+            other = (w.alu - w.chain_alu).max(0.0) / rate;
+            chain_issue = w.chain_alu / rate;
+        }
+        // A dependent chain takes the longer of its issue time and its latency.
+        let chain = (chain_issue / units).max(w.chain_ns);
         Split {
             tensor: w.tensor_own_ns,
             memory: 0.0,
-            epilogue: (alu + sfu + shfl + lsu) / units,
+            epilogue: (other + sfu + shfl + lsu) / units + chain,
             sync: w.latency_ns + w.sync_ns + w.issue_ns,
         }
     }
@@ -284,34 +291,6 @@ fn distinct(extents: &[i64], group: Option<u32>, mask: u32, c: u64) -> f64 {
     keys.sort_unstable();
     keys.dedup();
     keys.len() as f64
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grouped_walk_matches_the_lowering() {
-        // tiles[m = 5, n = 3] group 2: bands of 2 m-rows, m fastest inside a band; last band short.
-        let mut c = Vec::new();
-        let walk: Vec<(u64, u64)> = (0..15)
-            .map(|l| {
-                tile_coords(&[5, 3], Some(2), l, &mut c);
-                (c[0], c[1])
-            })
-            .collect();
-        assert_eq!(
-            walk,
-            [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 0), (3, 0), (2, 1), (3, 1), (2, 2), (3, 2), (4, 0), (4, 1), (4, 2)]
-        );
-        tile_coords(&[5, 3], None, 4, &mut c);
-        assert_eq!(c, [1, 1]);
-        // 132 concurrent tiles of a 64 x 32 grid: 5 m-rows (row-major) or 16 rows x 9 columns (group 16).
-        assert_eq!(distinct(&[64, 32], None, 0b01, 132), 5.0);
-        assert_eq!(distinct(&[64, 32], None, 0b10, 132), 32.0);
-        assert_eq!(distinct(&[64, 32], Some(16), 0b01, 132), 16.0);
-        assert_eq!(distinct(&[64, 32], Some(16), 0b10, 132), 9.0);
-    }
 }
 
 pub(super) fn run(
@@ -815,8 +794,8 @@ pub(super) fn run(
             let idle = 1.0 - loop_tensor / (t + bubble_iter[i]);
             if idle >= 0.05 {
                 let span = *ml.iter.wgmma_wait0_stmt.map_or_else(|| m.stmts.span(ml.stmt), |s| m.stmts.span(s));
-                hints.push(
-                    hint(
+                let chain = ml.iter.chain_ns;
+                let mut d = hint(
                         "C003",
                         format!(
                             "the MMAs of role `{}` wait for its elementwise work: each iteration a {} waits for its own MMAs ({:.2} µs) and then works {:.2} µs before issuing the next, so the tensor cores idle {:.0}% of the main loop",
@@ -828,9 +807,16 @@ pub(super) fn run(
                         ),
                         span,
                         "the next MMAs are issued only after this wait and the work below it",
-                    )
-                    .with_help("issue the next iteration's MMAs before this iteration's epilogue (two accumulators, `wgmma_wait(1)`), or add consumer warpgroups"),
-                );
+                    );
+                if chain >= 0.5 * own.epilogue {
+                    d = d.with_note(format!(
+                        "{:.2} µs of that is the latency of dependent reduction chains: each thread folds its elements one after another (`reduce_argmin` / `reduce_argmax` steps do not overlap)",
+                        us(chain)
+                    ));
+                }
+                hints.push(d.with_help(
+                    "issue the next iteration's MMAs before this iteration's epilogue (two accumulators, `wgmma_wait(1)`), add consumer warpgroups, or give each thread fewer elements to fold per iteration",
+                ));
             }
         }
     }
@@ -921,4 +907,32 @@ pub(super) fn run(
     est.calibration.provisional_used = provisional.iter().map(|s| s.to_string()).collect();
     est.notes = notes;
     Ok(est)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouped_walk_matches_the_lowering() {
+        // tiles[m = 5, n = 3] group 2: bands of 2 m-rows, m fastest inside a band; last band short.
+        let mut c = Vec::new();
+        let walk: Vec<(u64, u64)> = (0..15)
+            .map(|l| {
+                tile_coords(&[5, 3], Some(2), l, &mut c);
+                (c[0], c[1])
+            })
+            .collect();
+        assert_eq!(
+            walk,
+            [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 0), (3, 0), (2, 1), (3, 1), (2, 2), (3, 2), (4, 0), (4, 1), (4, 2)]
+        );
+        tile_coords(&[5, 3], None, 4, &mut c);
+        assert_eq!(c, [1, 1]);
+        // 132 concurrent tiles of a 64 x 32 grid: 5 m-rows (row-major) or 16 rows x 9 columns (group 16).
+        assert_eq!(distinct(&[64, 32], None, 0b01, 132), 5.0);
+        assert_eq!(distinct(&[64, 32], None, 0b10, 132), 32.0);
+        assert_eq!(distinct(&[64, 32], Some(16), 0b01, 132), 16.0);
+        assert_eq!(distinct(&[64, 32], Some(16), 0b10, 132), 9.0);
+    }
 }

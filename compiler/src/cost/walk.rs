@@ -87,6 +87,10 @@ pub(crate) struct Work {
     pub lsu: f64,
     /// Exposed latencies on the role's own path (wgmma drains, synchronous global loads), ns.
     pub latency_ns: f64,
+    /// Latency of dependent reduction chains on one group's path (each thread folds its
+    /// elements one after another), ns, and the ALU slots those chains issue.
+    pub chain_ns: f64,
+    pub chain_alu: f64,
     /// Barrier costs on the role's own path, ns.
     pub sync_ns: f64,
     /// Elected-thread issue time (TMA), ns.
@@ -127,6 +131,8 @@ impl Work {
         self.shfl += f * o.shfl;
         self.lsu += f * o.lsu;
         self.latency_ns += f * o.latency_ns;
+        self.chain_ns += f * o.chain_ns;
+        self.chain_alu += f * o.chain_alu;
         self.sync_ns += f * o.sync_ns;
         self.issue_ns += f * o.issue_ns;
         for r in &o.reads {
@@ -698,9 +704,26 @@ impl<'a> Walker<'a, '_> {
                 let steps = lanes.log2();
                 let arg = matches!(call.op.as_str(), "reduce_argmin" | "reduce_argmax");
                 let step_slots = if arg { ctx.p(P::ArgminStepAluSlots) } else { 1.0 };
+                // Each thread folds its elements in a dependent chain: an arg-reduction's
+                // compare-and-select steps run one after another across all its rows (the
+                // NaN-aware comparison lowers to branches, which do not interleave); a plain
+                // reduction interleaves its rows.
+                let group_threads = match &m.exprs[e].ty {
+                    Type::Frag { scope, .. } => f64::from(scope.unwrap_or(self.unit_scope()).threads()),
+                    _ => 1.0,
+                };
+                let per_thread = input / groups / group_threads;
+                let rows_per_thread = (rows / groups / group_threads).max(1.0);
+                let chain = if arg {
+                    per_thread * ctx.p(P::ArgminStepLatencyNs)
+                } else {
+                    per_thread / rows_per_thread * ctx.p(P::ReduceStepLatencyNs)
+                };
                 let w = self.work(dest);
                 w.alu += mult * (input * step_slots + rows * steps * if arg { 3.0 } else { 1.0 });
                 w.shfl += mult * rows * steps * if arg { 2.0 } else { 1.0 };
+                w.chain_ns += mult * chain;
+                w.chain_alu += mult * input * step_slots;
             }
             other => ctx.note(format!("operation `{other}` is not in the cost model: counted as free")),
         }

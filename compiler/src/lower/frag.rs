@@ -336,6 +336,10 @@ impl<'a> Lw<'a> {
             ExprKind::Local(l) => Some(*self.layouts.get(l).ok_or_else(|| {
                 LowerError::new("L007", format!("fragment `{}` has no known layout", m.locals[*l].name), span)
             })?),
+            ExprKind::Index { base, items } => {
+                let full = self.layout_of(*base)?.ok_or_else(|| unsupported("indexing this value", span))?;
+                Some(self.frag_window_layout(full, items, span)?)
+            }
             ExprKind::Unary(_, a) => self.layout_of(*a)?,
             ExprKind::Binary(_, a, b) => merge(vec![self.layout_of(*a)?, self.layout_of(*b)?])?,
             ExprKind::Call(c) if c.op.starts_with("reduce_") => {
@@ -392,6 +396,30 @@ impl<'a> Lw<'a> {
             self.scale_flags.insert(l, flag);
         }
         Ok(())
+    }
+
+    /// The layout of a window `x[rows, cols]` of an accumulator fragment: whole 16-row tiles (warp
+    /// fragments; a warpgroup fragment keeps its 64 rows) and whole 8-column tiles.
+    pub(crate) fn frag_window_layout(&self, full: Layout, items: &[IndexItem], span: Span) -> Result<Layout, LowerError> {
+        let Layout::Acc { mut m_tiles, mut n_tiles, wg } = full else {
+            return Err(unsupported(format!("a window of the {}", full.describe()), span));
+        };
+        for (d, it) in items.iter().enumerate() {
+            match (d, it) {
+                (_, IndexItem::Full) => {}
+                (0, IndexItem::Window { start, len }) if !wg && len % 16 == 0 && self.known_multiple(*start) % 16 == 0 => {
+                    m_tiles = (*len / 16) as u32;
+                }
+                (1, IndexItem::Window { start, len }) if len % 8 == 0 && self.known_multiple(*start) % 8 == 0 => {
+                    n_tiles = (*len / 8) as u32;
+                }
+                _ => {
+                    return Err(LowerError::new("L007", "a fragment window must cover whole accumulator tiles (16-row tiles of a warp fragment, 8-column tiles), with starts that are provably multiples of them", span)
+                        .with_note("a warpgroup fragment keeps all of its 64 rows"))
+                }
+            }
+        }
+        Ok(Layout::Acc { m_tiles, n_tiles, wg })
     }
 
     /// Materialize every reduction inside `e` (post-order) into temporaries; returns nothing, the
@@ -559,6 +587,26 @@ impl<'a> Lw<'a> {
                     }
                     None => return Err(LowerError::new("L007", format!("`{}` has no layout", m.locals[*l].name), span)),
                 }
+            }
+            ExprKind::Index { base, items } => {
+                // A sub-tile of a fragment: element i of the window is element `full(i)` of the base.
+                let full = self.layout_of(*base)?.ok_or_else(|| unsupported("indexing this value", span))?;
+                let (Layout::Acc { n_tiles: fn_, .. }, Layout::Acc { m_tiles: sm, n_tiles: sn, .. }) = (full, lay) else {
+                    return Err(unsupported(format!("a window of the {}", full.describe()), span));
+                };
+                let _ = sm;
+                let mut off = ["0".to_string(), "0".to_string()];
+                for (d, it) in items.iter().enumerate().take(2) {
+                    if let IndexItem::Window { start, .. } = it {
+                        let c = self.scalar(*start)?;
+                        let unit = if d == 0 { 16 } else { 8 };
+                        off[d] = format!("({}) / {unit}", strip_parens(&c));
+                    }
+                }
+                let row_tile = if off[0] == "0" { format!("({i}) / 4 / {sn}") } else { format!("(({i}) / 4 / {sn} + {})", off[0]) };
+                let col_tile = if off[1] == "0" { format!("(({i}) / 4) % {sn}") } else { format!("(({i}) / 4) % {sn} + {}", off[1]) };
+                let fi = format!("({row_tile} * {fn_} + {col_tile}) * 4 + ({i}) % 4");
+                return self.elem(*base, full, &fi, temps);
             }
             ExprKind::Unary(op, a) => {
                 let ca = self.elem(*a, lay, i, temps)?;

@@ -31,12 +31,27 @@
 //! * `acquire` arms the full barrier with the bytes of every `tma_load` naming the pipeline up to
 //!   the role's next `acquire` of it, derived statically (loops with constant trip counts
 //!   multiply; anything else is refused with L004).
-//! * A role whose body only issues elected work (acquire, tma_load) runs on its first thread
-//!   only; otherwise elected ops are guarded by `threadIdx.x == <first thread of the role>`.
+//! * Explicit barriers (`barrier B: stages N count C ...`) are N mbarriers initialised with C
+//!   arrivals (module `barrier`): `arrive` = the role meets on its named barrier, then one elected
+//!   thread arrives; `arrive_expect_tx` = one elected `arrive.expect_tx` with the bytes as written;
+//!   `wait(B)` derives its parity per role and stage (the k-th wait waits for parity k % 2, kept
+//!   as one bit per stage in `B_phase`); `wait_parity` takes it as written; `tma_load(.., B)`
+//!   completes its bytes on B; `B[i]` selects stage i.
+//! * A role whose body only issues elected work (acquire, tma_load, tma_store, arrive_expect_tx,
+//!   and waits and arrivals on explicit barriers) runs on its first thread only; otherwise elected
+//!   ops are guarded by `threadIdx.x == <first thread of the role>`.
 //! * `for t in tiles` is `for (tile = blockIdx.x; tile < tiles; tile += gridDim.x)`, the axis
-//!   indices decomposed with the last axis fastest.
+//!   indices decomposed with the last axis fastest — or, with `group G`, the last two axes walked
+//!   in bands of G along the second-to-last (grouped rasterization, `GridSpec::rasterization`).
+//! * `tma_store` is one elected `cp.async.bulk.tensor` shared → global per box (its own bulk
+//!   group); `tma_store_wait(n)` = that thread's `cp.async.bulk.wait_group.read n`, then the role
+//!   meets; a role that stores waits for all of them before it exits.
 //! * Register fragments are C arrays indexed only by compile-time constants (fully unrolled
-//!   loops); their thread layout is one of [`layout::Layout`].
+//!   loops); their thread layout is one of [`layout::Layout`]. An f16 accumulator of wgmma or
+//!   mma_sync is held packed (two f16 per 32-bit register, as the instructions want it).
+//! * Memory windows inside fragment expressions broadcast by NumPy rules (module `window`); a
+//!   `let` of a window of an `in` tensor names it (each use reads it); a store of a value without
+//!   a register layout is split round-robin over the threads that compute the same window.
 //!
 //! # Kernel parameter ABI (see [`ParamSpec`])
 //! For each tensor in declaration order: its device pointer (`const T*` for `in`, `T*` otherwise),
@@ -267,6 +282,8 @@ pub(crate) struct Lw<'a> {
     packed: std::collections::HashSet<Handle<Local>>,
     /// `let` names of read-only windows (and math on them): read where they are used.
     aliases: HashMap<Handle<Local>, Handle<Expr>>,
+    /// Inside a layout-free store: the C temporaries holding the current element of each name.
+    alias_temps: HashMap<Handle<Local>, String>,
     local_names: HashMap<Handle<Local>, String>,
     scale_flags: HashMap<Handle<Local>, String>,
     tile_axes: HashMap<Handle<Local>, Vec<String>>,
@@ -349,6 +366,7 @@ impl<'a> Lw<'a> {
             layouts: HashMap::new(),
             packed: std::collections::HashSet::new(),
             aliases: HashMap::new(),
+            alias_temps: HashMap::new(),
             local_names: HashMap::new(),
             scale_flags: HashMap::new(),
             tile_axes: HashMap::new(),
@@ -1253,7 +1271,7 @@ impl<'a> Lw<'a> {
                 // Axes decomposed row-major (last axis fastest); with `group G` the last two axes
                 // are walked in bands of G rows instead.
                 let plain = if g.group.is_some() && n >= 2 { n - 2 } else { n };
-                for k in 0..plain {
+                for (k, name) in names.iter().enumerate().take(plain) {
                     let div: Vec<String> = self.tile_extents[k + 1..n].to_vec();
                     let mut e = match div.len() {
                         0 => tile.clone(),
@@ -1263,7 +1281,7 @@ impl<'a> Lw<'a> {
                     if k > 0 {
                         e = format!("{e} % {}", self.tile_extents[k]);
                     }
-                    self.w.line(format!("const int {} = {e};  // {tname}.{}", names[k], g.axes[k].name));
+                    self.w.line(format!("const int {name} = {e};  // {tname}.{}", g.axes[k].name));
                 }
                 if let (Some(gs), true) = (g.group, plain < n) {
                     let (r, c) = (n - 2, n - 1);

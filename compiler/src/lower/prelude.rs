@@ -18,7 +18,9 @@ pub(crate) enum Helper {
     MbarArrive,
     MbarArriveExpectTx,
     PrefetchTensorMap,
-    TmaLoad(u32),
+    /// A TMA load of this rank; `cta`: the destination written as `.shared::cta` (targets without
+    /// accelerated cluster TMA, where ptxas would emulate a `.shared::cluster` address).
+    TmaLoad { rank: u32, cta: bool },
     TmaStore(u32),
     TmaStoreWait,
     WgmmaDesc,
@@ -44,6 +46,7 @@ pub(crate) enum Helper {
     ArgBetter,
     NamedBarrier,
     Swizzle,
+    StShared,
 }
 
 pub(crate) fn text(h: Helper) -> String {
@@ -118,7 +121,8 @@ static __device__ __forceinline__ void cake_prefetch_tensormap(const CUtensorMap
 }
 "#
         .into(),
-        Helper::TmaLoad(rank) => {
+        Helper::TmaLoad { rank, cta } => {
+            let space = if cta { "shared::cta" } else { "shared::cluster" };
             let params: Vec<String> = (0..rank).map(|i| format!("int c{i}")).collect();
             let coords: Vec<String> = (0..rank).map(|i| format!("%{}", i + 3)).collect();
             let args: Vec<String> = (0..rank).map(|i| format!("\"r\"(c{i})")).collect();
@@ -126,7 +130,7 @@ static __device__ __forceinline__ void cake_prefetch_tensormap(const CUtensorMap
                 r#"// TMA: copy one box of a {rank}-D tensor (coordinates innermost first) into shared memory at `dst`,
 // crediting its bytes to mbarrier `bar` (complete_tx).
 static __device__ __forceinline__ void cake_tma_load_{rank}d(unsigned dst, const CUtensorMap* map, unsigned bar, {}) {{
-    asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {{{}}}], [%2];"
+    asm volatile("cp.async.bulk.tensor.{rank}d.{space}.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {{{}}}], [%2];"
                  :: "r"(dst), "l"(map), "r"(bar), {} : "memory");
 }}
 "#,
@@ -309,6 +313,18 @@ static __device__ __forceinline__ bool cake_arg_better(bool max_, T v, int i, T 
 template <int SPAN>
 static __device__ __forceinline__ unsigned cake_swizzle(unsigned off) {
     return off ^ (((off >> 7) & (SPAN / 16 - 1)) << 4);
+}
+"#
+        .into(),
+        Helper::StShared => r#"// Stores to 32-bit shared-window addresses (st.shared): 2, 4 and 2 × 4 bytes.
+static __device__ __forceinline__ void cake_st_shared_u16(unsigned addr, unsigned short v) {
+    asm volatile("st.shared.u16 [%0], %1;" :: "r"(addr), "h"(v) : "memory");
+}
+static __device__ __forceinline__ void cake_st_shared_u32(unsigned addr, unsigned v) {
+    asm volatile("st.shared.u32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
+static __device__ __forceinline__ void cake_st_shared_v2_u32(unsigned addr, unsigned lo, unsigned hi) {
+    asm volatile("st.shared.v2.u32 [%0], {%1, %2};" :: "r"(addr), "r"(lo), "r"(hi) : "memory");
 }
 "#
         .into(),

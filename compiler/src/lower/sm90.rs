@@ -279,7 +279,10 @@ impl<'a> Lw<'a> {
         }
         let dst_c = self.smem_addr_c_noswizzle(&r);
         let map = self.tmap_name(&td.name);
-        self.need(Helper::TmaLoad(rank as u32));
+        // sm_12x has no accelerated cluster TMA: a `.shared::cluster` destination would be
+        // emulated (an address check and a call), so name the block's own shared memory.
+        let cta = !self.target.has("tma_multicast");
+        self.need(Helper::TmaLoad { rank: rank as u32, cta });
         let call = format!("cake_tma_load_{rank}d({dst_c}, &{map}, {mbar}, {});", coords.join(", "));
         match self.is_leader_guarded() {
             Some(l) => self.w.line(format!("if ({l}) {call}")),

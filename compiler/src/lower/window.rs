@@ -22,15 +22,27 @@ impl<'a> Lw<'a> {
     /// window, widened to its register type (16-bit floats to f32). Global reads outside the
     /// tensor give 0.
     pub(crate) fn window_elem(&mut self, e: Handle<Expr>, idx: &[String], span: Span) -> Result<String, LowerError> {
+        let Some(dtype) = self.m.exprs[e].ty.dtype() else { return Err(unsupported("reading an untyped window", span)) };
+        let (ptr, guards) = self.window_ptr(e, idx, span)?;
+        let v = self.load_c(dtype, &ptr, span)?;
+        Ok(if guards.is_empty() { v } else { format!("({} ? {v} : 0)", guards.join(" && ")) })
+    }
+
+    /// C: element `idx` of a window in its storage type (bits unchanged), 0 outside the tensor.
+    fn window_raw(&mut self, e: Handle<Expr>, idx: &[String], span: Span) -> Result<String, LowerError> {
+        let Some(dtype) = self.m.exprs[e].ty.dtype() else { return Err(unsupported("reading an untyped window", span)) };
+        let (ptr, guards) = self.window_ptr(e, idx, span)?;
+        let v = format!("*(const {}*)({ptr})", layout::mem_ctype(dtype));
+        Ok(if guards.is_empty() { v } else { format!("({} ? {v} : 0)", guards.join(" && ")) })
+    }
+
+    /// C: a pointer to element `idx` of a shared or global window, and the conditions (global
+    /// windows only) under which it lies inside the tensor.
+    fn window_ptr(&mut self, e: Handle<Expr>, idx: &[String], span: Span) -> Result<(String, Vec<String>), LowerError> {
         let m = self.m;
         match &m.exprs[e].ty {
-            Type::Shared { dtype, .. } => {
-                let dtype = *dtype;
-                let ptr = self.smem_elem_ptr(e, idx, span)?;
-                self.load_c(dtype, &ptr, span)
-            }
-            Type::Global { dtype, .. } => {
-                let dtype = *dtype;
+            Type::Shared { .. } => Ok((self.smem_elem_ptr(e, idx, span)?, Vec::new())),
+            Type::Global { .. } => {
                 let g = self.global_ref(e)?;
                 let win: Vec<usize> = g.dims.iter().enumerate().filter(|(_, d)| d.len.is_some()).map(|(i, _)| i).collect();
                 if win.len() != idx.len() {
@@ -56,9 +68,8 @@ impl<'a> Lw<'a> {
                         guards.push(if start == "0" { format!("{} < {ext}", paren(&ix)) } else { format!("({}) + {} < {ext}", strip_parens(start), paren(&ix)) });
                     }
                 }
-                let ptr = if off.is_empty() { format!("({base})") } else { format!("({base} + {})", off.join(" + ")) };
-                let v = self.load_c(dtype, &ptr, span)?;
-                Ok(if guards.is_empty() { v } else { format!("({} ? {v} : 0)", guards.join(" && ")) })
+                let ptr = if off.is_empty() { base } else { format!("{base} + {}", off.join(" + ")) };
+                Ok((ptr, guards))
             }
             other => Err(unsupported(format!("reading a {other} as a window"), span)),
         }
@@ -92,6 +103,29 @@ impl<'a> Lw<'a> {
         } else {
             self.need(Helper::Swizzle);
             format!("cake_smem + {region_off} + cake_swizzle<{}>({off})", r.swizzle.bytes())
+        })
+    }
+
+    /// C: the 32-bit shared address of element `idx` of a shared window, swizzled per its region.
+    fn smem_elem_addr(&mut self, e: Handle<Expr>, idx: &[String], span: Span) -> Result<String, LowerError> {
+        let r = self.smem_ref(e)?;
+        if r.shape.len() != idx.len() {
+            return Err(LowerError::new("L007", format!("a {}-D shared window indexed with {} coordinates", r.shape.len(), idx.len()), span));
+        }
+        let parts: Vec<String> = idx.iter().enumerate().filter(|(_, ix)| *ix != "0").map(|(d, ix)| super::frag::mul_c(r.strides[d], ix)).collect();
+        let extra = parts.join(" + ");
+        Ok(self.smem_addr_c(&r, if extra.is_empty() { None } else { Some(&extra) }))
+    }
+
+    /// C: a statement storing `v` (in the storage representation of `dtype`: 16-bit floats as
+    /// `unsigned short` bits) at the 32-bit shared address `addr`.
+    fn st_shared(&mut self, dtype: DType, addr: &str, v: &str, span: Span) -> Result<String, LowerError> {
+        self.need(Helper::StShared);
+        Ok(match dtype {
+            DType::BF16 | DType::F16 => format!("cake_st_shared_u16({addr}, {v});"),
+            DType::F32 => format!("cake_st_shared_u32({addr}, __float_as_uint({v}));"),
+            DType::I32 | DType::U32 => format!("cake_st_shared_u32({addr}, (unsigned)({v}));"),
+            _ => return Err(unsupported(format!("storing {dtype} values into shared memory"), span)),
         })
     }
 
@@ -143,11 +177,7 @@ impl<'a> Lw<'a> {
         let mut ok = true;
         self.walk_expr(value, &mut |x| match &m.exprs[x].kind {
             ExprKind::Smem(_) | ExprKind::View(_) => ok = false,
-            ExprKind::Tensor(t) => {
-                if m.tensors[*t].access != crate::syntax::ast::Access::In {
-                    ok = false;
-                }
-            }
+            ExprKind::Tensor(t) if m.tensors[*t].access != crate::syntax::ast::Access::In => ok = false,
             ExprKind::Local(l) => {
                 let local = &m.locals[*l];
                 if local.kind == LocalKind::Reg || (local.kind == LocalKind::Let && !self.aliases.contains_key(l) && !matches!(local.ty, Type::Scalar(_) | Type::Literal { .. })) {
@@ -165,6 +195,9 @@ impl<'a> Lw<'a> {
         let m = self.m;
         let span = self.expr_span(e);
         if let ExprKind::Local(l) = m.exprs[e].kind {
+            if let Some(t) = self.alias_temps.get(&l) {
+                return Ok(t.clone());
+            }
             if let Some(v) = self.aliases.get(&l).copied() {
                 return self.flat_elem(v, shape, idx);
             }
@@ -211,6 +244,27 @@ impl<'a> Lw<'a> {
             }
             _ => return Err(unsupported("this expression in a store", span)),
         })
+    }
+
+    /// The `let` names of windows an expression reads, each after the names its own value reads.
+    fn aliases_read(&self, e: Handle<Expr>, out: &mut Vec<Handle<Local>>) {
+        let m = self.m;
+        let mut found = Vec::new();
+        self.walk_expr(e, &mut |x| {
+            if let ExprKind::Local(l) = m.exprs[x].kind {
+                if self.aliases.contains_key(&l) && !found.contains(&l) {
+                    found.push(l);
+                }
+            }
+        });
+        for l in found {
+            if !out.contains(&l) {
+                self.aliases_read(self.aliases[&l], out);
+                if !out.contains(&l) {
+                    out.push(l);
+                }
+            }
+        }
     }
 
     /// C precedence of the code an expression lowers to, looking through `let` names of windows.
@@ -312,9 +366,43 @@ impl<'a> Lw<'a> {
                 idx.push("0".to_string());
             }
         }
-        let v = self.flat_elem(src, &shape, &idx)?;
+        // Each `let` name the value reads, once per element, in dependency order.
+        let mut names = Vec::new();
+        self.aliases_read(src, &mut names);
+        for l in names {
+            let v = self.aliases[&l];
+            let c = self.flat_elem(v, &shape, &idx)?;
+            let cty = m.exprs[v].ty.dtype().and_then(layout::scalar_ctype).unwrap_or("float");
+            let ln = self.local_name(l);
+            let name = self.derived(&format!("{ln}_e"));
+            self.w.line(format!("const {cty} {name} = {};", strip_parens(&c)));
+            self.alias_temps.insert(l, name);
+        }
+        // A window of the stored dtype is copied bit for bit; a cast to the stored dtype happens
+        // in the store's own conversion.
+        let mut raw = src;
+        while let ExprKind::Local(l) = m.exprs[raw].kind {
+            match self.aliases.get(&l) {
+                Some(v) => raw = *v,
+                None => break,
+            }
+        }
+        let raw_copy = matches!(m.exprs[raw].ty, Type::Shared { .. } | Type::Global { .. }) && m.exprs[raw].ty.dtype() == Some(dtype);
+        let value = self.cast_operand(src, dtype).unwrap_or(src);
+        let v = if raw_copy {
+            let ws: Vec<i64> = match &m.exprs[raw].ty {
+                Type::Shared { shape, .. } => shape.clone(),
+                _ => self.global_ref(raw)?.dims.iter().filter_map(|d| d.len).collect(),
+            };
+            flat_broadcast(&ws, &shape, &idx, span).and_then(|wi| self.window_raw(raw, &wi, span))
+        } else {
+            self.flat_elem(value, &shape, &idx)
+        };
+        self.alias_temps.clear();
+        let v = v?;
         let v = strip_parens(&v).to_string();
         let stored = match dtype {
+            _ if raw_copy => v,
             DType::BF16 => {
                 self.need(Helper::PackBf16x2);
                 format!("(unsigned short)(cake_pack_bf16x2({v}, 0.0f) & 0xFFFFu)")
@@ -327,11 +415,11 @@ impl<'a> Lw<'a> {
             DType::F8E4M3 | DType::F8E5M2 => return Err(unsupported(format!("storing {dtype} values"), span)),
             _ => v,
         };
-        let cty = layout::mem_ctype(dtype);
         match &m.exprs[dst].ty {
             Type::Shared { .. } => {
-                let ptr = self.smem_elem_ptr(dst, &idx, span)?;
-                self.w.line(format!("*({cty}*)({ptr}) = {stored};"));
+                let addr = self.smem_elem_addr(dst, &idx, span)?;
+                let st = self.st_shared(dtype, &addr, &stored, span)?;
+                self.w.line(st);
             }
             _ => {
                 let g = self.global_ref(dst)?;
@@ -377,7 +465,6 @@ impl<'a> Lw<'a> {
         self.materialize_reductions(src, &mut temps)?;
         let cast_src = self.cast_operand(src, dtype);
         let esize = dtype.size_bytes();
-        let cty = layout::mem_ctype(dtype);
         self.w.open("{");
         match lay {
             Layout::Acc { .. } => {
@@ -393,13 +480,14 @@ impl<'a> Lw<'a> {
                 self.w.line(format!("const int cake_row = {row};"));
                 self.w.line(format!("const int cake_col = {col};"));
                 if pair_ok {
-                    let ptr = self.smem_elem_ptr(dst, &["cake_row".into(), "cake_col".into()], span)?;
+                    let addr = self.smem_elem_addr(dst, &["cake_row".into(), "cake_col".into()], span)?;
+                    self.need(Helper::StShared);
                     let direct = match &m.exprs[src].kind {
                         ExprKind::Local(pl) if dtype == DType::F16 && self.packed.contains(pl) => Some(self.local_name(*pl)),
                         _ => None,
                     };
                     let stmt = if let Some(name) = direct {
-                        format!("*(unsigned*)({ptr}) = {name}[cake_i / 2];  // already two f16 in memory order")
+                        format!("cake_st_shared_u32({addr}, {name}[cake_i / 2]);  // already two f16 in memory order")
                     } else {
                         let inner = cast_src.unwrap_or(src);
                         let v0 = self.elem(inner, lay, "cake_i", &temps)?;
@@ -408,15 +496,14 @@ impl<'a> Lw<'a> {
                         match dtype {
                             DType::BF16 => {
                                 self.need(Helper::PackBf16x2);
-                                format!("*(unsigned*)({ptr}) = cake_pack_bf16x2({v0}, {v1});")
+                                format!("cake_st_shared_u32({addr}, cake_pack_bf16x2({v0}, {v1}));")
                             }
                             DType::F16 => {
                                 self.need(Helper::PackF16x2);
-                                format!("*(unsigned*)({ptr}) = cake_pack_f16x2({v0}, {v1});")
+                                format!("cake_st_shared_u32({addr}, cake_pack_f16x2({v0}, {v1}));")
                             }
-                            DType::F32 => format!("*(float2*)({ptr}) = make_float2({v0}, {v1});"),
-                            DType::I32 => format!("*(int2*)({ptr}) = make_int2({v0}, {v1});"),
-                            DType::U32 => format!("*(uint2*)({ptr}) = make_uint2({v0}, {v1});"),
+                            DType::F32 => format!("cake_st_shared_v2_u32({addr}, __float_as_uint({v0}), __float_as_uint({v1}));"),
+                            DType::I32 | DType::U32 => format!("cake_st_shared_v2_u32({addr}, (unsigned)({v0}), (unsigned)({v1}));"),
                             _ => return Err(unsupported(format!("storing {dtype} fragments"), span)),
                         }
                     };
@@ -424,9 +511,10 @@ impl<'a> Lw<'a> {
                 } else {
                     for (k, ix) in ["cake_i", "cake_i + 1"].iter().enumerate() {
                         let c = if k == 0 { "cake_col".to_string() } else { "cake_col + 1".to_string() };
-                        let ptr = self.smem_elem_ptr(dst, &["cake_row".into(), c], span)?;
+                        let addr = self.smem_elem_addr(dst, &["cake_row".into(), c], span)?;
                         let v = self.store_value(src, cast_src, dtype, lay, ix, &temps, span)?;
-                        self.w.line(format!("*({cty}*)({ptr}) = {v};"));
+                        let st = self.st_shared(dtype, &addr, &v, span)?;
+                        self.w.line(st);
                     }
                 }
                 self.w.close("}");
@@ -437,9 +525,10 @@ impl<'a> Lw<'a> {
                 self.w.line("#pragma unroll");
                 self.w.open(format!("for (int cake_i = 0; cake_i < {}; ++cake_i) {{", lay.regs()));
                 self.w.line(format!("const int cake_row = {row};"));
-                let ptr = self.smem_elem_ptr(dst, &["cake_row".into()], span)?;
+                let addr = self.smem_elem_addr(dst, &["cake_row".into()], span)?;
                 let v = self.store_value(src, cast_src, dtype, lay, "cake_i", &temps, span)?;
-                self.w.line(format!("*({cty}*)({ptr}) = {v};"));
+                let st = self.st_shared(dtype, &addr, &v, span)?;
+                self.w.line(st);
                 self.w.close("}");
                 self.w.close("}");
             }
