@@ -118,9 +118,11 @@ fn hints_are_hints_with_cost_codes() {
     }
     // A heavier epilogue after the main loop (an exp per element) is exposed: C002 points at
     // the role that runs it in all its warpgroups at once.
-    let src = example("gemm_bf16_ws").replace("cast(acc, bf16)", "cast(exp(acc), bf16)");
+    // (Three exps per element, at a tensor-bound shape, so the exposed part is well over the 2%
+    // the hint needs.)
+    let src = example("gemm_bf16_ws").replace("cast(acc, bf16)", "cast(exp(acc) * exp(acc + 1.0) * exp(acc + 2.0), bf16)");
     assert!(src.contains("exp(acc)"));
-    let e = cost::estimate(&program(&src), sm90(), &shape(&[("M", 8192), ("N", 8192), ("K", 2048)])).unwrap();
+    let e = cost::estimate(&program(&src), sm90(), &shape(&[("M", 8192), ("N", 8192), ("K", 8192)])).unwrap();
     let c002 = e.hints.iter().find(|h| h.code == "C002").unwrap_or_else(|| panic!("C002: {:?} {:?}", codes(&e), e.components));
     assert!(src[c002.primary.span.start as usize..].starts_with("role mma"));
     // A tiny grid leaves SMs idle (C005).
@@ -165,7 +167,8 @@ fn more_stages_never_predict_more_bubbles() {
             if let Some((prev_total, prev)) = &last {
                 assert!(e.components.fill_bubble_ms <= prev_total + 1e-12, "{name} stages {s}: {} > {prev_total}", e.components.fill_bubble_ms);
                 for (b, p) in bubbles.iter().zip(prev) {
-                    assert!(b <= p, "{name} stages {s}: bubble {b} > {p}");
+                    // Equal up to rounding: more stages never predict more bubble.
+                    assert!(*b <= p + 1e-9 * p.abs().max(1.0), "{name} stages {s}: bubble {b} > {p}");
                 }
             }
             if s == 1 && name == "gemm_bf16_ws" {
@@ -266,11 +269,15 @@ fn provisional_parameters_are_reported() {
 #[test]
 fn a_recalibration_changes_the_prediction() {
     // Double the DRAM and L2 bandwidths: a memory-bound shape gets faster, a tensor-bound one not.
-    let text = builtin_text()
-        .replace("value = 4.47e12", "value = 8.94e12")
-        .replace("value = 8.91e12", "value = 1.782e13")
-        .replace("value = 1.323e13", "value = 2.646e13");
-    let fast = Calibration::from_toml_str("proposal.toml", &text).unwrap();
+    // Scale the parameters in the file's data (not its text), so the test holds whatever values
+    // the accepted calibration has.
+    let mut doc: toml::Table = builtin_text().parse().unwrap();
+    for name in ["dram_bytes_per_s", "l2_bytes_per_s", "l2_shared_bytes_per_s"] {
+        let value = &doc["param"][name]["value"];
+        let value = value.as_float().or(value.as_integer().map(|i| i as f64)).unwrap();
+        doc["param"].as_table_mut().unwrap()[name].as_table_mut().unwrap().insert("value".into(), toml::Value::Float(value * 2.0));
+    }
+    let fast = Calibration::from_toml_str("proposal.toml", &doc.to_string()).unwrap();
     let small_k = shape(&[("M", 8192), ("N", 8192), ("K", 64)]);
     let v = program(&example("gemm_bf16_ws"));
     let before = cost::estimate(&v, sm90(), &small_k).unwrap().predicted_ms;

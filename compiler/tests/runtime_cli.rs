@@ -114,6 +114,8 @@ fn a_rejected_program_runs_only_unverified() {
         "--unsafe-skip-verify",
         "--shape",
         "M=128,N=256,K=64",
+        "--dist",
+        "normal",
         "--timeout",
         "20",
         "--evidence",
