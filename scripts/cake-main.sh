@@ -6,8 +6,10 @@
 #   bash scripts/cake-main.sh                 # all of examples/*.cake
 #   bash scripts/cake-main.sh a.cake b.cake   # just these programs
 #
-# Stages today: check, fmt --check. Stages planned (they say so when reached): lower to CUDA,
-# build cubins with NVRTC, run on the GPU (only where nvidia-smi finds one), evolution `propose`.
+# Stages: check (parse, types, verifier), fmt --check, lower to CUDA, build cubins with NVRTC
+# (ptxas facts), predict cost at the workload's headline shape, run on the GPU against the oracle
+# and bench against cuBLAS (only where nvidia-smi finds a GPU), the corpus gate, and the
+# compiler-evolution loop (mine → propose → gate → queue) on the bundled evidence.
 # To add a stage: write a stage_* function and add it to STAGES below.
 #
 # Environment:
@@ -22,7 +24,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$CAKE_ROOT"
 
-STAGES=(stage_check stage_fmt stage_lower stage_build stage_gpu_run stage_evolve_propose)
+STAGES=(stage_check stage_fmt stage_lower stage_build stage_cost stage_gpu_run stage_corpus stage_evolve_propose)
 
 if [ "$#" -gt 0 ]; then
   PROGRAMS=("$@")
@@ -110,24 +112,137 @@ stage_fmt() {
   return "$bad"
 }
 
-planned() { echo "not built yet: $1"; result "$2" "(all)" "skipped: not built yet"; }
+OUTDIR=$CAKE_ROOT/target/cake-main
+mkdir -p "$OUTDIR"
+stem() { local b=${1##*/}; echo "${b%.cake}"; }
 
-stage_lower() { planned "cake lower (Cake IR -> CUDA C++ with inline PTX)" lower; }
+# The workload's headline shape of a program (`M=8192,N=8192,K=8192`), empty when it has none.
+headline() {
+  local wl=${1%.cake}.workload.toml
+  [ -f "$wl" ] || return 0
+  python3 - "$wl" <<'PY'
+import sys, tomllib
+h = tomllib.load(open(sys.argv[1], "rb")).get("headline") or {}
+print(",".join(f"{k}={v}" for k, v in h.items()))
+PY
+}
 
-stage_build() { planned "cake build (NVRTC -> cubin, ptxas resource report)" build; }
+have_toolchain() { [ -n "${CAKE_NVRTC_LIB:-}" ] || [ -n "${CAKE_CUDA_HOME:-}" ]; }
+have_gpu() { command -v nvidia-smi >/dev/null 2>&1 && [ -n "$(nvidia-smi -L 2>/dev/null)" ]; }
+
+stage_lower() {
+  local p rc bad=0 out
+  for p in "${PROGRAMS[@]}"; do
+    out=$OUTDIR/$(stem "$p").cu
+    echo "--- cake lower $p > $out"
+    if "$CAKE" lower "$p" >"$out"; then rc=0; else rc=$?; fi
+    result lower "$p" "$(verdict "$rc" "$(wc -l <"$out") lines of CUDA" "not lowered")"
+    [ "$rc" = 0 ] || bad=1
+  done
+  return "$bad"
+}
+
+stage_build() {
+  if ! have_toolchain; then
+    echo "no CUDA toolchain: skipping NVRTC builds"
+    result build "(all)" "skipped: no CUDA toolchain"
+    return 0
+  fi
+  local p rc bad=0 dir facts
+  for p in "${PROGRAMS[@]}"; do
+    dir=$OUTDIR/$(stem "$p")
+    echo "--- cake build $p -o $dir"
+    if facts=$("$CAKE" build "$p" -o "$dir"); then rc=0; else rc=$?; fi
+    echo "$facts"
+    # `cake build` ends with one summary line: registers, spills, shared memory, threads.
+    facts=$(echo "$facts" | tail -n 1 | sed 's/^built [^:]*: //; s/ → .*//')
+    result build "$p" "$(verdict "$rc" "${facts:-built}" "build failed")"
+    [ "$rc" = 0 ] || bad=1
+  done
+  return "$bad"
+}
+
+stage_cost() {
+  local p rc bad=0 shape out
+  for p in "${PROGRAMS[@]}"; do
+    shape=$(headline "$p")
+    if [ -z "$shape" ]; then
+      result cost "$p" "skipped: no workload headline shape"
+      continue
+    fi
+    echo "--- cake cost $p --shape $shape"
+    if out=$("$CAKE" cost "$p" --shape "$shape" 2>&1); then rc=0; else rc=$?; fi
+    echo "$out"
+    if [ "$rc" != 0 ] && grep -q 'C100' <<<"$out"; then
+      # A target without calibration predicts nothing, by design (no borrowed numbers).
+      result cost "$p" "not calibrated for its target (no prediction, by design)"
+      continue
+    fi
+    result cost "$p" "$(verdict "$rc" "$(grep -m1 -i 'bottleneck' <<<"$out" | sed 's/^ *//' || echo "predicted at $shape")" "no prediction")"
+    [ "$rc" = 0 ] || bad=1
+  done
+  return "$bad"
+}
 
 stage_gpu_run() {
-  local gpus
-  if command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null) && [ -n "$gpus" ]; then
-    echo "GPU found: $gpus"
-    planned "GPU runs against the oracle, with timings" gpu-run
-  else
+  if ! have_gpu; then
     echo "no GPU found (nvidia-smi missing or lists none): skipping GPU runs"
     result gpu-run "(all)" "skipped: no GPU"
+    return 0
+  fi
+  echo "GPU found: $(nvidia-smi -L)"
+  local p rc bad=0
+  for p in "${PROGRAMS[@]}"; do
+    [ -f "${p%.cake}.workload.toml" ] || { result gpu-run "$p" "skipped: no workload"; continue; }
+    echo "--- cake run $p (workload shapes x distributions, oracle, timings)"
+    if "$CAKE" run "$p"; then rc=0; else rc=$?; fi
+    result gpu-run "$p" "$(verdict "$rc" "every run matches the oracle" "a run failed (see records)")"
+    [ "$rc" = 0 ] || bad=1
+    echo "--- cake bench $p (headline shape, against cuBLAS where the workload names it)"
+    "$CAKE" bench "$p" || bad=1
+  done
+  return "$bad"
+}
+
+stage_corpus() {
+  local tiers=(--tier static)
+  have_toolchain && tiers+=(--tier compile)
+  have_gpu && tiers+=(--tier gpu)
+  echo "--- cake corpus gate ${tiers[*]} --baseline corpus/results/baseline.json"
+  if "$CAKE" corpus gate "${tiers[@]}" --baseline corpus/results/baseline.json --no-progress \
+    -o "$OUTDIR/corpus-results.json" --report "$OUTDIR/corpus-report.md"; then
+    result corpus "corpus/" "no regression (report: target/cake-main/corpus-report.md)"
+  else
+    result corpus "corpus/" "regressions (see target/cake-main/corpus-report.md)"
+    return 1
   fi
 }
 
-stage_evolve_propose() { planned "cake-evolve-compiler propose (evidence -> compiler proposals)" propose; }
+# The compiler-evolution loop, offline, on the bundled evidence (records of real broken
+# candidates run through the harness on the H200). It runs in a throwaway clone, so this
+# repository gets no branches and no queue records: mine → propose (rule proposals on
+# evolve/* branches, each gated by the corpus and principles P1–P8) → the review queue.
+stage_evolve_propose() {
+  local evolve=${CAKE_EVOLVE_BIN:-$CAKE_ROOT/target/release/cake-evolve-compiler}
+  if [ ! -x "$evolve" ]; then
+    echo "no cake-evolve-compiler binary at $evolve: skipping (set CAKE_EVOLVE_BIN)"
+    result propose "(all)" "skipped: no cake-evolve-compiler"
+    return 0
+  fi
+  local clone store=$CAKE_ROOT/evolution/evidence/bundle
+  clone=$(mktemp -d)/cake
+  git clone -q "$CAKE_ROOT" "$clone" || { result propose "(all)" "clone failed"; return 1; }
+  echo "--- cake-evolve-compiler mine --store evolution/evidence/bundle"
+  "$evolve" mine --store "$store" --top 8 || true
+  echo "--- cake-evolve-compiler propose (in a throwaway clone: $clone)"
+  if "$evolve" propose --repo "$clone" --evidence "$store" --tier static --no-progress; then
+    echo "--- cake-evolve-compiler list"
+    "$evolve" list --repo "$clone"
+    result propose "evolution/evidence/bundle" "proposals queued in $clone (review: cake-evolve-compiler show ID --repo $clone)"
+  else
+    result propose "evolution/evidence/bundle" "proposals queued, some gates failed (see above)"
+  fi
+}
 
 # ---------------------------------------------------------------------------------------------
 status=0
