@@ -987,7 +987,7 @@ impl<'a> Checker<'a> {
             names.extend(s.keys().map(String::as_str));
         }
         let d = Diagnostic::error("E0201", format!("cannot find {what} `{}`", id.name), id.span, "not defined");
-        let d = match closest(&id.name, names.into_iter()) {
+        let d = match crate::diag::closest(&id.name, names.into_iter()) {
             Some(n) => d.with_help(format!("did you mean `{n}`?")),
             None => d.with_help("declare it before use"),
         };
@@ -1318,7 +1318,7 @@ impl<'a> Checker<'a> {
         let catalog = self.catalog;
         let Some(op) = catalog.get(&func.name) else {
             let d = Diagnostic::error("E0301", format!("unknown operation `{}`", func.name), func.span, "not in the op catalog");
-            let d = match closest(&func.name, catalog.ops.iter().map(|o| o.name.as_str())) {
+            let d = match crate::diag::closest(&func.name, catalog.ops.iter().map(|o| o.name.as_str())) {
                 Some(n) => d.with_help(format!("did you mean `{n}`? `cake explain {n}` describes it")),
                 None => d.with_help("operations come from the op catalog; `cake explain --list` lists them"),
             };
@@ -1521,7 +1521,7 @@ impl<'a> Checker<'a> {
                 Some(value(s, d, sc, f))
             }),
             ResultRule::Reduce { axis, .. } | ResultRule::ReduceIndex { axis, .. } => {
-                let axis = op.param_index(axis).and_then(|i| call.args[i]).and_then(|h| const_value(&self.m, h));
+                let axis = op.param_index(axis).and_then(|i| call.args[i]).and_then(|h| self.m.const_value(h));
                 match (first(), axis) {
                     (Some(x), Some(axis)) => value_shape(&x).and_then(|mut s| {
                         let axis = usize::try_from(if axis < 0 { axis + s.len() as i64 } else { axis }).ok()?;
@@ -1620,7 +1620,7 @@ impl Facts for ArgFacts<'_> {
                 Type::Global { tensor, .. } => Value::Bool(self.m.tensors[*tensor].tma.is_some()),
                 _ => Value::Bool(false),
             },
-            "value" => const_value(self.m, h).map_or(Value::Unknown, Value::Int),
+            "value" => self.m.const_value(h).map_or(Value::Unknown, Value::Int),
             "is_literal" => Value::Bool(matches!(ty, Type::Literal { .. })),
             "same_shape" => {
                 let Some(other) = args.get(1) else { return Err("`same_shape` takes two parameters".into()) };
@@ -1632,26 +1632,6 @@ impl Facts for ArgFacts<'_> {
             }
             _ => return Err(format!("unknown fact `{name}`")),
         })
-    }
-}
-
-/// The compile-time integer value of an expression, when it has one.
-fn const_value(m: &Module, h: Handle<Expr>) -> Option<i64> {
-    match &m.exprs[h].kind {
-        ExprKind::Int(i) => Some(*i),
-        ExprKind::Unary(UnOp::Neg, x) => const_value(m, *x).map(i64::wrapping_neg),
-        ExprKind::Binary(op, a, b) => {
-            let (a, b) = (const_value(m, *a)?, const_value(m, *b)?);
-            match op {
-                BinOp::Add => a.checked_add(b),
-                BinOp::Sub => a.checked_sub(b),
-                BinOp::Mul => a.checked_mul(b),
-                BinOp::Div => a.checked_div(b),
-                BinOp::Rem => a.checked_rem(b),
-                _ => None,
-            }
-        }
-        _ => None,
     }
 }
 
@@ -1821,24 +1801,4 @@ fn first_sym(e: &pred::PExpr, op: &OpDef) -> Option<usize> {
         pred::PExpr::Bin { lhs, rhs, .. } => first_sym(lhs, op).or_else(|| first_sym(rhs, op)),
         pred::PExpr::In { value, .. } => first_sym(value, op),
     }
-}
-
-/// The known name nearest to `name` by edit distance, if it is close enough to be a typo.
-fn closest<'n>(name: &str, candidates: impl Iterator<Item = &'n str>) -> Option<&'n str> {
-    let limit = (name.len() / 3).max(1);
-    candidates.map(|c| (edit_distance(name, c), c)).filter(|(d, _)| *d <= limit).min().map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }

@@ -665,6 +665,29 @@ pub struct Module {
 }
 
 impl Module {
+    /// The compile-time integer value of an expression (literals, folded constants and integer
+    /// arithmetic on them), when it has one.
+    pub fn const_value(&self, h: Handle<Expr>) -> Option<i64> {
+        match &self.exprs[h].kind {
+            ExprKind::Int(i) => Some(*i),
+            ExprKind::Unary(UnOp::Neg, x) => self.const_value(*x).map(i64::wrapping_neg),
+            ExprKind::Binary(op, a, b) => {
+                let (a, b) = (self.const_value(*a)?, self.const_value(*b)?);
+                match op {
+                    BinOp::Add => a.checked_add(b),
+                    BinOp::Sub => a.checked_sub(b),
+                    BinOp::Mul => a.checked_mul(b),
+                    BinOp::Div => a.checked_div(b),
+                    BinOp::Rem => a.checked_rem(b),
+                    BinOp::Shl => u32::try_from(b).ok().and_then(|b| a.checked_shl(b)),
+                    BinOp::Shr => u32::try_from(b).ok().and_then(|b| a.checked_shr(b)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// The tile space, when declared.
     pub fn grid(&self) -> Option<&GridDecl> {
         self.grid.iter().next().map(|(_, g)| g)

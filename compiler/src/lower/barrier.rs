@@ -48,7 +48,7 @@ impl<'a> Lw<'a> {
             )),
             None => Ok(BarRef { h, addr: base, stage: None }),
             Some(i) => {
-                if let Some(v) = self.const_int(i) {
+                if let Some(v) = self.m.const_value(i) {
                     if v < 0 || v >= i64::from(d.stages) {
                         return Err(LowerError::new(
                             "L001",
@@ -118,7 +118,7 @@ impl<'a> Lw<'a> {
         let name = self.m.barriers[b.h].name.clone();
         match parity {
             Some(p) => {
-                let pc = match self.const_int(p) {
+                let pc = match self.m.const_value(p) {
                     Some(v) => format!("{}u", v & 1),
                     None => {
                         let c = self.scalar(p)?;
@@ -185,7 +185,7 @@ impl<'a> Lw<'a> {
         }
         let b = self.bar_ref(be, span)?;
         let name = self.m.barriers[b.h].name.clone();
-        let n = match self.const_int(bytes) {
+        let n = match self.m.const_value(bytes) {
             Some(v) if (0..=TX_MAX as i64).contains(&v) => format!("{v}u"),
             Some(v) => {
                 return Err(LowerError::new("L004", format!("{v} transaction bytes are outside the mbarrier's range (0..={TX_MAX})"), span));

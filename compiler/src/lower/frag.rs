@@ -344,7 +344,7 @@ impl<'a> Lw<'a> {
             ExprKind::Binary(_, a, b) => merge(vec![self.layout_of(*a)?, self.layout_of(*b)?])?,
             ExprKind::Call(c) if c.op.starts_with("reduce_") => {
                 let x = c.args.first().copied().flatten().ok_or_else(|| LowerError::new("L001", "reduce without operand", span))?;
-                let axis = c.args.get(1).copied().flatten().and_then(|a| self.const_int(a)).unwrap_or(-1);
+                let axis = c.args.get(1).copied().flatten().and_then(|a| self.m.const_value(a)).unwrap_or(-1);
                 let lx = self.layout_of(x)?.ok_or_else(|| unsupported("a reduction over a non-fragment", span))?;
                 Some(lx.reduced(axis).ok_or_else(|| {
                     unsupported(format!("reduction over axis {axis} of the {}", lx.describe()), span)
@@ -771,7 +771,7 @@ impl<'a> Lw<'a> {
                     match self.next_use_is_wgmma(l, &body.stmts) {
                         None => continue,
                         Some(r) => {
-                            let trips = match (self.const_int(*lo), self.const_int(*hi)) {
+                            let trips = match (self.m.const_value(*lo), self.m.const_value(*hi)) {
                                 (Some(a), Some(b)) => b - a,
                                 _ => 0,
                             };

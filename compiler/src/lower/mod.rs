@@ -1237,7 +1237,7 @@ impl<'a> Lw<'a> {
                 let name = self.local_name(*var);
                 let lo_c = self.scalar(*lo)?;
                 let hi_c = self.scalar(*hi)?;
-                let trips = match (self.const_int(*lo), self.const_int(*hi)) {
+                let trips = match (self.m.const_value(*lo), self.m.const_value(*hi)) {
                     (Some(a), Some(b)) => Some(b - a),
                     _ => None,
                 };
@@ -1512,7 +1512,7 @@ impl<'a> Lw<'a> {
                 Ok(())
             }
             "cp_async_wait" => {
-                let n = self.const_int(need_arg(0)?).ok_or_else(|| LowerError::new("L001", "cp_async_wait needs a constant", span))?;
+                let n = self.m.const_value(need_arg(0)?).ok_or_else(|| LowerError::new("L001", "cp_async_wait needs a constant", span))?;
                 self.need(Helper::CpAsyncWait);
                 self.w.line(format!("cake_cp_async_wait<{n}>();"));
                 Ok(())
@@ -1563,28 +1563,6 @@ impl<'a> Lw<'a> {
         n
     }
 
-    /// A compile-time integer value of an expression, when it has one.
-    fn const_int(&self, e: Handle<Expr>) -> Option<i64> {
-        match &self.m.exprs[e].kind {
-            ExprKind::Int(v) => Some(*v),
-            ExprKind::Unary(UnOp::Neg, a) => self.const_int(*a).map(|v| -v),
-            ExprKind::Binary(op, a, b) => {
-                let (a, b) = (self.const_int(*a)?, self.const_int(*b)?);
-                match op {
-                    BinOp::Add => a.checked_add(b),
-                    BinOp::Sub => a.checked_sub(b),
-                    BinOp::Mul => a.checked_mul(b),
-                    BinOp::Div => a.checked_div(b),
-                    BinOp::Rem => a.checked_rem(b),
-                    BinOp::Shl => a.checked_shl(b as u32),
-                    BinOp::Shr => a.checked_shr(b as u32),
-                    _ => None,
-                }
-            }
-            _ => None,
-        }
-    }
-
     /// A number every value of the integer expression is a multiple of (0: the value is 0).
     fn known_multiple(&self, e: Handle<Expr>) -> i64 {
         let m = self.m;
@@ -1593,7 +1571,7 @@ impl<'a> Lw<'a> {
             ExprKind::Dim(d) => m.dims[*d].multiple_of.unwrap_or(1).abs(),
             ExprKind::Unary(UnOp::Neg, a) => self.known_multiple(*a),
             ExprKind::Binary(BinOp::Mul, a, b) => self.known_multiple(*a).saturating_mul(self.known_multiple(*b)),
-            ExprKind::Binary(BinOp::Shl, a, b) => match self.const_int(*b) {
+            ExprKind::Binary(BinOp::Shl, a, b) => match self.m.const_value(*b) {
                 Some(s) if (0..40).contains(&s) => self.known_multiple(*a).saturating_mul(1 << s),
                 _ => 1,
             },

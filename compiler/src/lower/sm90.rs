@@ -111,7 +111,7 @@ impl<'a> Lw<'a> {
                     total += bytes * mult;
                 }
                 Stmt::For { lo, hi, body, .. } => {
-                    let trips = match (self.const_int(*lo), self.const_int(*hi)) {
+                    let trips = match (self.m.const_value(*lo), self.m.const_value(*hi)) {
                         (Some(a), Some(b)) => Some((b - a).max(0) as u64),
                         _ => None,
                     };
@@ -367,7 +367,7 @@ impl<'a> Lw<'a> {
     /// `tma_store_wait(n)`: the thread that issued the role's TMA stores waits until at most `n`
     /// of them still read their sources, then the role meets so any thread may overwrite them.
     pub(crate) fn tma_store_wait(&mut self, n: Handle<Expr>, span: Span) -> Result<(), LowerError> {
-        let n = self.const_int(n).ok_or_else(|| LowerError::new("L001", "tma_store_wait needs a constant", span))?;
+        let n = self.m.const_value(n).ok_or_else(|| LowerError::new("L001", "tma_store_wait needs a constant", span))?;
         self.need(Helper::TmaStoreWait);
         let call = format!("cake_tma_store_wait_read<{n}>();  // at most {n} TMA store(s) still reading shared memory");
         match self.is_leader_guarded() {
@@ -515,7 +515,7 @@ impl<'a> Lw<'a> {
     }
 
     pub(crate) fn wgmma_wait(&mut self, n: Handle<Expr>, span: Span) -> Result<(), LowerError> {
-        let n = self.const_int(n).ok_or_else(|| LowerError::new("L001", "wgmma_wait needs a constant", span))?;
+        let n = self.m.const_value(n).ok_or_else(|| LowerError::new("L001", "wgmma_wait needs a constant", span))?;
         self.need(Helper::WgmmaWait);
         self.w.line(format!("cake_wgmma_wait<{n}>();"));
         let accs = self.role.as_ref().map(|r| r.wgmma_accs.clone()).unwrap_or_default();

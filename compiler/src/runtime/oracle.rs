@@ -79,6 +79,25 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
+impl CheckReport {
+    /// An empty report for `oracle` (nothing checked yet, not passed).
+    pub fn new(oracle: &str, tolerance: Tolerance) -> CheckReport {
+        CheckReport {
+            oracle: oracle.to_string(),
+            tolerance,
+            checked: 0,
+            mismatches: 0,
+            nonfinite: 0,
+            first_bad: Vec::new(),
+            max_abs_err: 0.0,
+            max_err_over_tol: 0.0,
+            rel_l2_err: 0.0,
+            ties_accepted: 0,
+            passed: false,
+        }
+    }
+}
+
 pub const MAX_REPORTED: usize = 10;
 
 /// Run `f` over `items` on all cores; results in item order.
@@ -128,19 +147,7 @@ impl Comparer {
         Comparer {
             tol,
             abs_tol: tol.atol * ref_rms,
-            report: CheckReport {
-                oracle: oracle.to_string(),
-                tolerance: tol,
-                checked: 0,
-                mismatches: 0,
-                nonfinite: 0,
-                first_bad: Vec::new(),
-                max_abs_err: 0.0,
-                max_err_over_tol: 0.0,
-                rel_l2_err: 0.0,
-                ties_accepted: 0,
-                passed: false,
-            },
+            report: CheckReport::new(oracle, tol),
             sq_err: 0.0,
             sq_ref: 0.0,
         }
@@ -287,19 +294,7 @@ pub fn kmeans_assign(
     assert_eq!(x.len(), bsz as usize * nu * du, "X has B·N·D elements");
     assert_eq!(c.len(), bsz as usize * ku * du, "C has B·K·D elements");
     assert_eq!(idx.len(), bsz as usize * nu, "Idx has B·N elements");
-    let mut report = CheckReport {
-        oracle: "kmeans_assign".into(),
-        tolerance: tol,
-        checked: 0,
-        mismatches: 0,
-        nonfinite: 0,
-        first_bad: Vec::new(),
-        max_abs_err: 0.0,
-        max_err_over_tol: 0.0,
-        rel_l2_err: 0.0,
-        ties_accepted: 0,
-        passed: false,
-    };
+    let mut report = CheckReport::new("kmeans_assign", tol);
     // Every index must name a centroid (poisoned outputs read -1).
     let mut out_of_range = Vec::new();
     for (flat, &j) in idx.iter().enumerate() {

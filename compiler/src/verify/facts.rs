@@ -1550,7 +1550,7 @@ fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Exp
     if let Type::Frag { scope: Some(s), .. } = ty {
         f.set("scope", s.name());
     }
-    if let Some(v) = const_int(m, a) {
+    if let Some(v) = m.const_value(a) {
         f.set("value", v);
     }
     let root = root_of(m, &w.lets, a);
@@ -1683,7 +1683,7 @@ fn smem_arg(m: &Module, a: Handle<Expr>, root: Root, w: &Walker, f: &mut FactSet
                     ExprKind::Pipeline(p) => ("pipeline", Some(m.pipelines[*p].name.clone())),
                     _ => ("expr", None),
                 },
-                _ if const_int(m, *e).is_some() => ("const", None),
+                _ if m.const_value(*e).is_some() => ("const", None),
                 _ => ("expr", None),
             },
             _ => ("none", None),
@@ -1722,31 +1722,9 @@ fn tensor_arg(m: &Module, lets: &HashMap<Handle<Local>, Handle<Expr>>, a: Handle
     f.set("window_is_box", window_is_box);
 }
 
-/// The compile-time integer value of an expression.
-fn const_int(m: &Module, h: Handle<Expr>) -> Option<i64> {
-    match &m.exprs[h].kind {
-        ExprKind::Int(i) => Some(*i),
-        ExprKind::Unary(UnOp::Neg, x) => const_int(m, *x).map(i64::wrapping_neg),
-        ExprKind::Binary(op, a, b) => {
-            let (a, b) = (const_int(m, *a)?, const_int(m, *b)?);
-            match op {
-                BinOp::Add => a.checked_add(b),
-                BinOp::Sub => a.checked_sub(b),
-                BinOp::Mul => a.checked_mul(b),
-                BinOp::Div => a.checked_div(b),
-                BinOp::Rem => a.checked_rem(b),
-                BinOp::Shl => u32::try_from(b).ok().and_then(|b| a.checked_shl(b)),
-                BinOp::Shr => u32::try_from(b).ok().and_then(|b| a.checked_shr(b)),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
-}
-
 /// An integer expression as `base + (a multiple of step)`; step 0 means exactly `base`.
 fn form(m: &Module, h: Handle<Expr>, depth: u32) -> (i64, i64) {
-    if let Some(c) = const_int(m, h) {
+    if let Some(c) = m.const_value(h) {
         return (c, 0);
     }
     if depth > 32 {
@@ -1760,7 +1738,7 @@ fn form(m: &Module, h: Handle<Expr>, depth: u32) -> (i64, i64) {
                 BinOp::Sub => (ba.saturating_sub(bb), gcd(sa, sb)),
                 // (ba + A)(bb + B) = ba·bb + ba·B + bb·A + A·B
                 BinOp::Mul => (ba.saturating_mul(bb), gcd(gcd(ba.saturating_mul(sb), bb.saturating_mul(sa)), sa.saturating_mul(sb))),
-                BinOp::Shl => match const_int(m, *b).and_then(|s| u32::try_from(s).ok()).and_then(|s| 1i64.checked_shl(s)) {
+                BinOp::Shl => match m.const_value(*b).and_then(|s| u32::try_from(s).ok()).and_then(|s| 1i64.checked_shl(s)) {
                     Some(k) => (ba.saturating_mul(k), sa.saturating_mul(k)),
                     None => (0, 1),
                 },
@@ -1793,7 +1771,7 @@ impl Intervals<'_, '_> {
     /// The values an integer expression may take (over-approximated).
     fn of(&self, h: Handle<Expr>, depth: u32) -> Iv {
         let m = self.m;
-        if let Some(c) = const_int(m, h) {
+        if let Some(c) = m.const_value(h) {
             return Iv { lo: Some(c), hi: Some(c) };
         }
         if depth > 32 {
@@ -1838,15 +1816,15 @@ impl Intervals<'_, '_> {
                     BinOp::Add => Iv { lo: add(x.lo, y.lo), hi: add(x.hi, y.hi) },
                     BinOp::Sub => Iv { lo: sub(x.lo, y.hi), hi: sub(x.hi, y.lo) },
                     BinOp::Mul => mul(x, y),
-                    BinOp::Shl => match const_int(m, *b).and_then(|s| u32::try_from(s).ok()).and_then(|s| 1i64.checked_shl(s)) {
+                    BinOp::Shl => match m.const_value(*b).and_then(|s| u32::try_from(s).ok()).and_then(|s| 1i64.checked_shl(s)) {
                         Some(k) => mul(x, pt(k, k)),
                         None => ANY,
                     },
-                    BinOp::Div => match const_int(m, *b) {
+                    BinOp::Div => match m.const_value(*b) {
                         Some(c) if c > 0 && x.lo.is_some_and(|l| l >= 0) => Iv { lo: x.lo.map(|l| l / c), hi: x.hi.map(|h| h / c) },
                         _ => ANY,
                     },
-                    BinOp::Rem => match const_int(m, *b) {
+                    BinOp::Rem => match m.const_value(*b) {
                         Some(c) if c > 0 && x.lo.is_some_and(|l| l >= 0) => Iv { lo: Some(0), hi: Some(x.hi.map_or(c - 1, |h| h.min(c - 1))) },
                         Some(c) if c > 0 => pt(-(c - 1), c - 1),
                         _ => ANY,

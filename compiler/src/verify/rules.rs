@@ -819,7 +819,7 @@ impl<'c> Vocab<'c> {
     }
 
     fn unknown_word(&self, s: &str) -> String {
-        let near = closest(s, self.facts.keys().map(String::as_str));
+        let near = crate::diag::closest(s, self.facts.keys().map(String::as_str));
         let mut m = format!("`{s}` is neither a fact of `{}` nor a known literal", self.applies);
         if let Some(n) = near {
             m.push_str(&format!(" (did you mean `{n}`?)"));
@@ -877,25 +877,6 @@ impl<'c> Vocab<'c> {
         }
         Err(format!("`{field} = \"{key}\"` is not a span of `{}`; its spans: {}", self.applies, keys.join(", ")))
     }
-}
-
-fn closest<'n>(name: &str, candidates: impl Iterator<Item = &'n str>) -> Option<&'n str> {
-    let limit = (name.len() / 3).max(1);
-    candidates.map(|c| (edit_distance(name, c), c)).filter(|(d, _)| *d <= limit).min().map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
