@@ -30,10 +30,15 @@ if [ "${CI:-}" = true ]; then
   export CARGO_INCREMENTAL=0 # a clean build gains nothing from incremental artifacts
 fi
 
+# The runner's output is kept so the closing line can count what ran (see the end).
+RUNNER_LOG=$(mktemp)
+trap 'rm -f "$RUNNER_LOG"' EXIT
+run_logged() { set -o pipefail; "$@" 2>&1 | tee -a "$RUNNER_LOG"; }
+
 if cargo nextest --version >/dev/null 2>&1; then
   if phase "build: workspace tests" cargo nextest run --workspace "${cargo_flags[@]}" --no-run; then
     phase "test: workspace (cargo nextest)" \
-      cargo nextest run --workspace "${cargo_flags[@]}" --no-fail-fast "$@" || true
+      run_logged cargo nextest run --workspace "${cargo_flags[@]}" --no-fail-fast "$@" || true
   fi
 else
   echo "cargo-nextest not found: using cargo test"
@@ -41,15 +46,27 @@ else
   targets=(--lib --bins --tests)
   if phase "build: workspace tests" cargo test --workspace "${cargo_flags[@]}" "${targets[@]}" --no-run; then
     phase "test: workspace (cargo test)" \
-      cargo test --workspace "${cargo_flags[@]}" "${targets[@]}" --no-fail-fast "$@" || true
+      run_logged cargo test --workspace "${cargo_flags[@]}" "${targets[@]}" --no-fail-fast "$@" || true
   fi
 fi
 # nextest does not run doc tests; cargo test --doc does.
 phase "test: doc tests" cargo test --workspace "${cargo_flags[@]}" --doc || true
 
 phase_summary "scripts/test.sh"
+# One plain closing line with the counts of the workspace run (the doc-test phase, which has no
+# tests today, would otherwise print the last "0 passed").
+python3 - "$RUNNER_LOG" <<'PY'
+import re, sys
+text = open(sys.argv[1], errors="replace").read()
+m = re.findall(r"tests run: (\d+) passed(?:, (\d+) failed)?(?:, (\d+) skipped)?", text)
+if m:
+    p, f, sk = m[-1]
+    print(f"test.sh: {p} passed, {f or 0} failed, {sk or 0} skipped")
+else:
+    runs = re.findall(r"test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored", text)
+    print(f"test.sh: {sum(int(r[0]) for r in runs)} passed, {sum(int(r[1]) for r in runs)} failed, {sum(int(r[2]) for r in runs)} skipped")
+PY
 if [ "$CAKE_PHASES_FAILED" != 0 ]; then
   echo "test.sh: $CAKE_PHASES_FAILED phase(s) failed" >&2
   exit 1
 fi
-echo "test.sh: all tests passed"
