@@ -725,17 +725,7 @@ impl<'a> Checker<'a> {
             AK::Unary { op: UnOp::Neg, operand } => Ok(self.try_const(operand)?.wrapping_neg()),
             AK::Binary { op, lhs, rhs } => {
                 let (a, b) = (self.try_const(lhs)?, self.try_const(rhs)?);
-                let v = match op {
-                    BinOp::Add => a.checked_add(b),
-                    BinOp::Sub => a.checked_sub(b),
-                    BinOp::Mul => a.checked_mul(b),
-                    BinOp::Div => a.checked_div(b),
-                    BinOp::Rem => a.checked_rem(b),
-                    BinOp::Shl => u32::try_from(b).ok().and_then(|b| a.checked_shl(b)),
-                    BinOp::Shr => u32::try_from(b).ok().and_then(|b| a.checked_shr(b)),
-                    _ => None,
-                };
-                v.ok_or(e.span)
+                op.fold_int(a, b).ok_or(e.span)
             }
             _ => Err(e.span),
         }

@@ -672,17 +672,7 @@ impl Module {
             ExprKind::Int(i) => Some(*i),
             ExprKind::Unary(UnOp::Neg, x) => self.const_value(*x).map(i64::wrapping_neg),
             ExprKind::Binary(op, a, b) => {
-                let (a, b) = (self.const_value(*a)?, self.const_value(*b)?);
-                match op {
-                    BinOp::Add => a.checked_add(b),
-                    BinOp::Sub => a.checked_sub(b),
-                    BinOp::Mul => a.checked_mul(b),
-                    BinOp::Div => a.checked_div(b),
-                    BinOp::Rem => a.checked_rem(b),
-                    BinOp::Shl => u32::try_from(b).ok().and_then(|b| a.checked_shl(b)),
-                    BinOp::Shr => u32::try_from(b).ok().and_then(|b| a.checked_shr(b)),
-                    _ => None,
-                }
+                op.fold_int(self.const_value(*a)?, self.const_value(*b)?)
             }
             _ => None,
         }

@@ -208,6 +208,21 @@ impl BinOp {
         }
     }
 
+    /// The operator applied to two compile-time integers: `None` for a non-arithmetic operator,
+    /// overflow, division by zero or a shift out of range.
+    pub fn fold_int(self, a: i64, b: i64) -> Option<i64> {
+        match self {
+            BinOp::Add => a.checked_add(b),
+            BinOp::Sub => a.checked_sub(b),
+            BinOp::Mul => a.checked_mul(b),
+            BinOp::Div => a.checked_div(b),
+            BinOp::Rem => a.checked_rem(b),
+            BinOp::Shl => u32::try_from(b).ok().and_then(|b| a.checked_shl(b)),
+            BinOp::Shr => u32::try_from(b).ok().and_then(|b| a.checked_shr(b)),
+            _ => None,
+        }
+    }
+
     /// Binding strength: higher binds tighter. All binary operators are left-associative.
     pub fn precedence(self) -> u8 {
         match self {
