@@ -19,7 +19,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[command(
     name = "cake",
     version,
-    about = "Cake IR: check, format and explain GPU kernel schedule programs (.cake files)",
+    about = "Cake IR: check (types + verifier), format, explain, lower, build, cost, run and bench GPU kernel schedule programs (.cake files)",
     after_help = "Exit status: 0 clean, 1 findings, 2 usage or I/O error."
 )]
 struct Cli {
@@ -51,7 +51,7 @@ enum ColorWhen {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Parse and type-check .cake files (`-` reads standard input).
+    /// Parse, type-check and verify .cake files (`-` reads standard input).
     Check {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
