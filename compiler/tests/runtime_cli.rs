@@ -56,6 +56,10 @@ fn run_without_a_gpu_skips_and_records() {
     if !build_failed {
         assert_eq!(rec.shape["M"], 128);
         assert_eq!(rec.dist, "normal");
+        // sm_90a is calibrated: the record carries the cost model's prediction for this shape,
+        // which mining compares with the measured time.
+        let p = rec.prediction.as_ref().expect("a prediction for a calibrated target");
+        assert!(p.predicted_ms > 0.0 && !p.bottleneck.is_empty(), "{p:?}");
     }
     match code {
         3 => {

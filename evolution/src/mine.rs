@@ -10,7 +10,10 @@
 //! * any run record: the notable lines of its ptxas report (spills, ignored `setmaxnreg`,
 //!   serialized wgmma), once per program;
 //! * a failure report: its class and message; with `extra.predicted_ms` and `extra.measured_ms`,
-//!   the predicted/measured ratio bin instead of the message (cost-model evidence).
+//!   the predicted/measured ratio bin instead of the message (cost-model evidence);
+//! * a run record that passed and carries the cost model's `prediction`: when the
+//!   predicted/measured ratio falls outside the accurate bin, a `cost_model.misprediction`
+//!   observation with the ratio bin and the named bottleneck (evidence for recalibration).
 //!
 //! Records that passed, were skipped (no GPU), or failed for the harness's own reasons
 //! ([`HARNESS_CLASSES`]: a bad workload spec, I/O) yield nothing else.
@@ -312,7 +315,19 @@ fn run_observations(id: &str, r: &RunRecord, out: &mut Vec<Observation>) {
     };
     let measured_s = r.times_ms.as_ref().map_or(0.0, |t| t.samples_ms.iter().sum::<f64>() * (1.0 + f64::from(t.warmup) / f64::from(t.repeats.max(1))) / 1e3);
     match (r.verdict, &r.error) {
-        (Verdict::Pass | Verdict::Skipped, _) => {}
+        (Verdict::Pass, _) => {
+            if let (Some(p), Some(t)) = (&r.prediction, &r.times_ms) {
+                let bin = ratio_bin(p.predicted_ms, t.median_ms);
+                if !bin.contains("accurate") && t.median_ms > 0.0 {
+                    let message = format!(
+                        "predicted {:.4} ms ({} bound, calibration {:?}), measured {:.4} ms",
+                        p.predicted_ms, p.bottleneck, p.calibration, t.median_ms
+                    );
+                    out.push(base(Stage::Run, "cost_model.misprediction".into(), format!("{bin}, {} bound", p.bottleneck), message, 0.0));
+                }
+            }
+        }
+        (Verdict::Skipped, _) => {}
         // The harness's own trouble (no GPU, a bad workload spec, I/O) says nothing about the program.
         (Verdict::Error, Some(e)) if HARNESS_CLASSES.contains(&e.class.as_str()) => {}
         (Verdict::Timeout, e) => {

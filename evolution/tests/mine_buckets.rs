@@ -238,3 +238,39 @@ fn programs_missing_from_the_store_are_bucketed_with_a_warning() {
     assert_eq!((b.construct_kind.as_str(), b.attribution[0].as_str(), b.verifier.unknown), ("kernel", "none", 1));
     assert!(report.warnings.iter().any(|w| w.starts_with("warning[M001]")), "{:?}", report.warnings);
 }
+
+/// Passing runs whose measured time is far from the cost model's prediction are evidence for
+/// recalibration; accurate ones are not failures.
+#[test]
+fn mispredicted_passing_runs_become_cost_model_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EvidenceStore::open(dir.path()).unwrap();
+    let timed = |sha: &str, created: u64, predicted: f64, measured: f64| {
+        let mut r = run_record(sha, "pass", None, created, serde_json::json!([]));
+        r.times_ms = serde_json::from_value(serde_json::json!({
+            "median_ms": measured, "min_ms": measured, "p90_ms": measured, "mean_ms": measured,
+            "repeats": 5, "warmup": 1, "l2_flush_bytes": 268435456u64, "samples_ms": vec![measured; 5]
+        }))
+        .unwrap();
+        r.prediction = Some(cake::runtime::record::Prediction {
+            predicted_ms: predicted,
+            bottleneck: "memory".into(),
+            calibration: "test".into(),
+        });
+        r
+    };
+    let mut shas = Vec::new();
+    for (i, (p, m)) in [(1.0, 2.0), (0.5, 1.5), (1.0, 1.02)].into_iter().enumerate() {
+        let src = variant(GEMM, 100 + i);
+        let sha = store.put_program(&src).unwrap().sha256;
+        store.append(timed(&sha, i as u64, p, m)).unwrap();
+        shas.push(sha);
+    }
+    let report = mine_report(&store);
+    let cost: Vec<&Bucket> = report.buckets.iter().filter(|b| b.class == "cost_model.misprediction").collect();
+    assert_eq!(cost.len(), 2, "{:#?}", report.buckets);
+    assert!(cost.iter().all(|b| b.signature.contains("predicted too fast") || b.signature.contains("far too fast")));
+    assert!(cost.iter().all(|b| b.signature.contains("memory bound")));
+    // The accurate run (1.0 predicted, 1.02 measured) yields nothing.
+    assert!(!report.buckets.iter().any(|b| b.program_hashes.contains(&shas[2])));
+}

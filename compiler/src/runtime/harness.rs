@@ -336,6 +336,7 @@ pub fn run(
                 prelude.gpu.as_ref(),
             );
             rec.notes.splice(0..0, prelude.notes.iter().cloned());
+            rec.prediction = predict(&validated, shape);
             if rec.verdict == Verdict::Timeout {
                 timeouts += 1;
             }
@@ -466,4 +467,16 @@ mod tests {
         assert_eq!(choose_arch(t.get("sm_100a").unwrap(), Some(&h200)).unwrap_err().class, "arch");
         assert_eq!(choose_arch(t.get("sm_80").unwrap(), None).unwrap().0, "sm_80");
     }
+}
+
+/// The cost model's prediction for a run, when the program's target is calibrated (a target
+/// without calibration predicts nothing, and the record says nothing).
+fn predict(validated: &Validated, shape: &Shape) -> Option<record::Prediction> {
+    let calibration = crate::cost::builtin_calibration(&validated.module().target).ok()?;
+    let estimate = crate::cost::estimate(validated, calibration, shape).ok()?;
+    Some(record::Prediction {
+        predicted_ms: estimate.predicted_ms,
+        bottleneck: estimate.bottleneck.as_str().to_string(),
+        calibration: calibration.meta.fitted_on.clone(),
+    })
 }

@@ -123,7 +123,22 @@ pub struct RunRecord {
     pub baseline: Option<BaselineReport>,
     pub launch: Option<LaunchFacts>,
     pub ptxas: Option<PtxasReport>,
+    /// What the cost model predicted for this program and shape, when its target is calibrated.
+    /// Beside `times_ms` it is evidence for recalibration: the evolution engine mines
+    /// predicted/measured ratios from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<Prediction>,
     pub notes: Vec<String>,
+}
+
+/// The cost model's estimate recorded with a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    pub predicted_ms: f64,
+    /// `tensor-core`, `memory`, `epilogue` or `latency/sync`.
+    pub bottleneck: String,
+    /// `fitted_on` of the calibration used ("" for initial values never fitted).
+    pub calibration: String,
 }
 
 impl RunRecord {
@@ -180,6 +195,7 @@ impl RunRecord {
             baseline,
             launch: r.launch.clone(),
             ptxas,
+            prediction: None,
             notes: r.notes.clone(),
         }
     }
