@@ -548,6 +548,29 @@ fn created_by() -> String {
     format!("cake-evolve-compiler {}", env!("CARGO_PKG_VERSION"))
 }
 
+/// Queue a new record, then (with `opts.run_gates`) gate its commit and record the results.
+/// The record is saved before gating, so an interrupted run keeps the proposal. Returns the
+/// gates' one-line summary, or "gates not run".
+fn save_and_gate(
+    repo: &Repository,
+    gater: &mut Gater,
+    opts: &ProposeOptions,
+    qdir: &Path,
+    base: Oid,
+    commit: Oid,
+    rec: &mut Record,
+) -> Result<String, String> {
+    save(qdir, rec)?;
+    if !opts.run_gates {
+        return Ok("gates not run".into());
+    }
+    let report = gater.gate(repo, base, commit)?;
+    rec.gates_passed = Some(report.passed);
+    rec.gates = report.gates.clone();
+    save(qdir, rec)?;
+    Ok(report.summary_line())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn propose_rule(
     repo: &Repository,
@@ -628,16 +651,8 @@ fn propose_rule(
         review: None,
         history: previous.map(|p| p.history.into_iter().chain(p.review).collect()).unwrap_or_default(),
     };
-    save(qdir, &rec)?;
-    let detail = if opts.run_gates {
-        let report = gater.gate(repo, base, commit)?;
-        rec.gates_passed = Some(report.passed);
-        rec.gates = report.gates.clone();
-        save(qdir, &rec)?;
-        format!("{} requires `{}` on `{}`; {}", draft.code, draft.require, draft.applies_to, report.summary_line())
-    } else {
-        format!("{} requires `{}` on `{}`; gates not run", draft.code, draft.require, draft.applies_to)
-    };
+    let gates = save_and_gate(repo, gater, opts, qdir, base, commit, &mut rec)?;
+    let detail = format!("{} requires `{}` on `{}`; {gates}", draft.code, draft.require, draft.applies_to);
     records.insert(id.clone(), rec);
     Ok(out("proposed", Some(id), detail))
 }
@@ -745,16 +760,8 @@ fn propose_primitives(
             review: None,
             history: previous.map(|p| p.history.into_iter().chain(p.review).collect()).unwrap_or_default(),
         };
-        save(qdir, &rec)?;
-        let detail = if opts.run_gates {
-            let report = gater.gate(repo, base, commit)?;
-            rec.gates_passed = Some(report.passed);
-            rec.gates = report.gates.clone();
-            save(qdir, &rec)?;
-            format!("catalog entry for `{op}`; {}", report.summary_line())
-        } else {
-            format!("catalog entry for `{op}`; gates not run")
-        };
+        let gates = save_and_gate(repo, gater, opts, qdir, base, commit, &mut rec)?;
+        let detail = format!("catalog entry for `{op}`; {gates}");
         records.insert(id.clone(), rec);
         outcomes.push(out("proposed", detail));
     }
