@@ -12,8 +12,9 @@
 //! measurements (a change of shared parameters must not buy one class's accuracy with
 //! another's). The proposal is the rewritten file — the changed parameters' `value` and `source`,
 //! `[meta] fitted_on`, `[meta.accuracy]` — with Spearman rank correlation, MAPE and top-k recall
-//! before and after. The GPU measurement run that produces measurements comes later; until then
-//! measurements are read from a JSON file (`calibrate --measurements FILE`).
+//! before and after. Measurements come from a JSON file (`calibrate --measurements FILE`) or from
+//! the evidence store's timed runs (`propose`, for `cost_model.misprediction` buckets); the
+//! microbenchmark-suite fit is `crate::microbench`.
 
 use std::collections::BTreeMap;
 
@@ -47,12 +48,14 @@ pub struct Accuracy {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CalibrationDraft {
     pub target: String,
-    /// The bottleneck class refitted.
+    /// The bottleneck class refitted (a class refit), or `microbenchmark suite`.
     pub class: String,
-    /// measured / predicted, median over the class before the refit.
-    pub class_ratio: f64,
-    /// The time factor applied to the class's parameters.
-    pub factor: f64,
+    /// measured / predicted, median over the class before the refit (a class refit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_ratio: Option<f64>,
+    /// The time factor applied to the class's parameters (a class refit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
     /// Changed parameters: `name: before -> after`.
     pub params: Vec<String>,
     pub before: Accuracy,
@@ -60,6 +63,9 @@ pub struct CalibrationDraft {
     /// Measurements the model could not predict (not valid, not calibrated, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
+    /// Parameters fitted from microbenchmarks (a suite fit).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fits: Vec<crate::microbench::ParamFit>,
 }
 
 /// Spearman rank correlation (average ranks for ties).
@@ -159,7 +165,7 @@ fn class_params(b: Bottleneck) -> &'static [(&'static str, Scale)] {
 }
 
 /// Set `value` (and `source`) of `[param.NAME]` in a calibration file's text.
-fn set_param(text: &str, name: &str, value: f64, source: &str) -> Result<String, String> {
+pub(crate) fn set_param(text: &str, name: &str, value: f64, source: &str) -> Result<String, String> {
     let header = format!("[param.{name}]");
     let mut out = Vec::new();
     let mut inside = false;
@@ -184,7 +190,7 @@ fn set_param(text: &str, name: &str, value: f64, source: &str) -> Result<String,
     Ok(out.join("\n") + "\n")
 }
 
-fn fmt_num(v: f64) -> String {
+pub(crate) fn fmt_num(v: f64) -> String {
     if v.abs() >= 1e6 || (v.fract() == 0.0 && v.abs() >= 1.0) {
         let r = v.round();
         if (r - v).abs() < 1e-9 * v.abs().max(1.0) && r.abs() < 9e15 {
@@ -205,7 +211,7 @@ fn round_sig(v: f64, digits: i32) -> f64 {
 }
 
 /// Replace `[meta] fitted_on` and the `[meta.accuracy]` table.
-fn set_meta(text: &str, fitted_on: &str, acc: &Accuracy) -> String {
+pub(crate) fn set_meta(text: &str, fitted_on: &str, acc: &Accuracy) -> String {
     let mut out = Vec::new();
     let mut in_acc = false;
     let mut in_meta = false;
@@ -354,12 +360,13 @@ pub fn propose_calibration(target: &str, text: &str, measurements: &[Measurement
         CalibrationDraft {
             target: target.to_string(),
             class: class.as_str().to_string(),
-            class_ratio: round4(median.exp()),
-            factor: round4(factor),
+            class_ratio: Some(round4(median.exp())),
+            factor: Some(round4(factor)),
             params: changed,
             before: acc_before,
             after: acc_after,
             skipped,
+            fits: Vec::new(),
         },
         new_text,
     ))

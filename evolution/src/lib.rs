@@ -7,6 +7,7 @@ pub mod gate;
 pub mod git;
 pub mod import;
 pub mod llm;
+pub mod microbench;
 pub mod mine;
 pub mod queue;
 pub mod review;

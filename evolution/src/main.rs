@@ -156,17 +156,44 @@ enum Command {
         #[arg(long, required = true)]
         why: String,
     },
-    /// Refit the cost-model parameters of the op class with systematic error from measurements
-    /// (JSON: [{name, program, dims, measured_ms}]) and queue the new calibration/<target>.toml.
+    /// Recalibrate the cost model of a target: run its microbenchmark suite written in Cake IR on
+    /// this machine's GPU (calibration/microbench/<target>/suite.toml), fit each bench's
+    /// parameters, judge the fit on GPU corpus cases timed in the same run (Spearman, MAPE, top-k
+    /// recall before and after), and queue the new calibration/<target>.toml as a proposal.
+    /// Without a GPU: --from-saved FILE (a run saved elsewhere with --save-measurements), or
+    /// --measurements FILE (refit the op class with systematic error). Exit: 0 queued, 1 gates
+    /// failed, 2 error, 3 no GPU.
     Calibrate {
         #[command(flatten)]
         repo: RepoArgs,
         #[arg(long, default_value = "sm_90a")]
         target: String,
-        /// Measurements: a JSON array of {name, program (source), dims, measured_ms}.
+        /// The suite (default: calibration/microbench/<target>/suite.toml in the repository).
         #[arg(long, value_name = "FILE")]
-        measurements: PathBuf,
-        /// Label of the fit (`fitted_on`), e.g. the date and the measurement run.
+        suite: Option<PathBuf>,
+        /// Fit from a suite run saved earlier (by --save-measurements) instead of running now.
+        #[arg(long, value_name = "FILE", conflicts_with = "measurements")]
+        from_saved: Option<PathBuf>,
+        /// Write the suite run (every timed run, JSON) to FILE.
+        #[arg(long, value_name = "FILE")]
+        save_measurements: Option<PathBuf>,
+        /// Run and save only (with --save-measurements); no proposal.
+        #[arg(long, requires = "save_measurements")]
+        measure_only: bool,
+        /// Instead of the suite: refit the op class with systematic error from these measurements
+        /// (JSON: [{name, program (source), dims, measured_ms}]).
+        #[arg(long, value_name = "FILE")]
+        measurements: Option<PathBuf>,
+        /// The `cake` binary that runs the programs (default: beside this one, or $CAKE_BIN).
+        #[arg(long, value_name = "PATH")]
+        cake: Option<PathBuf>,
+        /// Wall-clock limit per run of one program, seconds.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+        /// Start no new run after this many seconds (what ran is kept and fitted).
+        #[arg(long, default_value_t = 1200)]
+        deadline: u64,
+        /// Label of the fit (`fitted_on`); default: the run's date and GPU.
         #[arg(long, default_value = "")]
         fitted_on: String,
         #[command(flatten)]
@@ -253,26 +280,133 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(&e),
         },
-        Command::Calibrate { repo, target, measurements, fitted_on, gates } => {
-            let text = match std::fs::read_to_string(&measurements) {
-                Ok(t) => t,
-                Err(e) => return ExitCode::from(fail(&format!("{}: {e}", measurements.display()))),
-            };
-            let ms: Vec<cake_evolve::calibrate::Measurement> = match serde_json::from_str(&text) {
-                Ok(m) => m,
-                Err(e) => return ExitCode::from(fail(&format!("{}: not a measurement list: {e}", measurements.display()))),
-            };
-            let label = if fitted_on.is_empty() { measurements.display().to_string() } else { fitted_on };
-            match queue::propose_calibration(&repo.repo, repo.main.as_deref(), &target, &ms, &label, gates.options()) {
-                Ok(r) => {
-                    println!("queued {} on {}: {}", r.id, r.branch, r.title);
-                    u8::from(r.gates_passed == Some(false))
-                }
-                Err(e) => fail(&e),
+        Command::Calibrate { repo, target, suite, from_saved, save_measurements, measure_only, measurements, cake, timeout, deadline, fitted_on, gates } => {
+            let args = CalibrateArgs { repo, target, suite, from_saved, save_measurements, measure_only, cake, timeout, deadline, fitted_on, gates };
+            match measurements {
+                Some(file) => calibrate_from_measurements(&args, &file),
+                None => calibrate_suite(&args),
             }
         }
     };
     ExitCode::from(code)
+}
+
+struct CalibrateArgs {
+    repo: RepoArgs,
+    target: String,
+    suite: Option<PathBuf>,
+    from_saved: Option<PathBuf>,
+    save_measurements: Option<PathBuf>,
+    measure_only: bool,
+    cake: Option<PathBuf>,
+    timeout: u64,
+    deadline: u64,
+    fitted_on: String,
+    gates: GateArgs,
+}
+
+fn report_calibration(r: &queue::Record) -> u8 {
+    println!("queued {} on {}: {}", r.id, r.branch, r.title);
+    if let Some(c) = &r.calibration {
+        for p in &c.params {
+            println!("  {p}");
+        }
+        println!("  accuracy on {} GPU corpus measurements: Spearman {:.3} -> {:.3}, MAPE {:.1}% -> {:.1}%, top-{} recall {:.2} -> {:.2}", c.after.n, c.before.spearman, c.after.spearman, c.before.mape, c.after.mape, c.after.k, c.before.top_k_recall, c.after.top_k_recall);
+    }
+    println!("review with `cake-evolve-compiler show {}`", r.id);
+    u8::from(r.gates_passed == Some(false))
+}
+
+fn calibrate_from_measurements(a: &CalibrateArgs, file: &std::path::Path) -> u8 {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => return fail(&format!("{}: {e}", file.display())),
+    };
+    let ms: Vec<cake_evolve::calibrate::Measurement> = match serde_json::from_str(&text) {
+        Ok(m) => m,
+        Err(e) => return fail(&format!("{}: not a measurement list: {e}", file.display())),
+    };
+    let label = if a.fitted_on.is_empty() { file.display().to_string() } else { a.fitted_on.clone() };
+    match queue::propose_calibration(&a.repo.repo, a.repo.main.as_deref(), &a.target, &ms, &label, a.gates.options()) {
+        Ok(r) => report_calibration(&r),
+        Err(e) => fail(&e),
+    }
+}
+
+fn calibrate_suite(a: &CalibrateArgs) -> u8 {
+    use cake_evolve::microbench::{self, CakeRunner, RunSuiteError, SavedRun, Suite};
+    let root = git_workdir(&a.repo.repo).unwrap_or_else(|| a.repo.repo.clone());
+    let path = a.suite.clone().unwrap_or_else(|| Suite::default_path(&root, &a.target));
+    let suite = match Suite::load(&path) {
+        Ok(s) if s.target == a.target => s,
+        Ok(s) => return fail(&format!("{}: a suite for {}, not --target {}", path.display(), s.target, a.target)),
+        Err(e) => return fail(&e),
+    };
+    let run: SavedRun = if let Some(saved) = &a.from_saved {
+        let parsed = std::fs::read_to_string(saved).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str::<SavedRun>(&t).map_err(|e| format!("not a saved calibration run ({}): {e}", microbench::SAVED_SCHEMA)));
+        match parsed {
+            Ok(r) if r.target == a.target => r,
+            Ok(r) => return fail(&format!("{}: measured for {}, not --target {}", saved.display(), r.target, a.target)),
+            Err(e) => return fail(&format!("{}: {e}", saved.display())),
+        }
+    } else {
+        let exe = match CakeRunner::locate(a.cake.clone()) {
+            Ok(p) => p,
+            Err(e) => return fail(&e),
+        };
+        let runner = CakeRunner { exe, timeout_s: a.timeout, deadline: std::time::Duration::from_secs(a.deadline), started: std::time::Instant::now(), verbose: true };
+        eprintln!("calibrate {}: {} bench(es) from {}", a.target, suite.benches.len(), path.display());
+        match microbench::run_suite(&suite, &root.join("corpus"), &runner) {
+            Ok(r) => r,
+            Err(e @ RunSuiteError::NoGpu(_)) => {
+                eprintln!("error[calibrate-no-gpu]: {e}");
+                return 3;
+            }
+            Err(e) => return fail(&e.to_string()),
+        }
+    };
+    for f in &run.failed {
+        eprintln!("  not timed: {f}");
+    }
+    let per_bench: Vec<String> = microbench::runs_per_bench(&run).into_iter().map(|(b, n)| format!("{b} {n}")).collect();
+    eprintln!("timed on {}: suite runs [{}], {} accuracy run(s)", run.gpu, per_bench.join(", "), run.accuracy.len());
+    if let Some(out) = &a.save_measurements {
+        let written = serde_json::to_vec_pretty(&run).map_err(|e| e.to_string()).and_then(|b| std::fs::write(out, b).map_err(|e| format!("{}: {e}", out.display())));
+        if let Err(e) = written {
+            return fail(&e);
+        }
+        eprintln!("saved the run to {}", out.display());
+    }
+    if a.measure_only {
+        return 0;
+    }
+    let label = if a.fitted_on.is_empty() { format!("{} on {}", utc_date(run.created_unix), run.gpu) } else { a.fitted_on.clone() };
+    match queue::propose_suite_calibration(&a.repo.repo, a.repo.main.as_deref(), &suite, &run, &label, a.gates.options()) {
+        Ok(r) => {
+            if let Some(c) = &r.calibration {
+                for f in &c.fits {
+                    println!("  fit {} from bench `{}` ({} runs): mean |log error| {:.3} -> {:.3}{}", f.param, f.bench, f.runs, f.log_error_before, f.log_error_after, if f.at_bound { " (at the search bound)" } else { "" });
+                }
+            }
+            report_calibration(&r)
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// `YYYY-MM-DD` (UTC) of a Unix time.
+fn utc_date(unix: u64) -> String {
+    // Days to civil date (H. Hinnant's algorithm).
+    let z = (unix / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
 }
 
 fn git_workdir(p: &std::path::Path) -> Option<PathBuf> {

@@ -43,7 +43,8 @@ use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::calibrate::CalibrationDraft;
+use crate::calibrate::{CalibrationDraft, Measurement};
+use crate::microbench::{SavedRun, Suite};
 use crate::gate::Gater;
 use crate::git;
 use crate::llm::{self, LlmConfig};
@@ -500,12 +501,7 @@ pub fn propose(opts: &ProposeOptions) -> Result<ProposeSummary, String> {
         progress.step(&format!("bucket {} ({} programs): {}", b.id, b.program_hashes.len(), one_line(&b.signature, 60)));
         let outcomes = match plan_for(b) {
             Plan::Skip(why) => vec![Outcome { bucket: b.id.clone(), what: "skipped".into(), proposal: None, detail: why }],
-            Plan::Calibration => vec![Outcome {
-                bucket: b.id.clone(),
-                what: "skipped".into(),
-                proposal: None,
-                detail: "cost-model evidence: calibration proposals are made from measurement runs (`cake-evolve-compiler calibrate`)".into(),
-            }],
+            Plan::Calibration => propose_store_calibration(&repo, &mut gater, opts, &qdir, base, b, &store, &mut records)?,
             Plan::Rule => vec![propose_rule(&repo, &mut gater, opts, &qdir, base, &base_data, &base_changelog, b, &store, &mut records, &mut taken)?],
             Plan::Primitive => propose_primitives(&repo, &mut gater, opts, &qdir, base, &base_changelog, b, &store, &mut records)?,
         };
@@ -768,63 +764,216 @@ fn propose_primitives(
     Ok(outcomes)
 }
 
-/// `calibrate`: refit from measurements and queue the new `calibration/<target>.toml` as a
-/// proposal on `evolve/calibration/<id>-<target>`, gated like any other.
-pub fn propose_calibration(repo_path: &Path, main: Option<&str>, target: &str, measurements: &[crate::calibrate::Measurement], fitted_on: &str, gate: GateOptions) -> Result<Record, String> {
+/// What a calibration proposal commits besides the calibration file, and how it is labelled.
+struct CalibrationChange<'a> {
+    target: &'a str,
+    draft: CalibrationDraft,
+    new_text: String,
+    /// Identifies the measurement set (the proposal id derives from it).
+    key: String,
+    /// Measurement names: the record's evidence.
+    evidence: Vec<String>,
+    /// Extra files committed with the calibration (the measurement run).
+    files: Vec<(String, Vec<u8>)>,
+    /// Bucket and signature for the record.
+    bucket: Option<String>,
+    signature: String,
+    changelog: String,
+    title: String,
+}
+
+/// Commit a calibration change on `evolve/calibration/<id>-<target>`, gate it and queue it.
+fn queue_calibration(repo: &Repository, gater: &mut Gater, qdir: &Path, base: Oid, c: CalibrationChange<'_>, run_gates: bool) -> Result<Record, String> {
+    let id = proposal_id(Kind::Calibration, &format!("{}\n{}", c.target, c.key));
+    let path = format!("calibration/{}.toml", c.target);
+    let base_changelog = git::read_text(repo, base, "CHANGELOG.md")?.unwrap_or_else(|| "# Changelog\n".into());
+    let mut edits: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
+    edits.insert(path, Some(c.new_text.into_bytes()));
+    edits.insert("CHANGELOG.md".into(), Some(synth::changelog_insert(&base_changelog, &c.changelog).into_bytes()));
+    for (p, bytes) in c.files {
+        edits.insert(p, Some(bytes));
+    }
+    let branch = format!("evolve/calibration/{id}-{}", c.target);
+    let message = format!("evolve: {}\n\n{}\nProposal {id}.", c.title, c.changelog);
+    let commit = git::commit_on_branch(repo, base, &branch, &edits, &message)?;
+    let mut rec = Record {
+        id: id.clone(),
+        kind: Kind::Calibration,
+        status: Status::Queued,
+        title: c.title,
+        branch,
+        base: base.to_string(),
+        commit: commit.to_string(),
+        bucket: c.bucket.unwrap_or_else(|| c.key.chars().take(12).collect()),
+        signature: c.signature,
+        construct: format!("calibration:{}", c.target),
+        evidence: c.evidence,
+        programs: Vec::new(),
+        seed: 0,
+        changelog: c.changelog,
+        gates_passed: None,
+        created_by: created_by(),
+        notes: c.draft.skipped.iter().map(|s| format!("measurement skipped: {s}")).collect(),
+        rule: None,
+        primitive: None,
+        calibration: Some(c.draft),
+        gates: Vec::new(),
+        review: None,
+        history: Vec::new(),
+    };
+    save(qdir, &rec)?;
+    if run_gates {
+        let report = gater.gate(repo, base, commit)?;
+        rec.gates_passed = Some(report.passed);
+        rec.gates = report.gates;
+        save(qdir, &rec)?;
+    }
+    Ok(rec)
+}
+
+/// A hash of a measurement set: names and times.
+fn measurement_key<'a>(ms: impl IntoIterator<Item = &'a Measurement>) -> String {
+    let mut h = Sha256::new();
+    for m in ms {
+        h.update(m.name.as_bytes());
+        h.update(m.measured_ms.to_bits().to_le_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn class_refit_change<'a>(target: &'a str, draft: CalibrationDraft, new_text: String, measurements: &[Measurement], bucket: Option<String>, source: &str) -> CalibrationChange<'a> {
+    let (ratio, factor) = (draft.class_ratio.unwrap_or(1.0), draft.factor.unwrap_or(1.0));
+    let changelog = format!(
+        "- Recalibrated {target} {} parameters (×{factor} time, from {source}): MAPE {:.1}% → {:.1}%, Spearman {:.3} → {:.3} over {} measurements.",
+        draft.class, draft.before.mape, draft.after.mape, draft.before.spearman, draft.after.spearman, draft.after.n
+    );
+    CalibrationChange {
+        target,
+        title: format!("recalibrate {target}: {} ×{factor}", draft.class),
+        signature: format!("cost model: {} predictions off by ×{ratio} (median measured/predicted)", draft.class),
+        key: measurement_key(measurements),
+        evidence: measurements.iter().map(|m| m.name.clone()).collect(),
+        files: Vec::new(),
+        bucket,
+        changelog,
+        draft,
+        new_text,
+    }
+}
+
+/// `calibrate --measurements`: refit the class with systematic error and queue the new
+/// `calibration/<target>.toml` as a proposal on `evolve/calibration/<id>-<target>`, gated like
+/// any other.
+pub fn propose_calibration(repo_path: &Path, main: Option<&str>, target: &str, measurements: &[Measurement], fitted_on: &str, gate: GateOptions) -> Result<Record, String> {
+    let (repo, qdir, base, text) = calibration_base(repo_path, main, target)?;
+    let (draft, new_text) = crate::calibrate::propose_calibration(target, &text, measurements, fitted_on)?;
+    let change = class_refit_change(target, draft, new_text, measurements, None, "measurements");
+    queue_calibration(&repo, &mut Gater::new(gate)?, &qdir, base, change, true)
+}
+
+/// `calibrate` (the suite): the parameters fitted from a microbenchmark run, judged on its
+/// accuracy set, queued with the run itself committed as `calibration/runs/<target>-<hash>.json`
+/// so the fit can be reproduced from the branch.
+pub fn propose_suite_calibration(repo_path: &Path, main: Option<&str>, suite: &Suite, run: &SavedRun, fitted_on: &str, gate: GateOptions) -> Result<Record, String> {
+    let target = suite.target.as_str();
+    let (repo, qdir, base, text) = calibration_base(repo_path, main, target)?;
+    let (draft, new_text) = crate::microbench::fit_suite(suite, &text, run, fitted_on)?;
+    let key = measurement_key(run.suite.iter().map(|b| &b.m).chain(&run.accuracy));
+    let run_path = format!("calibration/runs/{target}-{}.json", &key[..12]);
+    let run_json = serde_json::to_vec_pretty(run).map_err(|e| e.to_string())?;
+    let fitted: Vec<String> = draft.fits.iter().map(|f| f.param.clone()).collect();
+    let changelog = format!(
+        "- Recalibrated {target} from the Cake IR microbenchmark suite ({} runs on {}): {}; on {} GPU corpus measurements MAPE {:.1}% → {:.1}%, Spearman {:.3} → {:.3} (run: `{run_path}`).",
+        run.suite.len(),
+        run.gpu,
+        fitted.join(", "),
+        draft.after.n,
+        draft.before.mape,
+        draft.after.mape,
+        draft.before.spearman,
+        draft.after.spearman
+    );
+    let change = CalibrationChange {
+        target,
+        title: format!("recalibrate {target} from microbenchmarks: {}", fitted.join(", ")),
+        signature: format!("microbenchmark suite {} on {}", suite.path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default(), run.gpu),
+        key,
+        evidence: run.suite.iter().map(|b| b.m.name.clone()).chain(run.accuracy.iter().map(|m| m.name.clone())).collect(),
+        files: vec![(run_path, run_json)],
+        bucket: None,
+        changelog,
+        draft,
+        new_text,
+    };
+    queue_calibration(&repo, &mut Gater::new(gate)?, &qdir, base, change, true)
+}
+
+fn calibration_base(repo_path: &Path, main: Option<&str>, target: &str) -> Result<(Repository, PathBuf, Oid, String), String> {
     let repo = git::open(repo_path)?;
-    let workdir = git::workdir(&repo)?;
-    let qdir = queue_dir(&workdir);
+    let qdir = queue_dir(&git::workdir(&repo)?);
     let main = git::main_branch(&repo, main)?;
     let base = git::branch_commit(&repo, &main)?;
     let path = format!("calibration/{target}.toml");
     let text = git::read_text(&repo, base, &path)?.ok_or_else(|| format!("`{main}` has no {path}: the target is not calibrated, nothing to refit"))?;
-    let (draft, new_text) = crate::calibrate::propose_calibration(target, &text, measurements, fitted_on)?;
-    // One proposal per (target, measurement set).
-    let mut h = Sha256::new();
-    for m in measurements {
-        h.update(m.name.as_bytes());
-        h.update(m.measured_ms.to_bits().to_le_bytes());
+    Ok((repo, qdir, base, text))
+}
+
+/// Timed passing runs of `target` in the store whose program is stored, as measurements (the
+/// newest run per program and shape): what a misprediction bucket is refitted on — all of them,
+/// not only the bucket's, so a refit cannot buy one class's accuracy with another's.
+pub fn store_measurements(store: &EvidenceStore, target: &str) -> Vec<Measurement> {
+    let mut newest: BTreeMap<(String, String), (u64, Measurement)> = BTreeMap::new();
+    for rec in store.scan().records {
+        let crate::store::Record::Run(r) = &rec.record else { continue };
+        let Some(t) = &r.times_ms else { continue };
+        if r.verdict != cake::runtime::job::Verdict::Pass || r.program.target != target || !(t.median_ms > 0.0) {
+            continue;
+        }
+        let Ok(Some(source)) = store.program(&r.program.sha256) else { continue };
+        let shape: String = r.shape.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+        let m = Measurement { name: format!("{} {} @ {shape}", r.program.name, synth::short(&r.program.sha256)), program: source, dims: r.shape.clone(), measured_ms: t.median_ms };
+        let key = (r.program.sha256.clone(), shape);
+        if newest.get(&key).is_none_or(|(at, _)| r.created_unix_ms > *at) {
+            newest.insert(key, (r.created_unix_ms, m));
+        }
     }
-    let key = format!("{target}\n{}", h.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>());
-    let id = proposal_id(Kind::Calibration, &key);
-    let changelog = format!(
-        "- Recalibrated {target} {} parameters (×{} time): MAPE {:.1}% → {:.1}%, Spearman {:.3} → {:.3} over {} measurements.",
-        draft.class, draft.factor, draft.before.mape, draft.after.mape, draft.before.spearman, draft.after.spearman, draft.after.n
-    );
-    let base_changelog = git::read_text(&repo, base, "CHANGELOG.md")?.unwrap_or_else(|| "# Changelog\n".into());
-    let mut edits: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
-    edits.insert(path.clone(), Some(new_text.into_bytes()));
-    edits.insert("CHANGELOG.md".into(), Some(synth::changelog_insert(&base_changelog, &changelog).into_bytes()));
-    let branch = format!("evolve/calibration/{id}-{target}");
-    let message = format!("evolve: recalibrate {target} ({} class)\n\n{changelog}\nProposal {id}.", draft.class);
-    let commit = git::commit_on_branch(&repo, base, &branch, &edits, &message)?;
-    let mut gater = Gater::new(gate)?;
-    let report = gater.gate(&repo, base, commit)?;
-    let rec = Record {
-        id: id.clone(),
-        kind: Kind::Calibration,
-        status: Status::Queued,
-        title: format!("recalibrate {target}: {} ×{}", draft.class, draft.factor),
-        branch,
-        base: base.to_string(),
-        commit: commit.to_string(),
-        bucket: key.lines().nth(1).unwrap_or("").chars().take(12).collect(),
-        signature: format!("cost model: {} predictions off by ×{} (median measured/predicted)", draft.class, draft.class_ratio),
-        construct: format!("calibration:{target}"),
-        evidence: measurements.iter().map(|m| m.name.clone()).collect(),
-        programs: Vec::new(),
-        seed: 0,
-        changelog,
-        gates_passed: Some(report.passed),
-        created_by: created_by(),
-        notes: draft.skipped.iter().map(|s| format!("measurement skipped: {s}")).collect(),
-        rule: None,
-        primitive: None,
-        calibration: Some(draft),
-        gates: report.gates,
-        review: None,
-        history: Vec::new(),
-    };
-    save(&qdir, &rec)?;
-    Ok(rec)
+    newest.into_values().map(|(_, m)| m).collect()
+}
+
+/// A `cost_model.misprediction` bucket: refit on the store's timed runs of the bucket's targets.
+#[allow(clippy::too_many_arguments)]
+fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &ProposeOptions, qdir: &Path, base: Oid, b: &Bucket, store: &EvidenceStore, records: &mut BTreeMap<String, Record>) -> Result<Vec<Outcome>, String> {
+    let out = |what: &str, proposal: Option<String>, detail: String| Outcome { bucket: b.id.clone(), what: what.into(), proposal, detail };
+    let mut outcomes = Vec::new();
+    for target in &b.targets {
+        let path = format!("calibration/{target}.toml");
+        let Some(text) = git::read_text(repo, base, &path)? else {
+            outcomes.push(out("skipped", None, format!("{target} is not calibrated ({path} missing): nothing to refit")));
+            continue;
+        };
+        let ms = store_measurements(store, target);
+        let label = format!("evidence store {} ({} timed runs), bucket {}", opts.evidence.display(), ms.len(), b.id);
+        let (draft, new_text) = match crate::calibrate::propose_calibration(target, &text, &ms, &label) {
+            Ok(x) => x,
+            Err(e) => {
+                outcomes.push(out("skipped", None, format!("{target}: {e}")));
+                continue;
+            }
+        };
+        let change = class_refit_change(target, draft, new_text, &ms, Some(b.id.clone()), "timed runs in the evidence store");
+        let id = proposal_id(Kind::Calibration, &format!("{target}\n{}", change.key));
+        if let Some(why) = records.get(&id).and_then(|r| settled(Some(r), &r.evidence.clone())) {
+            outcomes.push(out("skipped", Some(id), why));
+            continue;
+        }
+        let rec = queue_calibration(repo, gater, qdir, base, change, opts.run_gates)?;
+        let detail = match rec.gates_passed {
+            Some(true) => format!("{}: gates passed", rec.title),
+            Some(false) => format!("{}: gates FAILED", rec.title),
+            None => format!("{}: gates not run", rec.title),
+        };
+        records.insert(id.clone(), rec);
+        outcomes.push(out("proposed", Some(id), detail));
+    }
+    Ok(outcomes)
 }

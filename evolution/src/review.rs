@@ -95,9 +95,23 @@ pub fn show(repo_path: &Path, r: &Record, with_diff: bool) -> Result<String, Str
         }
     }
     if let Some(c) = &r.calibration {
-        out.push_str(&format!("\ncalibration of {}: {} class, measured/predicted {} → factor {}\n", c.target, c.class, c.class_ratio, c.factor));
+        match (c.class_ratio, c.factor) {
+            (Some(ratio), Some(factor)) => out.push_str(&format!("\ncalibration of {}: {} class, measured/predicted {ratio} → factor {factor}\n", c.target, c.class)),
+            _ => out.push_str(&format!("\ncalibration of {}: {}\n", c.target, c.class)),
+        }
         for p in &c.params {
             out.push_str(&format!("  {p}\n"));
+        }
+        for f in &c.fits {
+            out.push_str(&format!(
+                "  fit {:<28} from bench `{}` ({} runs): mean |log error| {:.3} → {:.3}{}\n",
+                f.param,
+                f.bench,
+                f.runs,
+                f.log_error_before,
+                f.log_error_after,
+                if f.at_bound { " (at the search bound: the model may not describe this bench)" } else { "" }
+            ));
         }
         out.push_str(&format!("  accuracy   before: spearman {:.3}, MAPE {:.1}%, top-{} recall {:.2} (n = {})\n", c.before.spearman, c.before.mape, c.before.k, c.before.top_k_recall, c.before.n));
         out.push_str(&format!("             after:  spearman {:.3}, MAPE {:.1}%, top-{} recall {:.2}\n", c.after.spearman, c.after.mape, c.after.k, c.after.top_k_recall));

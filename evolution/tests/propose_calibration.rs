@@ -1,7 +1,7 @@
 //! Calibration proposals against the real cost model and `calibration/sm_90a.toml`.
 //!
-//! The GPU measurement run comes later, so the measurements here are **synthetic and labelled
-//! so**: the corpus programs' own predictions at their headline shapes, with the programs of one
+//! The measurements here are **synthetic and labelled so** (the H200 runs are in
+//! benchmarks/RESULTS.md): the corpus programs' own predictions at their headline shapes, with the programs of one
 //! bottleneck class made 1.6× slower — a systematic error of known size. The refit must find that
 //! class, recover the factor, and improve the accuracy.
 
@@ -43,8 +43,9 @@ fn a_systematic_error_of_one_class_is_refitted_and_accuracy_improves() {
         .collect();
     let (draft, new_text) = propose_calibration("sm_90a", &text, &ms, "synthetic test measurements").unwrap();
     assert_eq!(draft.class, class.as_str());
-    assert!((draft.class_ratio - 1.6).abs() < 0.05, "median measured/predicted {}", draft.class_ratio);
-    assert!(draft.factor > 1.2 && draft.factor < 2.0, "factor {}", draft.factor);
+    let (ratio, factor) = (draft.class_ratio.unwrap(), draft.factor.unwrap());
+    assert!((ratio - 1.6).abs() < 0.05, "median measured/predicted {ratio}");
+    assert!(factor > 1.2 && factor < 2.0, "factor {factor}");
     assert!(draft.after.mape < draft.before.mape, "MAPE {} → {}", draft.before.mape, draft.after.mape);
     assert!(draft.after.spearman >= draft.before.spearman - 1e-9);
     assert!(!draft.params.is_empty());
