@@ -18,6 +18,15 @@
 //! Records that passed, were skipped (no GPU), or failed for the harness's own reasons
 //! ([`HARNESS_CLASSES`]: a bad workload spec, I/O) yield nothing else.
 //!
+//! # Superseded records
+//! A run record of a build failure (`build_L0xx`, `build_N0xx`) is left out when the same program
+//! (same `program.sha256`) has a newer run record (`created_unix_ms`) made by a different compiler
+//! (`cake.version` / `cake.git_commit`) that got past the build: it built, and ran or was skipped
+//! for want of a GPU. The failure was the old compiler's (a capability it lacked, a bug since
+//! fixed), not the program's; how the program fails now is in the newer record. Such records are
+//! counted in the report's warnings (`M002`). Failure reports carry no time or compiler version and
+//! are never superseded; nor are failures at run time (a later pass may be luck).
+//!
 //! # Signatures
 //! `stage/class: detail`, where detail is the message's first line [`normalize`]d (hex addresses,
 //! numbers, paths and temp dirs, hashes, quoted symbol names replaced by placeholders), the
@@ -443,11 +452,43 @@ fn failure_observation(id: &str, f: &FailureReport) -> Observation {
     }
 }
 
-/// Every observation of a set of records, compile facts from run records once per program.
-fn observations(records: &[Stored]) -> Vec<Observation> {
+/// Whether a run record is a build failure of the program (not of the harness: `build_N001`, no
+/// NVRTC, says nothing about the program).
+fn build_failure(r: &RunRecord) -> bool {
+    r.error.as_ref().is_some_and(|e| e.class.starts_with("build_") && !HARNESS_CLASSES.contains(&e.class.as_str()))
+}
+
+/// Whether a run record got past the build (it built, and ran or was skipped).
+fn built(r: &RunRecord) -> bool {
+    !r.error.as_ref().is_some_and(|e| e.class.starts_with("build_"))
+}
+
+/// Ids of the build-failure run records superseded by a newer run record of the same program,
+/// made by a different compiler, that got past the build (see the module docs).
+pub fn superseded(records: &[Stored]) -> BTreeSet<String> {
+    let mut by_program: BTreeMap<&str, Vec<(&str, &RunRecord)>> = BTreeMap::new();
+    for s in records {
+        if let Record::Run(r) = &s.record {
+            by_program.entry(r.program.sha256.as_str()).or_default().push((s.id.as_str(), r));
+        }
+    }
+    let mut out = BTreeSet::new();
+    for runs in by_program.values() {
+        for (id, old) in runs.iter().filter(|(_, r)| build_failure(r)) {
+            if runs.iter().any(|(_, new)| new.created_unix_ms > old.created_unix_ms && new.cake != old.cake && built(new)) {
+                out.insert((*id).to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Every observation of a set of records, compile facts from run records once per program;
+/// records in `skip` yield none.
+fn observations(records: &[Stored], skip: &BTreeSet<String>) -> Vec<Observation> {
     let mut out = Vec::new();
     let mut seen_compile: BTreeSet<(String, String)> = BTreeSet::new();
-    for s in records {
+    for s in records.iter().filter(|s| !skip.contains(s.id.as_str())) {
         match &s.record {
             Record::Run(r) => {
                 let mut obs = Vec::new();
@@ -721,7 +762,14 @@ fn round3(x: f64) -> f64 {
 
 /// Mine already-read records (the store is needed for program sources).
 pub fn mine_records(store: &EvidenceStore, records: &[Stored], mut warnings: Vec<String>) -> MineReport {
-    let obs = observations(records);
+    let stale = superseded(records);
+    if !stale.is_empty() {
+        warnings.push(format!(
+            "warning[M002]: {} record(s) superseded by newer runs of the same program: build failures of an older compiler that a newer one built past, left out of the buckets",
+            stale.len()
+        ));
+    }
+    let obs = observations(records, &stale);
     let mut views: HashMap<String, ProgramView> = HashMap::new();
     struct Acc {
         stage: Stage,

@@ -1,5 +1,7 @@
 //! Bucketing, attribution and ranking over a store built here, and their determinism.
 
+use std::collections::BTreeMap;
+
 use cake::runtime::record::RunRecord;
 use cake_evolve::mine::{bucket_id, mine_report, render_table, Bucket};
 use cake_evolve::store::{EvidenceStore, FailureReport, Record, SpanKind, SpanRef, Stage};
@@ -273,4 +275,79 @@ fn mispredicted_passing_runs_become_cost_model_evidence() {
     assert!(cost.iter().all(|b| b.signature.contains("memory bound")));
     // The accurate run (1.0 predicted, 1.02 measured) yields nothing.
     assert!(!report.buckets.iter().any(|b| b.program_hashes.contains(&shas[2])));
+}
+
+/// A build failure of an older compiler is stale once a newer compiler's run of the same program
+/// got past the build: it is left out of the buckets and counted in the warnings. Failures the
+/// newer compiler shares, failures at run time, and failures that no newer, different compiler
+/// got past stay.
+#[test]
+fn build_failures_a_newer_compiler_got_past_are_superseded() {
+    use cake::runtime::record::ToolInfo;
+    let dir = tempfile::tempdir().unwrap();
+    let store = EvidenceStore::open(dir.path()).unwrap();
+    let (old, new) = (Some("1".repeat(40)), Some("2".repeat(40)));
+    let by = |mut r: RunRecord, commit: &Option<String>| {
+        r.cake = ToolInfo { version: "0.1.0".into(), git_commit: commit.clone() };
+        r
+    };
+    let build_failure = |sha: &str, created: u64, commit: &Option<String>| {
+        let msg = "L001: not supported by the lowering yet: explicit barriers (use a pipeline)";
+        let mut r = run_record(sha, "error", Some(("build_L001", msg)), created, serde_json::json!([]));
+        r.stage = "build".into();
+        by(r, commit)
+    };
+    let hang = |sha: &str, created: u64, commit: &Option<String>| {
+        by(run_record(sha, "timeout", Some(("timeout", "no result after 10.0 s (last stage: launch)")), created, serde_json::json!([])), commit)
+    };
+    let no_gpu = |sha: &str, created: u64, commit: &Option<String>| by(run_record(sha, "skipped", Some(("no_gpu", "no GPU: none")), created, serde_json::json!([])), commit);
+    let pass = |sha: &str, created: u64, commit: &Option<String>| by(run_record(sha, "pass", None, created, serde_json::json!([])), commit);
+    let p: Vec<String> = (0..6).map(|i| store.put_program(&variant(GEMM, 200 + i)).unwrap().sha256).collect();
+    let mut ids = BTreeMap::new();
+    let mut put = |name: &str, r: RunRecord| {
+        ids.insert(name.to_string(), store.append(r).unwrap().to_string());
+    };
+    // p0: a newer compiler built and ran it (it hangs now): the old build failure is stale.
+    put("p0 old", build_failure(&p[0], 10, &old));
+    put("p0 new", hang(&p[0], 20, &new));
+    // p1: a newer binary that knows no commit built it, with no GPU to run on: stale too.
+    put("p1 old", build_failure(&p[1], 10, &old));
+    put("p1 new", no_gpu(&p[1], 20, &None));
+    // p2: the newer compiler fails the same build: both stay.
+    put("p2 old", build_failure(&p[2], 10, &old));
+    put("p2 new", build_failure(&p[2], 20, &new));
+    // p3: a later run got past the build with the same compiler: not a newer compiler, stays.
+    put("p3 old", build_failure(&p[3], 10, &old));
+    put("p3 new", no_gpu(&p[3], 20, &old));
+    // p4: the build that got further is older than the failure: stays.
+    put("p4 new", build_failure(&p[4], 20, &new));
+    put("p4 old", pass(&p[4], 10, &old));
+    // p5: a hang, and a newer compiler's run passes: run-time failures are never superseded.
+    put("p5 old", hang(&p[5], 10, &old));
+    put("p5 new", pass(&p[5], 20, &new));
+
+    let scan = store.scan();
+    let stale = cake_evolve::mine::superseded(&scan.records);
+    let want: std::collections::BTreeSet<String> = [&ids["p0 old"], &ids["p1 old"]].into_iter().cloned().collect();
+    assert_eq!(stale, want);
+
+    let report = mine_report(&store);
+    assert!(
+        report.warnings.iter().any(|w| w.starts_with("warning[M002]: 2 record(s) superseded by newer runs of the same program")),
+        "{:?}",
+        report.warnings
+    );
+    // The build failures left: p2's (a build failure counts once per program), p3's and p4's.
+    let l001 = find(&report.buckets, "build_L001");
+    let mut kept = vec![p[2].clone(), p[3].clone(), p[4].clone()];
+    kept.sort();
+    assert_eq!(l001.program_hashes, kept, "{}", render_table(&report));
+    assert!(l001.evidence_ids.contains(&ids["p3 old"]) && l001.evidence_ids.contains(&ids["p4 new"]));
+    for b in &report.buckets {
+        assert!(!b.evidence_ids.iter().any(|e| stale.contains(e)), "bucket {} holds a superseded record", b.id);
+    }
+    // The newer records are mined as usual: p0's hang and p5's are one bucket.
+    let t = find(&report.buckets, "timeout");
+    assert_eq!(t.program_hashes.len(), 2);
+    assert!(t.evidence_ids.contains(&ids["p0 new"]) && t.evidence_ids.contains(&ids["p5 old"]));
 }

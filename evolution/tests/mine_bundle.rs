@@ -22,7 +22,8 @@ fn the_bundle_mines_into_recurring_buckets() {
         assert!(store.program(sha).unwrap().is_some(), "program {sha} of record {} is missing", s.id);
     }
     let report = mine_report(&store);
-    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    // The only warning: build failures of the older compiler the GPU tier's newer one got past.
+    assert!(report.warnings.iter().all(|w| w.starts_with("warning[M002]")), "{:?}", report.warnings);
     let recurring: Vec<_> = report.buckets.iter().filter(|b| b.program_hashes.len() >= 2).collect();
     assert!(
         recurring.len() >= 3,
