@@ -133,6 +133,7 @@ workload_of() { # FILE → "WORKLOAD SHAPE"
   case "$(basename "$1")" in
     *_kmeans*) echo "$EV/workloads/kmeans.workload.toml B=2,N=256,K=384,D=128" ;;
     *_attn_*) echo "$EV/workloads/attn.workload.toml BH=2,S=256" ;;
+    stride_*) echo "$EV/workloads/gemm_stride.workload.toml M=256,N=512,K=540" ;;
     *) echo "$EV/workloads/gemm.workload.toml M=256,N=512,K=192" ;;
   esac
 }
@@ -193,9 +194,9 @@ run_one() { # STORE FILE
 
 # ---- all programs --------------------------------------------------------------------------------
 shopt -s nullglob
-for p in "$EV"/candidates/$ONLY.cake; do run_one "$STORE" "$p"; done
+for p in "$EV"/candidates/$ONLY.cake; do [ -f "$p" ] && run_one "$STORE" "$p"; done
 if [ "$HELDOUT" = 1 ]; then
-  for p in "$EV"/heldout/$ONLY.cake; do run_one "$HELDOUT_STORE" "$p"; done
+  for p in "$EV"/heldout/$ONLY.cake; do [ -f "$p" ] && run_one "$HELDOUT_STORE" "$p"; done
 fi
 
 echo
