@@ -33,6 +33,11 @@
 //! loaded by `RuleSet::from_files`, fires on every failing program, and is silent on every corpus
 //! program; the first candidate that passes is the proposal.
 //!
+//! A bucket on a call (`call:cp_async`) whose own facts separate nothing is searched again over
+//! the declarations its arguments name — the `tensor`s of its global arguments, then the `smem`
+//! regions of its shared ones: a cp.async fails because of the row stride of the tensor it copies
+//! from, a fact of the tensor, not of the call.
+//!
 //! # Primitives
 //! A bucket of "unknown operation `X`" findings (E0301) across two or more programs drafts a
 //! catalog entry for `X` from its call sites: form (statement or expression), parameters (kinds
@@ -933,7 +938,40 @@ pub fn draft_rule(base: &Base, bucket: &BucketInfo, programs: &[Program], code: 
             Err(e) => last_err = e,
         }
     }
+    // A call fails because of what it is applied to: when no predicate over the call's own facts
+    // separates (its facts say nothing about, say, the row stride of the tensor it copies from),
+    // search the declarations its arguments name — the tensors of its global arguments, the
+    // regions of its shared ones.
+    if best.is_none() {
+        if let Some((ConstructKind::Call, Some(op))) = bucket.construct.as_deref().and_then(parse_construct) {
+            for kind in argument_roots(base, &usable, &op) {
+                if let Ok(mut d) = draft_for_construct(base, bucket, &usable, &skipped, kind, None, code, seed) {
+                    d.skipped_programs.push(format!(
+                        "no predicate over the facts of `call:{op}` separates the failing programs: the rule is on the `{}` its arguments name",
+                        kind.as_str()
+                    ));
+                    best = Some((d.level, d));
+                    break;
+                }
+            }
+        }
+    }
     best.map(|(_, d)| d).ok_or(last_err)
+}
+
+/// The kinds of declaration the arguments of `op`'s calls in the failing programs are rooted at
+/// (`tensor` for global arguments, `smem` for shared ones), in that order.
+fn argument_roots(base: &Base, usable: &[(&Program, Module)], op: &str) -> Vec<ConstructKind> {
+    let mut spaces: BTreeSet<String> = BTreeSet::new();
+    for (_, m) in usable {
+        let Some(f) = base.facts(m) else { continue };
+        for a in f.of_kind(ConstructKind::Arg).filter(|a| a.op.as_deref() == Some(op)) {
+            if let Some(Value::Sym(s)) = a.get("space") {
+                spaces.insert(s.clone());
+            }
+        }
+    }
+    [("global", ConstructKind::Tensor), ("smem", ConstructKind::Smem)].into_iter().filter(|(s, _)| spaces.contains(*s)).map(|(_, k)| k).collect()
 }
 
 #[allow(clippy::too_many_arguments)]

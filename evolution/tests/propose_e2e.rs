@@ -1,38 +1,28 @@
 //! End to end, in a temporary git repository holding a copy of this checkout's compiler data and
-//! corpus: evidence from real broken candidates → `propose` (rule proposals on branches, gated,
-//! queued) → `accept` merges one, and the merged rule rejects held-out failing programs of its
-//! bucket before compilation → `reject` stops another bucket from being proposed again (until new
-//! evidence arrives) → a proposal whose rule would reject an accepted corpus program fails its
-//! corpus gate at `accept` (main gained that program since) and the report names the case and why.
+//! corpus, from the bundled evidence (`evolution/evidence/bundle`, real runs of the broken
+//! candidates, copied): `propose` (rule proposals on branches, gated, queued) → each rule rejects
+//! the held-out failing programs of its bucket (`evolution/evidence/heldout-bundle`, never mined
+//! with the bundle) → `accept` merges one, and the merged rule rejects those programs through the
+//! repository's rules before compilation → `reject` stops another bucket from being proposed
+//! again (until new evidence arrives, here a real build failure recorded by the harness) → a
+//! proposal whose rule would reject an accepted corpus program fails its corpus gate at `accept`
+//! (main gained that program since) and the report names the case and why.
 
 #[path = "propose_fixture.rs"]
 mod fixture;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use cake_evolve::mine::mine_report;
 use cake_evolve::queue::{self, Kind, ProposeOptions, Status};
 use cake_evolve::review::{self, Accepted};
 use cake_evolve::store::EvidenceStore;
 use cake_merge_gates::GateOptions;
 use fixture::*;
 
-fn mutations() -> Vec<Mutation> {
-    vec![
-        // Alignment above 1024: the verifier accepts it, the lowering refuses it (L002).
-        Mutation { name: "align", cases: &[], from: "align 1024", train: &["align 2048"], heldout: &["align 4096"] },
-        // A K dimension whose row stride is not a multiple of 16 bytes: cp.async refuses (L006).
-        Mutation { name: "k-multiple", cases: &[], from: "dim K multiple_of 32", train: &["dim K multiple_of 33", "dim K multiple_of 36"], heldout: &["dim K multiple_of 34"] },
-        // Shared memory that fits the verifier's count but not with the barriers and the 1024 B
-        // base alignment the lowering adds (L002).
-        Mutation { name: "smem-gap", cases: &["kmeans-assign/d128-128x128-s4-p", "kmeans-assign/d128-128x256-s2-p"], from: "smem x_s: bf16[2, 128, 64]", train: &["smem x_s: bf16[6, 128, 64]"], heldout: &[] },
-        Mutation { name: "smem-gap", cases: &["kmeans-assign/d128-64x128-s4"], from: "smem x_s: bf16[2, 64, 64]", train: &["smem x_s: bf16[12, 64, 64]"], heldout: &[] },
-        Mutation { name: "smem-gap", cases: &["kmeans-assign/d64-128x256-s3"], from: "smem x_s: bf16[1, 128, 64]", train: &["smem x_s: bf16[8, 128, 64]"], heldout: &[] },
-        Mutation { name: "smem-gap", cases: &["kmeans-assign/d64-128x128-s5-p"], from: "smem x_s: bf16[1, 128, 64]", train: &[], heldout: &["smem x_s: bf16[9, 128, 64]"] },
-        Mutation { name: "smem-gap", cases: &["kmeans-assign/d128-128x128-s5"], from: "smem x_s: bf16[2, 128, 64]", train: &[], heldout: &["smem x_s: bf16[4, 128, 64]"] },
-    ]
+fn evidence_dir() -> PathBuf {
+    checkout().join("evolution/evidence")
 }
-
-const FAMILIES: &[&str] = &["attention-fwd", "knn-topk", "kmeans-assign", "gemm-sm80", "gemm-sm90-ws"];
 
 fn opts(repo: &Path, evidence: &Path) -> ProposeOptions {
     let mut o = ProposeOptions::new(repo, evidence);
@@ -50,6 +40,31 @@ fn check_with_rules_of(dir: &Path, source: &str) -> Vec<String> {
     out.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.code.clone()).collect()
 }
 
+/// A tree holding main's compiler data plus the rule files a proposal's branch adds under
+/// `compiler/rules/`.
+fn rules_with(repo: &git2::Repository, main_dir: &Path, dst: &Path, r: &queue::Record) -> PathBuf {
+    copy_dir(&main_dir.join("compiler"), &dst.join("compiler"), &[]);
+    let base = git2::Oid::from_str(&r.base).unwrap();
+    let head = git2::Oid::from_str(&r.commit).unwrap();
+    for f in cake_evolve::git::diff(repo, base, head).unwrap() {
+        if f.path.starts_with("compiler/rules/") {
+            let p = dst.join(&f.path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, cake_evolve::git::read_text(repo, head, &f.path).unwrap().unwrap()).unwrap();
+        }
+    }
+    dst.to_path_buf()
+}
+
+/// The held-out programs whose failures fall in bucket `id` (mined from the held-out store, which
+/// the engine never saw), as (sha256, source).
+fn heldout_of(id: &str) -> Vec<(String, String)> {
+    let store = EvidenceStore::open(evidence_dir().join("heldout-bundle")).unwrap();
+    let report = mine_report(&store);
+    let Some(b) = report.buckets.iter().find(|b| b.id == id) else { return Vec::new() };
+    b.program_hashes.iter().map(|h| (h.clone(), store.program(h).unwrap().expect("the held-out program is stored"))).collect()
+}
+
 /// Commit the working copy's changes on `main` (HEAD) like a person would.
 fn commit_all(repo: &git2::Repository, msg: &str) {
     let mut index = repo.index().unwrap();
@@ -61,6 +76,37 @@ fn commit_all(repo: &git2::Repository, msg: &str) {
     repo.commit(Some("HEAD"), &sig, &sig, msg, &tree, &[&head]).unwrap();
 }
 
+/// Run `program` through the harness as `scripts/make-evidence.sh` does (`cake run
+/// --unsafe-skip-verify`, records into the store's `runs/`), and store the program: the build
+/// fails, so no GPU is needed. The new record's id.
+fn run_into_store(store_dir: &Path, program: &Path, workload: &Path) -> String {
+    use cake::runtime::harness::{self, HarnessError, Mode, Options};
+    let opts = Options {
+        mode: Mode::Run,
+        program: program.to_path_buf(),
+        workload: Some(workload.to_path_buf()),
+        shapes: Vec::new(),
+        dists: Vec::new(),
+        timeout: std::time::Duration::from_secs(10),
+        unsafe_skip_verify: true,
+        evidence: store_dir.to_path_buf(),
+        repeats: Some(1),
+        warmup: Some(0),
+        baseline: None,
+        seed: None,
+        cublas_check: false,
+        arch: None,
+        // Nothing to spawn: the build fails before any child would run.
+        exe: store_dir.join("no-such-cake"),
+        max_timeouts: Some(1),
+    };
+    let res = harness::run(&opts, &mut |_| {}, &mut |_| {});
+    let Err(HarnessError::Build { record: Some(path), .. }) = res else { panic!("the build fails and is recorded: {res:?}") };
+    let store = EvidenceStore::open(store_dir).unwrap();
+    let out = cake_evolve::import::import_file(&store, cake_evolve::import::ImportKind::Run, &path, &cake_evolve::import::ImportOptions { program: Some(program.to_path_buf()), ..Default::default() }).unwrap();
+    out.records.first().expect("the record is in the store").id.clone()
+}
+
 #[test]
 fn propose_accept_reject_end_to_end() {
     let tmp = tempfile::tempdir().unwrap();
@@ -68,16 +114,8 @@ fn propose_accept_reject_end_to_end() {
     let evidence = tmp.path().join("evidence");
     let repo = make_repo(&repo_dir);
     let main_before = repo.head().unwrap().peel_to_commit().unwrap().id();
-    let (train, heldout) = make_evidence(&repo_dir, &evidence, FAMILIES, &mutations(), 4);
-    let by_kind = |c: &[Candidate], k: &str| c.iter().filter(|x| x.mutation == k).count();
-    for k in ["align", "k-multiple", "smem-gap"] {
-        assert!(by_kind(&train, k) >= 2, "{k}: {} training failures", by_kind(&train, k));
-        assert!(by_kind(&heldout, k) >= 1, "{k}: {} held-out failures", by_kind(&heldout, k));
-    }
-    // Every candidate passes today's verifier: that is what the engine must learn.
-    for c in train.iter().chain(&heldout) {
-        assert!(cake::check::check_source(&c.source).validated.is_some(), "{} ({}) is accepted by the verifier today", c.case, c.mutation);
-    }
+    // The committed bundle, copied: the test adds evidence to it later.
+    copy_dir(&evidence_dir().join("bundle"), &evidence, &[]);
 
     // ── propose ──
     let o = opts(&repo_dir, &evidence);
@@ -112,16 +150,30 @@ fn propose_accept_reject_end_to_end() {
     assert_eq!(repo.head().unwrap().peel_to_commit().unwrap().id(), main_before);
     assert!(cake_evolve::git::dirty_tracked(&repo, "proposals/").unwrap().is_empty());
 
-    let rule_for = |mutation: &str| -> queue::Record {
-        let c = train.iter().find(|c| c.mutation == mutation).unwrap();
-        let store = EvidenceStore::open(&evidence).unwrap();
-        let sha = store.put_program(&c.source).unwrap().sha256;
-        queue::load_all(&qdir).unwrap().into_iter().find(|r| r.kind == Kind::Rule && r.programs.contains(&sha)).unwrap_or_else(|| panic!("a rule proposal for {mutation}:\n{table}"))
+    // The three classes the verifier misses and the lowering refuses, each a rule.
+    let rule_for = |signature: &str| -> queue::Record {
+        rules.iter().find(|r| r.signature.contains(signature)).map(|r| (*r).clone()).unwrap_or_else(|| panic!("a rule proposal for `{signature}`:\n{table}"))
     };
-    let align = rule_for("align");
-    let kmul = rule_for("k-multiple");
-    let gap = rule_for("smem-gap");
+    let align = rule_for("alignment <n> of `<sym>` is not a power of two");
+    let stride = rule_for("cp.async needs the row stride");
+    let gap = rule_for("shared memory needs <n> bytes");
     assert_eq!(align.rule.as_ref().unwrap().applies_to, "smem");
+    assert_eq!(stride.rule.as_ref().unwrap().applies_to, "tensor", "the call's own facts say nothing of the stride: the rule is on the tensor it copies from");
+
+    // Each rule rejects the held-out failing programs of its bucket, which today's rules accept
+    // and which the engine never saw.
+    let store = EvidenceStore::open(&evidence).unwrap();
+    for r in [&align, &stride, &gap] {
+        let code = r.rule.as_ref().unwrap().code.clone();
+        let held: Vec<(String, String)> = heldout_of(&r.bucket).into_iter().filter(|(_, src)| check_with_rules_of(&checkout(), src).is_empty()).collect();
+        assert!(!held.is_empty(), "bucket {} has held-out programs today's verifier accepts", r.bucket);
+        let tree = rules_with(&repo, &repo_dir, &tmp.path().join(format!("rules-{}", r.id)), r);
+        for (sha, src) in &held {
+            assert!(store.program(sha).unwrap().is_none(), "held-out program {sha} is not in the evidence");
+            let codes = check_with_rules_of(&tree, src);
+            assert!(codes.contains(&code), "{code} of {} rejects held-out {sha} (got {codes:?})", r.id);
+        }
+    }
 
     // ── idempotent: the same evidence proposes nothing new ──
     let again = queue::propose(&o).unwrap();
@@ -137,6 +189,11 @@ fn propose_accept_reject_end_to_end() {
     assert!(shown.contains(&align.rule.as_ref().unwrap().require) && shown.contains("corpus") && shown.contains("+++ b/compiler/rules/"), "{shown}");
 
     // ── accept: re-gated on main (unchanged: fast-forward), merged, recorded ──
+    let held_align: Vec<(String, String)> = heldout_of(&align.bucket);
+    assert!(held_align.len() >= 2, "the align bucket has held-out programs");
+    for (sha, src) in &held_align {
+        assert!(check_with_rules_of(&repo_dir, src).is_empty(), "before the merge, main's rules accept held-out {sha}");
+    }
     let accepted = review::accept(&repo_dir, &align.id, "reviewed: align above 1024 never lowers", None, GateOptions::static_only()).unwrap();
     let Accepted::Merged { commit, how } = accepted else { panic!("accept failed: {accepted:?}") };
     assert_eq!(how, "fast-forward");
@@ -145,47 +202,47 @@ fn propose_accept_reject_end_to_end() {
     assert_eq!(rec.status, Status::Accepted);
     assert!(rec.review.as_ref().unwrap().note.contains("reviewed"));
     // The working copy (on main, clean) was updated: the rule file is there.
-    let code = align.rule.as_ref().unwrap().code.clone();
-    let rule_file = repo_dir.join(format!("compiler/rules/{}/{}-{}.toml", align.rule.as_ref().unwrap().category, code, align.rule.as_ref().unwrap().name));
+    let d = align.rule.as_ref().unwrap();
+    let code = d.code.clone();
+    let rule_file = repo_dir.join(format!("compiler/rules/{}/{}-{}.toml", d.category, code, d.name));
     assert!(rule_file.is_file(), "{}", rule_file.display());
     let changelog = std::fs::read_to_string(repo_dir.join("CHANGELOG.md")).unwrap();
     assert!(changelog.contains(&align.changelog), "the CHANGELOG line landed");
-
-    // The merged rule rejects the held-out failing programs of its bucket before compilation —
-    // programs the engine never saw, which today's rules accept.
-    let held: Vec<&Candidate> = heldout.iter().filter(|c| c.mutation == "align").collect();
-    assert!(!held.is_empty());
-    for c in &held {
-        assert!(!evidence_has(&evidence, &c.source), "held-out program {} was not in the evidence", c.case);
-        assert!(check_with_rules_of(&fixture::checkout(), &c.source).is_empty(), "today's rules accept the held-out {}", c.case);
-        let codes = check_with_rules_of(&repo_dir, &c.source);
-        assert!(codes.contains(&code), "the merged {code} rejects held-out {} (got {codes:?})", c.case);
+    // The merged rule rejects the held-out failing programs of its bucket before compilation,
+    // through the repository's own rules.
+    for (sha, src) in &held_align {
+        let codes = check_with_rules_of(&repo_dir, src);
+        assert!(codes.contains(&code), "the merged {code} rejects held-out {sha} (got {codes:?})");
     }
 
     // ── reject: remembered; the bucket is not proposed again ──
-    let r = review::reject(&repo_dir, &kmul.id, "the row-stride rule belongs in the lowering's own check").unwrap();
+    let r = review::reject(&repo_dir, &stride.id, "the row-stride rule belongs in the lowering's own check").unwrap();
     assert_eq!(r.status, Status::Rejected);
     let third = queue::propose(&o).unwrap();
-    let out = third.outcomes.iter().find(|x| x.bucket == kmul.bucket).unwrap();
+    let out = third.outcomes.iter().find(|x| x.bucket == stride.bucket).unwrap();
     assert_eq!(out.what, "unchanged", "{out:?}");
     assert!(out.detail.contains("rejected"), "{out:?}");
-    assert_eq!(queue::find(&qdir, &kmul.id).unwrap().1.status, Status::Rejected);
+    assert_eq!(queue::find(&qdir, &stride.id).unwrap().1.status, Status::Rejected);
     assert!(third.proposed().is_empty());
 
-    // ── bors: main gains an accepted corpus program the `smem-gap` rule would reject; accepting
-    // that proposal re-runs the gates on current main, and its corpus gate fails saying which
-    // case and why ──
-    let victim = heldout.iter().find(|c| c.mutation == "smem-gap").unwrap();
+    // ── bors: main gains an accepted corpus program the gap rule would reject; accepting that
+    // proposal re-runs the gates on current main, and its corpus gate fails saying which case and
+    // why ──
+    let gap_code = gap.rule.as_ref().unwrap().code.clone();
+    let victim = heldout_of(&gap.bucket)
+        .into_iter()
+        .map(|(_, src)| src)
+        .find(|src| check_with_rules_of(&repo_dir, src).is_empty() && check_with_rules_of(&tmp.path().join(format!("rules-{}", gap.id)), src).contains(&gap_code))
+        .expect("a held-out program main accepts and the gap rule rejects");
     let fam = repo_dir.join("corpus/kmeans-extra");
     std::fs::create_dir_all(&fam).unwrap();
     std::fs::write(fam.join("family.toml"), "description = \"kmeans assign variants kept for the static tier (test)\"\n").unwrap();
-    std::fs::write(fam.join("big-x.cake"), &victim.source).unwrap();
+    std::fs::write(fam.join("big-x.cake"), &victim).unwrap();
     std::fs::write(fam.join("big-x.toml"), "program = \"big-x.cake\"\ntarget = \"sm_90a\"\ntiers = [\"static\"]\n\n[expect]\nverdict = \"accept\"\nfindings = []\n").unwrap();
     commit_all(&repo, "corpus: a larger kmeans x_s tile, accepted");
     let res = review::accept(&repo_dir, &gap.id, "", None, GateOptions::static_only()).unwrap();
     let Accepted::GatesFailed { table: gate_table } = res else { panic!("the gap rule must not merge: {res:?}") };
     println!("accept {} on the grown main:\n{gate_table}", gap.id);
-    let gap_code = gap.rule.as_ref().unwrap().code.clone();
     assert!(gate_table.contains("corpus") && gate_table.contains("kmeans-extra/big-x") && gate_table.contains("regressed") && gate_table.contains(&gap_code), "{gate_table}");
     let (_, rec) = queue::find(&qdir, &gap.id).unwrap();
     assert_eq!(rec.status, Status::Queued, "not merged");
@@ -195,21 +252,16 @@ fn propose_accept_reject_end_to_end() {
     // main did not move.
     assert!(review::list(&queue::load_all(&qdir).unwrap()).contains(&gap.id));
 
-    // ── new evidence for the rejected bucket brings it back ──
-    let store = EvidenceStore::open(&evidence).unwrap();
-    let extra = train.iter().find(|c| c.mutation == "k-multiple").unwrap().source.replacen("multiple_of 33", "multiple_of 35", 1).replacen("multiple_of 36", "multiple_of 35", 1);
-    let (lcode, lmsg, line) = lower_failure(&extra).expect("the new candidate fails in the lowering too");
-    store_failure(&store, "sm_90a", &extra, &lcode, &lmsg, line, "multiple_of 35");
+    // ── new evidence for the rejected bucket brings it back: one more program with a misaligned
+    // row stride, run through the harness like the bundle's ──
+    let src = std::fs::read_to_string(checkout().join("examples/gemm_bf16_sm80.cake")).unwrap().replacen("dim K multiple_of 64", "dim K multiple_of 12", 1);
+    let extra = tmp.path().join("stride_gemm80_k12.cake");
+    std::fs::write(&extra, src).unwrap();
+    let id = run_into_store(&evidence, &extra, &evidence_dir().join("workloads/gemm_stride.workload.toml"));
     let fourth = queue::propose(&o).unwrap();
-    let back = queue::find(&qdir, &kmul.id).unwrap().1;
+    let back = queue::find(&qdir, &stride.id).unwrap().1;
     assert_eq!(back.status, Status::Queued, "re-proposed with the new evidence: {:?}", fourth.outcomes);
+    assert!(back.evidence.contains(&id), "the new record is part of the bucket");
     assert_eq!(back.history.len(), 1, "the rejection is kept in the history");
     assert_eq!(back.history[0].action, Status::Rejected);
-}
-
-fn evidence_has(store: &Path, source: &str) -> bool {
-    let s = EvidenceStore::open(store).unwrap();
-    let file = cake::syntax::parse(source).unwrap();
-    let sha = cake::runtime::record::sha256_hex(cake::syntax::print(&file).as_bytes());
-    s.program(&sha).unwrap().is_some()
 }

@@ -1,16 +1,16 @@
-//! Test fixture shared by the propose / review tests (included with `#[path]`; on its own it has
-//! no tests): a temporary git repository holding a copy of this checkout's compiler data and
-//! corpus, and an evidence store filled by running real broken candidates through the compiler.
+//! Test fixture shared by the propose / review / calibration tests (included with `#[path]`; on
+//! its own it has no tests): a temporary git repository holding a copy of this checkout's compiler
+//! data and corpus, and an evidence store filled by running real broken candidates through the
+//! compiler.
 //!
 //! The evidence is not written by hand: each candidate is a corpus program with one mutation,
 //! run through `cake::check::check_source` (which it passes — the verifier accepts it) and then
 //! `cake::lower::lower`, whose refusal is recorded as a failure report (stage `lower`, the
 //! lowering's code and message, the `.cake` line it names) with the program stored under
-//! `programs/`. Each mutation kind has training candidates (stored) and held-out candidates
-//! (returned, never stored) made by the same kind of mutation with other values or programs.
+//! `programs/`. (The end-to-end test proposes from the bundled evidence of real runs instead,
+//! `evolution/evidence/bundle`.)
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cake_evolve::store::{EvidenceStore, FailureReport, SpanKind, SpanRef, Stage};
@@ -20,7 +20,8 @@ pub fn checkout() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-fn copy_dir(src: &Path, dst: &Path, skip: &[&str]) {
+/// Copy a directory tree, leaving out entries named in `skip`.
+pub fn copy_dir(src: &Path, dst: &Path, skip: &[&str]) {
     std::fs::create_dir_all(dst).unwrap();
     let mut entries: Vec<_> = std::fs::read_dir(src).unwrap().flatten().map(|e| e.path()).collect();
     entries.sort();
@@ -69,29 +70,14 @@ pub fn make_repo(dst: &Path) -> git2::Repository {
 
 /// One kind of mutation: a text replacement applied to the first match in a program.
 pub struct Mutation {
-    pub name: &'static str,
-    /// Only these corpus cases (empty: every case of the families).
-    pub cases: &'static [&'static str],
     pub from: &'static str,
-    /// Replacements used for the stored (training) evidence.
-    pub train: &'static [&'static str],
-    /// Replacements used for the held-out candidates.
-    pub heldout: &'static [&'static str],
-}
-
-/// A candidate that failed after the verifier accepted it.
-#[derive(Clone, Debug)]
-pub struct Candidate {
-    pub mutation: &'static str,
-    pub case: String,
-    pub source: String,
-    pub code: String,
-    pub message: String,
+    /// The replacements, each making one candidate per case.
+    pub to: &'static [&'static str],
 }
 
 /// Run `source` through the compiler: `Some(failure)` when the verifier accepts it and the
 /// lowering refuses it.
-pub fn lower_failure(source: &str) -> Option<(String, String, Option<u32>)> {
+fn lower_failure(source: &str) -> Option<(String, String, Option<u32>)> {
     let out = cake::check::check_source(source);
     let v = out.validated?;
     match cake::lower::lower(&v) {
@@ -103,42 +89,37 @@ pub fn lower_failure(source: &str) -> Option<(String, String, Option<u32>)> {
     }
 }
 
-/// Apply every mutation to every accepted sm_90a corpus case of `families` (in id order); store
-/// the training failures in the store at `store_dir`, return the held-out failures.
-pub fn make_evidence(repo_root: &Path, store_dir: &Path, families: &[&str], mutations: &[Mutation], per_mutation: usize) -> (Vec<Candidate>, Vec<Candidate>) {
+/// Apply every mutation to every accepted sm_90a corpus case of `families` (in id order), at most
+/// `per_mutation` failing candidates each; store each candidate the verifier accepts and the
+/// lowering refuses in the store at `store_dir`. The stored programs' hashes.
+pub fn make_evidence(repo_root: &Path, store_dir: &Path, families: &[&str], mutations: &[Mutation], per_mutation: usize) -> Vec<String> {
     let corpus = cake::corpus::Corpus::load(repo_root.join("corpus")).unwrap();
     let store = EvidenceStore::open(store_dir).unwrap();
-    let mut train = Vec::new();
-    let mut heldout = Vec::new();
+    let mut stored = Vec::new();
     for m in mutations {
-        let mut made: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut made = 0;
         for case in corpus.cases.iter().filter(|c| families.contains(&c.family.as_str()) && c.manifest.expect.verdict == cake::corpus::Verdict::Accept && c.manifest.target == "sm_90a") {
-            if !case.source.contains(m.from) || (!m.cases.is_empty() && !m.cases.contains(&case.id.as_str())) {
+            if !case.source.contains(m.from) {
                 continue;
             }
-            for (set, reps, out) in [("train", m.train, &mut train), ("heldout", m.heldout, &mut heldout)] {
-                for rep in reps {
-                    if made.get(set).copied().unwrap_or(0) >= per_mutation {
-                        continue;
-                    }
-                    let source = case.source.replacen(m.from, rep, 1);
-                    let Some((code, message, line)) = lower_failure(&source) else { continue };
-                    *made.entry(set).or_default() += 1;
-                    if set == "train" {
-                        store_failure(&store, &case.manifest.target, &source, &code, &message, line, rep);
-                    }
-                    out.push(Candidate { mutation: m.name, case: case.id.clone(), source, code, message });
+            for rep in m.to {
+                if made >= per_mutation {
+                    continue;
                 }
+                let source = case.source.replacen(m.from, rep, 1);
+                let Some((code, message, line)) = lower_failure(&source) else { continue };
+                made += 1;
+                stored.push(store_failure(&store, &case.manifest.target, &source, &code, &message, line, rep));
             }
         }
     }
-    (train, heldout)
+    stored
 }
 
 /// Record one lowering refusal of `source` in the store: the program under `programs/` and a
 /// failure report naming the `.cake` line the lowering pointed at (found again in the stored,
 /// canonical text by `marker`, the mutated text).
-pub fn store_failure(store: &EvidenceStore, target: &str, source: &str, code: &str, message: &str, line: Option<u32>, marker: &str) -> String {
+fn store_failure(store: &EvidenceStore, target: &str, source: &str, code: &str, message: &str, line: Option<u32>, marker: &str) -> String {
     let stored = store.put_program(source).unwrap();
     let mut r = FailureReport::new(&stored.sha256, target, Stage::Lower, "cake", format!("lower_{code}"), format!("{code}: {message}"));
     if let Some(l) = line {

@@ -17,8 +17,8 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf, queue::Record) {
     let repo_dir = tmp.path().join("repo");
     let evidence = tmp.path().join("evidence");
     make_repo(&repo_dir);
-    let muts = [Mutation { name: "align", cases: &[], from: "align 1024", train: &["align 2048"], heldout: &[] }];
-    let (train, _) = make_evidence(&repo_dir, &evidence, &["attention-fwd", "knn-topk"], &muts, 3);
+    let muts = [Mutation { from: "align 1024", to: &["align 2048"] }];
+    let train = make_evidence(&repo_dir, &evidence, &["attention-fwd", "knn-topk"], &muts, 3);
     assert!(train.len() >= 2);
     let mut o = ProposeOptions::new(&repo_dir, &evidence);
     o.gate = GateOptions::static_only();
