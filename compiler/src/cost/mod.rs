@@ -15,7 +15,11 @@
 //! * **per tile**: the main loop × its trip count plus each role's work outside it (the
 //!   epilogue); the tile takes the longest role path or the largest resource total
 //!   (tensor cores, issue slots, memory) of all roles together; a pipeline handed off once per
-//!   tile with too few stages adds a per-tile bubble;
+//!   tile with too few stages adds a per-tile bubble; two roles that hand each other explicit
+//!   barriers in both directions (X arrives on one that Y waits on, Y on one that X waits on: a
+//!   ping-pong, or a full/empty ring) run in lockstep, so their paths — each `wait` charged one
+//!   mbarrier hand-off — add up, divided by the ring depth (the smaller `stages` of the two
+//!   barriers);
 //! * **per kernel**: persistent grids run `ceil(tiles / blocks)` tiles on the busiest block,
 //!   non-persistent grids run waves of `blocks/SM × SMs` blocks (co-resident blocks share the
 //!   SM's resources and overlap their latencies); plus the block prologue, the pipeline fill and
@@ -36,6 +40,10 @@
 //! tensor-core, memory, epilogue, and latency/sync (= sync/latency + fill/bubble + launch).
 //! **Ties** (equal to 1e-9 relative) go to the first in that order — a resource is named before
 //! latency — and a runner-up within 10% of the winner is reported in the notes.
+//!
+//! **Barriers.** `sync()` costs a block barrier; `arrive()` and `sync_role()` cost a named barrier
+//! for roles of several warps and nothing for a one-warp role (the lowering's `__syncwarp()`); a
+//! `wait` / `wait_parity` on an explicit barrier costs one hand-off on the waiter's path.
 //!
 //! Hints (severity `hint`, codes C001…C006) point at the construct to change; errors are
 //! [`CostError`] (codes C100…C105). Every estimate lists the provisional parameters it used.

@@ -247,6 +247,46 @@ fn occupancy(ctx: &Ctx<'_>, target: &TargetInfo) -> Result<Occ, CostError> {
     })
 }
 
+/// Pairs of roles `(x, y)` that hand each other explicit barriers in both directions in one scope
+/// (`works[i]`: role i's work there), with the ring depth of the pair.
+///
+/// When role X arrives on barrier `b1`, which role Y waits on, and Y arrives on `b2`, which X waits
+/// on, neither can run more than `stages` phases ahead of the other: each of X's waits returns only
+/// after Y's wait on X's earlier arrival has returned and Y has done its part. With one stage (a
+/// ping-pong) the two roles' paths — each wait charged one hand-off — run one after the other, so
+/// the pair takes path X + path Y; a ring of `stages` barrier phases overlaps that many, so
+/// (path X + path Y) / stages (the analogue of a pipeline's round trip over its stages). The depth
+/// is the smaller stage count of the two barriers; of several such barrier pairs, the tightest.
+fn barrier_cycles(m: &Module, works: &[Work]) -> Vec<(usize, usize, f64)> {
+    let barriers: Vec<f64> = m.barriers.iter().map(|(_, b)| f64::from(b.stages.max(1))).collect();
+    let count = |w: &Work, b: usize| w.bars.get(b).cloned().unwrap_or_default();
+    let mut out = Vec::new();
+    for x in 0..works.len() {
+        for y in x + 1..works.len() {
+            let mut depth: Option<f64> = None;
+            for b1 in 0..barriers.len() {
+                for b2 in 0..barriers.len() {
+                    if b1 == b2 {
+                        continue;
+                    }
+                    let coupled = count(&works[x], b1).arrives > 0.0
+                        && count(&works[y], b1).waits > 0.0
+                        && count(&works[y], b2).arrives > 0.0
+                        && count(&works[x], b2).waits > 0.0;
+                    if coupled {
+                        let d = barriers[b1].min(barriers[b2]);
+                        depth = Some(depth.map_or(d, |x: f64| x.min(d)));
+                    }
+                }
+            }
+            if let Some(d) = depth {
+                out.push((x, y, d));
+            }
+        }
+    }
+    out
+}
+
 /// Axis indices of linear tile `l`, walked as the lowering walks them: row-major (last axis
 /// fastest), or with `group G` the last two axes `[.., r, c]` in bands of `G` values of `r`
 /// (`r` fastest inside a band; the last band may be short), earlier axes slowest.
@@ -526,8 +566,25 @@ pub(super) fn run(
         Split::memory(mem_tile.0),
         Split::epilogue(issue_tile.iter().sum()),
     ]);
-    let (path_tile, path_bubble) =
-        paths.iter().copied().fold((Split::default(), 0.0), |best, (s, b)| if s.total() + b > best.0.total() + best.1 { (s, b) } else { best });
+    // Roles that hand each other explicit barriers in both directions run in lockstep: their
+    // paths add up (over the ring depth), see `barrier_cycles`.
+    let tile_works: Vec<Work> = roles.iter().map(|r| per_tile(r)).collect();
+    let cycle_paths: Vec<(Split, f64)> = barrier_cycles(m, &tile_works)
+        .into_iter()
+        .map(|(x, y, depth)| {
+            ctx.note(format!(
+                "roles `{}` and `{}` hand each other explicit barriers (ring depth {depth}): their paths add up, over the depth",
+                role_of(roles[x].role).name,
+                role_of(roles[y].role).name
+            ));
+            (paths[x].0.add(paths[y].0).scale(1.0 / depth), (paths[x].1 + paths[y].1) / depth)
+        })
+        .collect();
+    let (path_tile, path_bubble) = paths
+        .iter()
+        .chain(&cycle_paths)
+        .copied()
+        .fold((Split::default(), 0.0), |best, (s, b)| if s.total() + b > best.0.total() + best.1 { (s, b) } else { best });
     let persistent = occ.occupancy.persistent;
     // Persistent blocks run one tile after another; the tile takes its longest constraint.
     let (mut tile_split, mut tile_bubble) =
@@ -557,7 +614,10 @@ pub(super) fn run(
     let per_tile_bubbles: f64 = tile_bubble - if tile_split == path_tile && persistent { path_bubble } else { 0.0 };
 
     // ---- per block and per kernel ----------------------------------------------------------
-    let cta_split = max_split(roles.iter().map(|r| model.own(&r.cta, role_of(r.role)))).add(Split::sync(ctx.p(P::CtaPrologueNs)));
+    let cta_own: Vec<Split> = roles.iter().map(|r| model.own(&r.cta, role_of(r.role))).collect();
+    let cta_works: Vec<Work> = roles.iter().map(|r| r.cta.clone()).collect();
+    let cta_cycles = barrier_cycles(m, &cta_works).into_iter().map(|(x, y, depth)| cta_own[x].add(cta_own[y]).scale(1.0 / depth));
+    let cta_split = max_split(cta_own.iter().copied().chain(cta_cycles)).add(Split::sync(ctx.p(P::CtaPrologueNs)));
     let launch = ctx.p(P::LaunchOverheadNs);
     let waves_launched = if persistent { 1.0 } else { (occ.tiles / (sms * occ.blocks_per_sm)).ceil() };
     let launch_ns = launch + (waves_launched - 1.0).max(0.0) * ctx.p(P::CtaWaveNs);
@@ -912,6 +972,120 @@ pub(super) fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two roles of one warp each (`ping` may be widened) playing ping-pong on two mbarriers.
+    const PING_PONG: &str = "kernel pp target sm_90a
+dim T
+dim I
+out O: f32[T, 32]
+grid tiles[b = T] persistent
+role ping: PING
+role pong: PONG
+barrier to_pong: count 1 producer ping consumer pong
+barrier to_ping: count 1 producer pong consumer ping
+on ping {
+    reg v: f32[32] per warp
+    for t in tiles {
+        for i in 0..I {
+            arrive(to_pong)
+            wait(to_ping)
+        }
+        fill(v, 1.0)
+        store(O[t.b, :], v)
+    }
+}
+on pong {
+    for t in tiles {
+        for i in 0..I {
+            wait(to_pong)
+            arrive(to_ping)
+        }
+    }
+}
+";
+
+    /// A two-slot ring over explicit full/empty barriers: the producer waits for the slot it
+    /// filled two rounds ago, so it runs up to two phases ahead of the consumer.
+    const RING: &str = "kernel ring target sm_90a
+dim T
+dim I multiple_of 2
+out O: f32[T, 32]
+grid tiles[b = T]
+role prod: warp 0
+role cons: warp 1
+barrier full: stages 2 count 1 producer prod consumer cons
+barrier empty: stages 2 count 1 producer cons consumer prod
+on prod {
+    reg v: f32[32] per warp
+    for t in tiles {
+        for i in 0..I {
+            wait_parity(empty[i % 2], (i / 2 + 1) % 2)
+            arrive(full[i % 2])
+        }
+        fill(v, 1.0)
+        store(O[t.b, :], v)
+    }
+}
+on cons {
+    for t in tiles {
+        for i in 0..I {
+            wait(full[i % 2])
+            arrive(empty[i % 2])
+        }
+    }
+}
+";
+
+    fn predict(src: &str, i: i64) -> Estimate {
+        let out = crate::check::check_source(src);
+        let v = out.validated.unwrap_or_else(|| panic!("does not verify: {:#?}", out.diagnostics));
+        let dims: BTreeMap<String, i64> = [("T".to_string(), 132), ("I".to_string(), i)].into_iter().collect();
+        crate::cost::estimate_builtin(&v, &dims).expect("estimate")
+    }
+
+    /// Time per iteration of the `I` loop, ns (the slope between two trip counts).
+    fn per_iteration_ns(src: &str) -> f64 {
+        let (a, b) = (predict(src, 1024), predict(src, 2048));
+        (b.predicted_ms - a.predicted_ms) * 1e6 / 1024.0
+    }
+
+    fn cal() -> &'static Calibration {
+        crate::cost::builtin_calibration("sm_90a").expect("sm_90a is calibrated")
+    }
+
+    #[test]
+    fn a_barrier_ping_pong_costs_two_handoffs_per_round_trip() {
+        let h = cal().get(P::MbarrierHandoffNs);
+        let src = PING_PONG.replace("PING", "warp 0").replace("PONG", "warp 1");
+        // Each round trip: ping's arrive reaches pong's wait, pong's arrive reaches ping's wait.
+        // The arrivals of one-warp roles are a __syncwarp (free); no data moves.
+        let t = per_iteration_ns(&src);
+        assert!((t - 2.0 * h).abs() < 1e-6 * h, "{t} ns per round trip, want 2 x {h}");
+        let e = predict(&src, 4096);
+        assert_eq!(e.bottleneck, Bottleneck::LatencySync);
+        assert!(e.notes.iter().any(|n| n.contains("`ping` and `pong` hand each other explicit barriers (ring depth 1)")), "{:#?}", e.notes);
+        // Each role alone is only half of the round trip.
+        assert!(e.roles.iter().all(|r| r.path_ms < 0.6 * e.predicted_ms), "{:#?}", e.roles);
+    }
+
+    #[test]
+    fn only_a_multi_warp_role_pays_a_named_barrier_to_arrive() {
+        let (h, bar) = (cal().get(P::MbarrierHandoffNs), cal().get(P::BarSyncNs));
+        let src = PING_PONG.replace("PING", "warp 0..4").replace("PONG", "warp 4");
+        // `ping` is four warps: they meet on a named barrier (bar.sync) before the arrival.
+        let t = per_iteration_ns(&src);
+        assert!((t - (2.0 * h + bar)).abs() < 1e-6 * h, "{t} ns per round trip, want 2 x {h} + {bar}");
+    }
+
+    #[test]
+    fn a_barrier_ring_overlaps_its_stages() {
+        let h = cal().get(P::MbarrierHandoffNs);
+        // Round trip of a slot: two hand-offs; two slots in flight: one hand-off per round.
+        let t = per_iteration_ns(RING);
+        assert!((t - h).abs() < 1e-6 * h, "{t} ns per round, want {h}");
+        let e = predict(RING, 2048);
+        assert!(e.notes.iter().any(|n| n.contains("(ring depth 2)")), "{:#?}", e.notes);
+    }
 
     #[test]
     fn grouped_walk_matches_the_lowering() {

@@ -72,6 +72,14 @@ pub(crate) struct PipeCount {
     pub reads: Vec<Read>,
 }
 
+/// Per-barrier counts of an explicit barrier inside one piece of work: `wait` / `wait_parity`
+/// calls, and arrivals (`arrive`, `arrive_expect_tx`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct BarCount {
+    pub waits: f64,
+    pub arrives: f64,
+}
+
 /// Work of one role in one scope (per block, per tile, or per main-loop iteration).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Work {
@@ -100,6 +108,8 @@ pub(crate) struct Work {
     pub write_bytes: f64,
     pub write_l2_bytes: f64,
     pub pipes: Vec<PipeCount>,
+    /// Explicit barriers (by declaration index): this role's waits and arrivals on each.
+    pub bars: Vec<BarCount>,
     pub cp_async_bytes: f64,
     /// Prefetch depth of cp.async (stages of the destination region − 1), max seen.
     pub cp_async_depth: u32,
@@ -117,8 +127,8 @@ pub(crate) fn add_read(reads: &mut Vec<Read>, r: Read) {
 }
 
 impl Work {
-    fn new(pipelines: usize) -> Work {
-        Work { pipes: vec![PipeCount::default(); pipelines], ..Work::default() }
+    fn new(pipelines: usize, barriers: usize) -> Work {
+        Work { pipes: vec![PipeCount::default(); pipelines], bars: vec![BarCount::default(); barriers], ..Work::default() }
     }
 
     /// `self += f × other`.
@@ -142,6 +152,13 @@ impl Work {
         self.write_l2_bytes += f * o.write_l2_bytes;
         if self.pipes.len() < o.pipes.len() {
             self.pipes.resize(o.pipes.len(), PipeCount::default());
+        }
+        if self.bars.len() < o.bars.len() {
+            self.bars.resize(o.bars.len(), BarCount::default());
+        }
+        for (a, b) in self.bars.iter_mut().zip(&o.bars) {
+            a.waits += f * b.waits;
+            a.arrives += f * b.arrives;
         }
         for (a, b) in self.pipes.iter_mut().zip(&o.pipes) {
             a.acquires += f * b.acquires;
@@ -221,8 +238,8 @@ pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
             main_stmt: None,
             rw: RoleWork {
                 role: rh,
-                cta: Work::new(m.pipelines.len()),
-                rest: Work::new(m.pipelines.len()),
+                cta: Work::new(m.pipelines.len(), m.barriers.len()),
+                rest: Work::new(m.pipelines.len(), m.barriers.len()),
                 main: None,
                 has_tile_loop: false,
             },
@@ -376,7 +393,7 @@ impl<'a> Walker<'a, '_> {
                 self.env.insert(*var, l + (trip - 1.0).max(0.0) / 2.0);
                 self.loops.push((*var, l, l + trip));
                 if Some(h) == self.main_stmt && dest != Dest::Main {
-                    let mut iter = Work::new(m.pipelines.len());
+                    let mut iter = Work::new(m.pipelines.len(), m.barriers.len());
                     if let Some(prev) = self.rw.main.take() {
                         // The same main loop reached twice (e.g. two tile loops): merge.
                         iter.add_scaled(&prev.iter, 1.0);
@@ -449,7 +466,12 @@ impl<'a> Walker<'a, '_> {
                 // One warp drives one of the SM's four sub-partition tensor cores.
                 w.tensor_own_ns += mult * per * 4.0_f64.min(warps);
             }
-            "wgmma_commit" | "cp_async_commit" | "arrive_expect_tx" | "griddep_wait" | "griddep_launch_dependents" => {}
+            "wgmma_commit" | "cp_async_commit" | "griddep_wait" | "griddep_launch_dependents" => {}
+            "arrive_expect_tx" => {
+                if let Some(b) = Self::arg(call, 0).and_then(|a| self.barrier_of(a)) {
+                    self.work(dest).bars[b].arrives += mult;
+                }
+            }
             "wgmma_wait" => {
                 let n = Self::arg(call, 0).and_then(|e| self.eval(e)).unwrap_or(0.0);
                 if n == 0.0 {
@@ -563,20 +585,43 @@ impl<'a> Walker<'a, '_> {
                         }
                     }
                     _ => {
-                        let lat = ctx.p(P::MbarrierHandoffNs);
                         if call.op == "wait" {
-                            self.work(dest).sync_ns += mult * lat;
+                            let lat = ctx.p(P::MbarrierHandoffNs);
+                            let b = self.barrier_of(a);
+                            let w = self.work(dest);
+                            w.sync_ns += mult * lat;
+                            if let Some(b) = b {
+                                w.bars[b].waits += mult;
+                            }
                         }
                     }
                 }
             }
-            "arrive" | "sync" | "sync_role" => {
+            // The role meet before an arrival, and sync_role, are a named barrier (`bar.sync`) for
+            // a role of several warps and `__syncwarp()` for a one-warp role (counted as free).
+            "arrive" | "sync_role" => {
+                if self.role.threads() > 32 {
+                    let c = ctx.p(P::BarSyncNs);
+                    self.work(dest).sync_ns += mult * c;
+                }
+                if call.op == "arrive" {
+                    if let Some(b) = Self::arg(call, 0).and_then(|a| self.barrier_of(a)) {
+                        self.work(dest).bars[b].arrives += mult;
+                    }
+                }
+            }
+            "sync" => {
                 let c = ctx.p(P::BarSyncNs);
                 self.work(dest).sync_ns += mult * c;
             }
             "wait_parity" => {
                 let c = ctx.p(P::MbarrierHandoffNs);
-                self.work(dest).sync_ns += mult * c;
+                let b = Self::arg(call, 0).and_then(|a| self.barrier_of(a));
+                let w = self.work(dest);
+                w.sync_ns += mult * c;
+                if let Some(b) = b {
+                    w.bars[b].waits += mult;
+                }
             }
             "fence_proxy_async" => {
                 let c = ctx.p(P::FenceProxyAsyncNs);
@@ -793,6 +838,14 @@ impl<'a> Walker<'a, '_> {
         let mut mask = 0u32;
         self.tile_axes(e, &mut mask);
         Some(Read { tensor, mask, bytes: self.window_bytes(e) * self.group_mult(e) })
+    }
+
+    /// The explicit barrier an argument names (`done`, `full[kb % 2]`), by declaration index.
+    fn barrier_of(&self, e: Handle<Expr>) -> Option<usize> {
+        match self.m().exprs[e].ty {
+            Type::Barrier(b) => Some(b.index()),
+            _ => None,
+        }
     }
 
     fn tensor_of(&self, e: Handle<Expr>) -> Option<usize> {

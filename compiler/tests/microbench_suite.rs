@@ -1,0 +1,229 @@
+//! The sm_90a microbenchmark suite (`calibration/microbench/sm_90a/suite.toml`) cannot rot
+//! silently: every bench's programs type-check and verify, its workload fits them at its shapes,
+//! every fitted name is a cost-model parameter, and the cost model — with the built-in calibration
+//! — names the bottleneck the bench is meant to measure and moves with each fitted parameter
+//! (halving or doubling it changes every program's predicted time by a factor of at least 1.3,
+//! either way). Where the CUDA toolchain is present, every program also compiles without spills.
+//!
+//! `cake-evolve-compiler calibrate --target sm_90a` (evolution/src/microbench.rs) reads the same
+//! file; the schema is in the file's header.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use cake::cost::{self, Bottleneck, Calibration};
+use cake::diag::Severity;
+use cake::lower::LowerOptions;
+use cake::runtime::workload::{self, WorkloadSpec};
+use cake::target::TargetTable;
+use cake::verify::Validated;
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct SuiteFile {
+    target: String,
+    bench: Vec<Bench>,
+    /// The accuracy set (corpus families judged after the fit): read by the calibrate engine,
+    /// not checked here.
+    #[serde(default)]
+    #[allow(dead_code)]
+    accuracy: Vec<toml::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Bench {
+    name: String,
+    measures: String,
+    programs: Vec<String>,
+    #[serde(default)]
+    workload: Option<String>,
+    shapes: Vec<BTreeMap<String, i64>>,
+    fits: Vec<String>,
+    #[serde(default)]
+    repeats: Option<u32>,
+}
+
+/// The bottleneck each bench is built to expose. A new bench needs an entry here: say what it
+/// measures.
+fn expected_bottleneck(bench: &str) -> Bottleneck {
+    match bench {
+        "launch" | "mbarrier" | "wgmma-wait" => Bottleneck::LatencySync,
+        "wgmma" => Bottleneck::TensorCore,
+        "tma-load" | "epilogue" => Bottleneck::Memory,
+        other => panic!("bench `{other}`: add its expected bottleneck to expected_bottleneck() in {}", file!()),
+    }
+}
+
+/// Halving or doubling a fitted parameter must change each prediction by at least this factor.
+const MIN_FACTOR: f64 = 1.3;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn suite_dir() -> PathBuf {
+    root().join("calibration/microbench/sm_90a")
+}
+
+fn load_suite() -> SuiteFile {
+    let path = suite_dir().join("suite.toml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// Every program of the suite: (bench, file name, source, validated program).
+fn programs(suite: &SuiteFile) -> Vec<(&Bench, &str, String, Validated)> {
+    let mut out = Vec::new();
+    for b in &suite.bench {
+        for p in &b.programs {
+            let src = read(&suite_dir().join(p));
+            let checked = cake::check::check_source(&src);
+            let bad: Vec<String> = checked
+                .diagnostics
+                .iter()
+                .filter(|d| matches!(d.severity, Severity::Error | Severity::Warning))
+                .map(|d| format!("{} {}", d.code, d.message))
+                .collect();
+            assert!(bad.is_empty(), "bench `{}`: {p} has errors or warnings: {bad:#?}", b.name);
+            let v = checked.validated.unwrap_or_else(|| panic!("bench `{}`: {p} does not verify", b.name));
+            assert_eq!(v.module().target, suite.target, "bench `{}`: {p} is for another target", b.name);
+            out.push((b, p.as_str(), src, v));
+        }
+    }
+    out
+}
+
+/// The built-in calibration text with one parameter scaled (fractions capped at 1).
+fn scaled_calibration(base: &str, param: &str, factor: f64) -> Calibration {
+    let mut doc: toml::Table = toml::from_str(base).expect("the calibration file parses");
+    let p = doc
+        .get_mut("param")
+        .and_then(|t| t.get_mut(param))
+        .and_then(|t| t.as_table_mut())
+        .unwrap_or_else(|| panic!("the calibration has no [param.{param}]"));
+    let fraction = p.get("unit").and_then(|u| u.as_str()) == Some("fraction");
+    let v = p.get("value").and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64))).expect("a numeric value");
+    let mut nv = v * factor;
+    if fraction {
+        nv = nv.min(1.0);
+    }
+    p.insert("value".into(), toml::Value::Float(nv));
+    let text = toml::to_string(&doc).expect("serializes");
+    Calibration::from_toml_str("calibration/sm_90a.toml (scaled)", &text).expect("the scaled calibration is valid")
+}
+
+#[test]
+fn suite_file_is_well_formed() {
+    let suite = load_suite();
+    assert_eq!(suite.target, "sm_90a");
+    assert!(!suite.bench.is_empty(), "the suite has no [[bench]]");
+    let known = cost::calibration::names();
+    let mut names = BTreeSet::new();
+    let mut fitted = BTreeSet::new();
+    for b in &suite.bench {
+        assert!(names.insert(b.name.as_str()), "two benches are named `{}`", b.name);
+        assert!(!b.measures.trim().is_empty() && !b.measures.contains('\n'), "bench `{}`: `measures` is one line", b.name);
+        assert!(!b.programs.is_empty() && !b.shapes.is_empty() && !b.fits.is_empty(), "bench `{}` needs programs, shapes and fits", b.name);
+        assert!(b.repeats.is_none_or(|r| r > 0), "bench `{}`: repeats must be positive", b.name);
+        for f in &b.fits {
+            assert!(known.contains(&f.as_str()), "bench `{}` fits `{f}`, which is not a cost-model parameter (calibration.rs SPECS)", b.name);
+            assert!(fitted.insert(f.as_str()), "`{f}` is fitted by two benches");
+        }
+        let _ = expected_bottleneck(&b.name);
+        for p in &b.programs {
+            assert!(suite_dir().join(p).is_file(), "bench `{}`: {p} does not exist", b.name);
+        }
+    }
+}
+
+#[test]
+fn programs_verify_and_workloads_fit_them() {
+    let suite = load_suite();
+    for (b, p, _, v) in programs(&suite) {
+        let wpath = suite_dir().join(match &b.workload {
+            Some(w) => w.clone(),
+            None => format!("{}.workload.toml", p.trim_end_matches(".cake")),
+        });
+        let w = WorkloadSpec::load(&wpath).unwrap_or_else(|e| panic!("bench `{}`: {e}", b.name));
+        assert_eq!(w.oracle.name(), "none", "bench `{}`: {} times only (oracle `none`)", b.name, wpath.display());
+        w.validate(v.module()).unwrap_or_else(|e| panic!("bench `{}`: {} does not fit {p}: {e}", b.name, wpath.display()));
+        for s in &b.shapes {
+            workload::check_shape(v.module(), s).unwrap_or_else(|e| panic!("bench `{}`: {p} at {s:?}: {e}", b.name));
+        }
+    }
+}
+
+/// Every program: the named bottleneck is the bench's, and halving or doubling each fitted
+/// parameter moves the prediction by a factor of at least `MIN_FACTOR` either way. Prints the
+/// table (`cargo test -p cake --test microbench_suite -- --nocapture`).
+#[test]
+fn the_model_names_the_bottleneck_and_moves_with_the_fitted_parameters() {
+    let suite = load_suite();
+    let base_text = read(&root().join("calibration/sm_90a.toml"));
+    let base = cost::builtin_calibration("sm_90a").expect("sm_90a is calibrated");
+    let mut failures = Vec::new();
+    for (b, p, _, v) in programs(&suite) {
+        let want = expected_bottleneck(&b.name);
+        for s in &b.shapes {
+            let e = cost::estimate(&v, base, s).unwrap_or_else(|err| panic!("bench `{}`: {p} at {s:?}: {err}", b.name));
+            eprintln!(
+                "{:<11} {:<26} {:<34} {:>9.4} ms  {:<12} ({:.0}%)",
+                b.name,
+                p,
+                workload::shape_label(s),
+                e.predicted_ms,
+                e.bottleneck.as_str(),
+                100.0 * e.bottleneck_share
+            );
+            if e.bottleneck != want {
+                failures.push(format!("bench `{}`: {p} at {s:?} is {}-bound in the model, not {}: {:?}", b.name, e.bottleneck, want, e.components));
+            }
+            for f in &b.fits {
+                let mut line = format!("{:<11}   {f}:", "");
+                for factor in [0.5, 2.0] {
+                    let cal = scaled_calibration(&base_text, f, factor);
+                    let t = cost::estimate(&v, &cal, s).expect("estimate").predicted_ms;
+                    let moved = (t / e.predicted_ms).max(e.predicted_ms / t);
+                    line += &format!("  x{factor}: {t:.4} ms ({:+.0}%)", 100.0 * (t / e.predicted_ms - 1.0));
+                    if moved < MIN_FACTOR {
+                        failures.push(format!(
+                            "bench `{}`: {p} at {s:?}: `{f}` x{factor} moves the prediction by a factor of {moved:.3} only ({:.4} -> {t:.4} ms)",
+                            b.name, e.predicted_ms
+                        ));
+                    }
+                }
+                eprintln!("{line}");
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn programs_compile_without_spills() {
+    if let Err(e) = cake::nvrtc::ensure_nvrtc() {
+        eprintln!("SKIP: programs_compile_without_spills: {e}");
+        return;
+    }
+    let suite = load_suite();
+    let target = TargetTable::builtin().get(&suite.target).expect("known target");
+    for (b, p, src, v) in programs(&suite) {
+        let built = cake::nvrtc::build_with(&v, target, &LowerOptions::with_source(p, &src))
+            .unwrap_or_else(|e| panic!("bench `{}`: {p} does not build: {e}", b.name));
+        let r = &built.report;
+        eprintln!("{:<11} {p}: {} registers, spills {}/{} B", b.name, r.registers.unwrap_or(0), r.spill_store_bytes, r.spill_load_bytes);
+        assert_eq!(r.spills(), 0, "bench `{}`: {p} spills\n{}", b.name, built.log);
+        assert_eq!(r.stack_frame_bytes, 0, "bench `{}`: {p} has a stack frame\n{}", b.name, built.log);
+        assert!(
+            built.diagnostics.iter().all(|d| d.code != "P003" && d.code != "P004"),
+            "bench `{}`: {p}: setmaxnreg ignored or wgmma serialized: {:#?}",
+            b.name,
+            built.diagnostics
+        );
+    }
+}
