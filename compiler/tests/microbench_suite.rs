@@ -159,7 +159,8 @@ fn programs_verify_and_workloads_fit_them() {
 }
 
 /// Every program: the named bottleneck is the bench's, and halving or doubling each fitted
-/// parameter moves the prediction by a factor of at least `MIN_FACTOR` either way. Prints the
+/// parameter moves the prediction by a factor of at least `MIN_FACTOR` one way (a rate can
+/// run into another ceiling when doubled: wgmma m64n64 meets the shared-memory read bandwidth). Prints the
 /// table (`cargo test -p cake --test microbench_suite -- --nocapture`).
 #[test]
 fn the_model_names_the_bottleneck_and_moves_with_the_fitted_parameters() {
@@ -185,17 +186,18 @@ fn the_model_names_the_bottleneck_and_moves_with_the_fitted_parameters() {
             }
             for f in &b.fits {
                 let mut line = format!("{:<11}   {f}:", "");
+                let mut most: f64 = 1.0;
                 for factor in [0.5, 2.0] {
                     let cal = scaled_calibration(&base_text, f, factor);
                     let t = cost::estimate(&v, &cal, s).expect("estimate").predicted_ms;
-                    let moved = (t / e.predicted_ms).max(e.predicted_ms / t);
+                    most = most.max((t / e.predicted_ms).max(e.predicted_ms / t));
                     line += &format!("  x{factor}: {t:.4} ms ({:+.0}%)", 100.0 * (t / e.predicted_ms - 1.0));
-                    if moved < MIN_FACTOR {
-                        failures.push(format!(
-                            "bench `{}`: {p} at {s:?}: `{f}` x{factor} moves the prediction by a factor of {moved:.3} only ({:.4} -> {t:.4} ms)",
-                            b.name, e.predicted_ms
-                        ));
-                    }
+                }
+                if most < MIN_FACTOR {
+                    failures.push(format!(
+                        "bench `{}`: {p} at {s:?}: halving or doubling `{f}` moves the prediction by a factor of {most:.3} at most",
+                        b.name
+                    ));
                 }
                 eprintln!("{line}");
             }

@@ -84,7 +84,7 @@ pub const SPECS: &[Spec] = &[
     s(P::L2ReuseFraction, "l2_reuse_fraction", "fraction", "share of L2 reused operands may occupy"),
     s(P::TensorBf16FlopsPerS, "tensor_bf16_flops_per_s", "FLOP/s", "raw wgmma rate, bf16/f16, whole GPU"),
     s(P::TensorFp8FlopsPerS, "tensor_fp8_flops_per_s", "FLOP/s", "raw wgmma rate, e4m3/e5m2, whole GPU"),
-    s(P::TensorSustainedFraction, "tensor_sustained_fraction", "fraction", "sustained / raw tensor rate in a full kernel"),
+    s(P::TensorSustainedFraction, "tensor_sustained_fraction", "fraction", "sustained / raw tensor rate while operands stream in through a pipeline"),
     s(P::MmaSyncFlopsPerS, "mma_sync_flops_per_s", "FLOP/s", "mma.sync rate, whole GPU"),
     s(P::WgmmaWaitLatencyNs, "wgmma_wait_latency_ns", "ns", "exposed drain at wgmma_wait(0)"),
     s(P::SmemReadBytesPerSPerSm, "smem_read_bytes_per_s_per_sm", "B/s per SM", "shared-memory operand bandwidth"),

@@ -40,13 +40,17 @@ impl Ctx<'_> {
         self.notes.borrow_mut().insert(text.into());
     }
 
-    /// Sustained tensor rate of one SM for an operand dtype, FLOP per ns.
-    pub fn tensor_rate_sm(&self, dtype: DType) -> f64 {
+    /// Tensor rate of one SM for an operand dtype, FLOP per ns: the raw rate, times the
+    /// sustained fraction when the operands stream in through a pipeline during the MMAs
+    /// (`streamed`): TMA writes then share shared memory with the wgmma reads, and the SM runs
+    /// at a full kernel's power draw. MMAs over resident operands run at the raw rate.
+    pub fn tensor_rate_sm(&self, dtype: DType, streamed: bool) -> f64 {
         let rate = match dtype {
             DType::F8E4M3 | DType::F8E5M2 => self.p(P::TensorFp8FlopsPerS),
             _ => self.p(P::TensorBf16FlopsPerS),
         };
-        rate * self.p(P::TensorSustainedFraction) / self.p(P::SmCount) * 1e-9
+        let sustained = if streamed { self.p(P::TensorSustainedFraction) } else { 1.0 };
+        rate * sustained / self.p(P::SmCount) * 1e-9
     }
 }
 
@@ -214,6 +218,9 @@ struct Walker<'a, 'c> {
     role: &'a RoleDecl,
     role_h: Handle<RoleDecl>,
     main_stmt: Option<Handle<Stmt>>,
+    /// Whether the main loop hands off pipeline stages (its operands stream in), rather than
+    /// only running the tensor-core work.
+    main_streams: bool,
     rw: RoleWork,
     /// Representative values of loop variables (their mean over the loop).
     env: HashMap<Handle<Local>, f64>,
@@ -236,6 +243,7 @@ pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
             role,
             role_h: rh,
             main_stmt: None,
+            main_streams: false,
             rw: RoleWork {
                 role: rh,
                 cta: Work::new(m.pipelines.len(), m.barriers.len()),
@@ -247,7 +255,7 @@ pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
             loops: Vec::new(),
             wgmma_accs,
         };
-        w.main_stmt = w.find_main(&body.block);
+        (w.main_stmt, w.main_streams) = w.find_main(&body.block);
         w.block(&body.block, 1.0, Dest::Cta);
         out.push(w.rw);
     }
@@ -290,20 +298,23 @@ impl<'a> Walker<'a, '_> {
     /// The outermost counted loop that hands off pipeline stages; without pipeline ops in the
     /// body, the outermost counted loop with tensor-core work or a cp.async wait. Among several,
     /// the one with the most iterations.
-    fn find_main(&self, b: &Block) -> Option<Handle<Stmt>> {
+    /// The main loop, and whether it hands off pipeline stages.
+    fn find_main(&self, b: &Block) -> (Option<Handle<Stmt>>, bool) {
         let mut found = Vec::new();
         self.find_loops(b, &|s| matches!(s, "acquire" | "wait"), &mut found, true);
+        let streams = !found.is_empty();
         if found.is_empty() {
             self.find_loops(b, &|s| matches!(s, "wgmma" | "mma_sync" | "cp_async_wait"), &mut found, false);
         }
-        found
+        let main = found
             .into_iter()
             .map(|h| (h, self.static_trip(h)))
             .fold(None, |best: Option<(Handle<Stmt>, f64)>, (h, t)| match best {
                 Some((_, bt)) if bt >= t => best,
                 _ => Some((h, t)),
             })
-            .map(|(h, _)| h)
+            .map(|(h, _)| h);
+        (main, streams)
     }
 
     fn find_loops(&self, b: &Block, pred: &dyn Fn(&str) -> bool, out: &mut Vec<Handle<Stmt>>, pipeline_only: bool) {
@@ -444,7 +455,8 @@ impl<'a> Walker<'a, '_> {
                 let n = b.first().copied().unwrap_or(0) as f64;
                 let flops = 2.0 * 64.0 * n * k;
                 let bytes = (64.0 * k + n * k) * dtype.size_bytes() as f64;
-                let per = (flops / ctx.tensor_rate_sm(dtype)).max(bytes / ctx.p(P::SmemReadBytesPerSPerSm) * 1e9);
+                let streamed = dest == Dest::Main && self.main_streams;
+                let per = (flops / ctx.tensor_rate_sm(dtype, streamed)).max(bytes / ctx.p(P::SmemReadBytesPerSPerSm) * 1e9);
                 let groups = (threads / 128.0).max(1.0);
                 let w = self.work(dest);
                 w.flops += mult * flops * groups;
