@@ -202,7 +202,7 @@ pub(crate) fn fmt_num(v: f64) -> String {
     }
 }
 
-fn round_sig(v: f64, digits: i32) -> f64 {
+pub(crate) fn round_sig(v: f64, digits: i32) -> f64 {
     if v == 0.0 {
         return 0.0;
     }

@@ -385,7 +385,7 @@ fn calibrate_suite(a: &CalibrateArgs) -> u8 {
         Ok(r) => {
             if let Some(c) = &r.calibration {
                 for f in &c.fits {
-                    println!("  fit {} from bench `{}` ({} runs): mean |log error| {:.3} -> {:.3}{}", f.param, f.bench, f.runs, f.log_error_before, f.log_error_after, if f.at_bound { " (at the search bound)" } else { "" });
+                    println!("  fit {} from bench `{}` ({} run(s)): mean |log error| {:.3} -> {:.3}{}", f.param, f.bench, f.runs, f.log_error_before, f.log_error_after, if f.at_bound { " (at the search bound)" } else { "" });
                 }
             }
             report_calibration(&r)

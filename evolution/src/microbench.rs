@@ -23,7 +23,7 @@ use cake::runtime::record::RunRecord;
 use cake::runtime::workload::Shape;
 use serde::{Deserialize, Serialize};
 
-use crate::calibrate::{accuracy, fmt_num, set_meta, set_param, Accuracy, CalibrationDraft, Measurement};
+use crate::calibrate::{accuracy, fmt_num, round_sig, set_meta, set_param, Accuracy, CalibrationDraft, Measurement};
 
 /// One bench of a suite.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -442,12 +442,13 @@ fn fit_param(file: &str, text: &str, param: &str, bench: &str, ms: &[(cake::veri
             best = (e, mid);
         }
     }
-    let after = best.1;
+    // Six significant digits: the file says what was measured, not the search's last bits.
+    let after = round_sig(best.1, 6);
     let at_bound = (after / v0).ln().abs() >= span * 0.999;
     let source = format!("{note}; mean |log error| over {} run(s) of bench `{bench}` {:.3} -> {:.3}; was {}", ms.len(), e0, best.0, fmt_num(v0));
     let new_text = set_param(text, param, after, &source)?;
     let new_text = clear_provisional(&new_text, param);
-    Ok((new_text, ParamFit { param: param.into(), bench: bench.into(), runs: ms.len(), before: v0, after: round_sig(after), log_error_before: round4(e0), log_error_after: round4(best.0), at_bound }))
+    Ok((new_text, ParamFit { param: param.into(), bench: bench.into(), runs: ms.len(), before: v0, after, log_error_before: round4(e0), log_error_after: round4(best.0), at_bound }))
 }
 
 fn clamp(v: f64, fraction: bool) -> f64 {
@@ -460,10 +461,6 @@ fn clamp(v: f64, fraction: bool) -> f64 {
 
 fn round4(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
-}
-
-fn round_sig(v: f64) -> f64 {
-    fmt_num(v).parse().unwrap_or(v)
 }
 
 /// Drop `provisional = true` from `[param.NAME]`: the value is measured now.

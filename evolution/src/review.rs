@@ -104,7 +104,7 @@ pub fn show(repo_path: &Path, r: &Record, with_diff: bool) -> Result<String, Str
         }
         for f in &c.fits {
             out.push_str(&format!(
-                "  fit {:<28} from bench `{}` ({} runs): mean |log error| {:.3} → {:.3}{}\n",
+                "  fit {:<28} from bench `{}` ({} run(s)): mean |log error| {:.3} → {:.3}{}\n",
                 f.param,
                 f.bench,
                 f.runs,
