@@ -604,15 +604,24 @@ fn propose_rule(
     let branch = format!("evolve/rule/{id}-{}", draft.name);
     let mut edits: BTreeMap<String, Option<Vec<u8>>> = draft.files.iter().map(|(p, t)| (p.clone(), Some(t.clone().into_bytes()))).collect();
     edits.insert("CHANGELOG.md".into(), Some(synth::changelog_insert(base_changelog, &draft.changelog).into_bytes()));
+    let explained = if draft.unexplained_programs.is_empty() {
+        format!("{} failing programs", draft.failing_programs.len())
+    } else {
+        format!(
+            "explains {} of its {} failing programs; not explained: {}",
+            draft.failing_programs.len(),
+            draft.failing_programs.len() + draft.unexplained_programs.len(),
+            draft.unexplained_programs.iter().map(|h| synth::short(h)).collect::<Vec<_>>().join(", ")
+        )
+    };
     let message = format!(
-        "evolve: verifier rule {} {}\n\nRequire `{}` on every `{}`{}.\nSynthesized by cake-evolve-compiler from evidence bucket {} ({} failing programs).\nProposal {id}.",
+        "evolve: verifier rule {} {}\n\nRequire `{}` on every `{}`{}.\nSynthesized by cake-evolve-compiler from evidence bucket {} ({explained}).\nProposal {id}.",
         draft.code,
         draft.name,
         draft.require,
         draft.applies_to,
         draft.when.as_ref().map(|w| format!(" where `{w}`")).unwrap_or_default(),
         b.id,
-        draft.failing_programs.len()
     );
     let previous = records.get(&id).cloned();
     let commit = git::commit_on_branch(repo, base, &branch, &edits, &message)?;

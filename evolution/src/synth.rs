@@ -38,6 +38,14 @@
 //! regions of its shared ones: a cp.async fails because of the row stride of the tensor it copies
 //! from, a fact of the tensor, not of the call.
 //!
+//! When no predicate separates *every* failing program of a bucket (a wrong answer whose cause no
+//! fact shows — a wrong data mapping — beside programs whose cause the facts do show), the engine
+//! proposes the predicate that separates the largest subset of at least two of them
+//! ([`search_subset`]), across the bucket's constructs (for a `kernel`-attributed bucket, the
+//! miner's fallback, every construct kind of its programs). The draft names the programs it
+//! explains and those it leaves unexplained, and commits only the explained ones as negative
+//! cases.
+//!
 //! # Primitives
 //! A bucket of "unknown operation `X`" findings (E0301) across two or more programs drafts a
 //! catalog entry for `X` from its call sites: form (statement or expression), parameters (kinds
@@ -215,7 +223,7 @@ pub struct Candidate {
     pub facts: Vec<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum V {
     U,
     I(i64),
@@ -655,12 +663,73 @@ impl<'t> View<'t> {
     }
 }
 
+/// The preconditions a guarded rule may have: a boolean fact either way, a construct's own
+/// integer fact being non-zero, a symbol fact equal to a value a failing program shows.
+fn guards(t: &Table, view: &View) -> Vec<Atom> {
+    let mut guards: Vec<Atom> = Vec::new();
+    for f in t.facts_of(Ty::Bool) {
+        guards.push(Atom::Bool { f, want: true });
+        guards.push(Atom::Bool { f, want: false });
+    }
+    for f in t.facts_of(Ty::Int) {
+        if t.order[f].0 == 0 {
+            guards.push(Atom::Ne { f, c: 0 });
+        }
+    }
+    for f in t.facts_of(Ty::Sym) {
+        let vals: BTreeSet<u32> = view.failing.iter().flatten().filter_map(|r| if let V::S(s) = r[f] { Some(s) } else { None }).collect();
+        for s in vals {
+            guards.push(Atom::SymEq { f, s });
+        }
+    }
+    guards
+}
+
+impl<'t> View<'t> {
+    /// The part of the data guard `g` selects: `None` when `g` is undecidable on an accepted
+    /// instance, or selects no accepted instance, or all of them (it would guard nothing).
+    fn guarded(&self, g: &Atom) -> Option<View<'t>> {
+        if !self.accepted.iter().all(|r| g.eval(r).is_some()) {
+            return None;
+        }
+        let sub = View {
+            t: self.t,
+            accepted: self.accepted.iter().copied().filter(|r| g.eval(r) == Some(true)).collect(),
+            failing: self.failing.iter().map(|p| p.iter().copied().filter(|r| g.eval(r) == Some(true)).collect()).collect(),
+        };
+        (!sub.accepted.is_empty() && sub.accepted.len() != self.accepted.len()).then_some(sub)
+    }
+
+    /// Per value of a fact that no accepted instance has (what a blacklist `f != c` names): the
+    /// failing programs with an instance showing it.
+    fn novel_values(&self) -> Vec<Vec<bool>> {
+        let t = self.t;
+        let mut out = Vec::new();
+        for f in t.facts_of(Ty::Int).into_iter().chain(t.facts_of(Ty::Sym)) {
+            let acc: BTreeSet<V> = self.accepted.iter().map(|r| r[f]).collect();
+            let mut novel: BTreeMap<V, Vec<bool>> = BTreeMap::new();
+            for (i, p) in self.failing.iter().enumerate() {
+                for r in p {
+                    if matches!(r[f], V::I(_) | V::S(_)) && !acc.contains(&r[f]) {
+                        novel.entry(r[f]).or_insert_with(|| vec![false; self.failing.len()])[i] = true;
+                    }
+                }
+            }
+            out.extend(novel.into_values());
+        }
+        out
+    }
+}
+
 /// Why no rule could be synthesized.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SynthError {
     NoFailingInstances(Vec<String>),
     NoAcceptedInstances(String),
     NoSeparatingPredicate(String),
+    /// Neither all failing programs nor any two or more of them are separated, over any of
+    /// these constructs.
+    NoPartialPredicate(Vec<String>),
     Invalid(String),
 }
 
@@ -670,6 +739,11 @@ impl std::fmt::Display for SynthError {
             SynthError::NoFailingInstances(why) => write!(f, "no failing program is usable: {}", why.join("; ")),
             SynthError::NoAcceptedInstances(k) => write!(f, "the corpus has no instance of `{k}` to learn what is accepted"),
             SynthError::NoSeparatingPredicate(k) => write!(f, "no predicate of up to two atoms over the facts of `{k}` separates the failing programs from the corpus"),
+            SynthError::NoPartialPredicate(k) => write!(
+                f,
+                "no predicate of up to two atoms separates the failing programs, or any two or more of them, from the corpus over the facts of {}",
+                if k.len() > 3 { format!("any of {} constructs (`{}`, ...)", k.len(), k[..3].join("`, `")) } else { format!("`{}`", k.join("`, `")) }
+            ),
             SynthError::Invalid(m) => write!(f, "{m}"),
         }
     }
@@ -680,7 +754,83 @@ impl std::fmt::Display for SynthError {
 pub fn search(input: &SearchInput, seed: u64, max: usize) -> Vec<Candidate> {
     let literals = literal_words();
     let t = Table::build(input, seed, &literals);
-    let view = View::all(&t);
+    search_view(&t, &View::all(&t), max)
+}
+
+/// At most this many subsets of the failing programs are searched by [`search_subset`].
+pub const MAX_SUBSETS: usize = 64;
+
+/// What [`search_subset`] found: the failing programs (indices into the input) the candidates
+/// explain — each of them violates every candidate — and the candidates, best first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubsetResult {
+    pub explained: Vec<usize>,
+    pub candidates: Vec<Candidate>,
+}
+
+/// The predicates that separate the **largest subset** of the failing programs (at least `min`
+/// of them) from the accepted instances, for a bucket where no predicate separates them all (a
+/// wrong answer can have a cause no fact shows — a wrong data mapping — beside one the facts
+/// do show). Every candidate still holds on every accepted instance.
+///
+/// When [`search`] separates every program, that is the answer. Otherwise each family of
+/// predicates the search knows (an atom with its constant at the accepted boundary, a value no
+/// accepted instance has, a conjunction of two invariants, an invariant under a guard) is
+/// evaluated at its widest: the failing programs it can explain at most. A predicate that
+/// separates a set of programs belongs to a family whose widest set contains that set, and that
+/// widest set is itself separable, so the largest of these sets is the largest separable subset.
+/// The sets are then searched from the largest down, each exactly as [`search`] searches a whole
+/// bucket (its constants chosen between the accepted values and the subset's); among the
+/// separable sets of the largest size, the simplest candidate wins (level, then the sets' order:
+/// lexicographic over program indices). Deterministic under the seed; at most [`MAX_SUBSETS`]
+/// sets are searched.
+pub fn search_subset(input: &SearchInput, seed: u64, max: usize, min: usize) -> Option<SubsetResult> {
+    let min = min.max(1);
+    let n = input.failing.len();
+    if n < min {
+        return None;
+    }
+    let literals = literal_words();
+    let t = Table::build(input, seed, &literals);
+    let all = View::all(&t);
+    let full = search_view(&t, &all, max);
+    if !full.is_empty() {
+        return Some(SubsetResult { explained: (0..n).collect(), candidates: full });
+    }
+    // The widest set of programs each family of predicates explains.
+    let mut widest: BTreeSet<Vec<bool>> = BTreeSet::new();
+    let inv: Vec<Vec<bool>> = all.invariants(false).iter().map(|a| all.violated(a)).filter(|v| v.iter().any(|x| *x)).collect();
+    for (i, a) in inv.iter().enumerate() {
+        widest.insert(a.clone());
+        for b in &inv[i + 1..] {
+            widest.insert(a.iter().zip(b).map(|(x, y)| *x || *y).collect());
+        }
+    }
+    widest.extend(all.novel_values());
+    for g in guards(&t, &all) {
+        let Some(sub) = all.guarded(&g) else { continue };
+        widest.extend(sub.invariants(false).iter().map(|a| sub.violated(a)));
+        widest.extend(sub.novel_values());
+    }
+    let mut sets: Vec<Vec<usize>> =
+        widest.into_iter().map(|v| v.iter().enumerate().filter(|(_, x)| **x).map(|(i, _)| i).collect::<Vec<usize>>()).filter(|s| s.len() >= min && s.len() < n).collect();
+    sets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    let mut best: Option<SubsetResult> = None;
+    for idx in sets.into_iter().take(MAX_SUBSETS) {
+        if best.as_ref().is_some_and(|b| idx.len() < b.explained.len()) {
+            break;
+        }
+        let view = View { t: &t, accepted: all.accepted.clone(), failing: idx.iter().map(|i| all.failing[*i].clone()).collect() };
+        let cands = search_view(&t, &view, max);
+        let Some(first) = cands.first() else { continue };
+        if best.as_ref().is_none_or(|b| first.level < b.candidates[0].level) {
+            best = Some(SubsetResult { explained: idx, candidates: cands });
+        }
+    }
+    best
+}
+
+fn search_view<'t>(t: &'t Table, view: &View<'t>, max: usize) -> Vec<Candidate> {
     let cand = |when: Option<&Atom>, req: &[&Atom], level: u8| -> Candidate {
         let mut facts: Vec<String> = Vec::new();
         for a in when.into_iter().chain(req.iter().copied()) {
@@ -691,7 +841,7 @@ pub fn search(input: &SearchInput, seed: u64, max: usize) -> Vec<Candidate> {
             }
         }
         let form = when.map(|w| format!("guard {} → ", w.form())).unwrap_or_default() + &req.iter().map(|a| a.form()).collect::<Vec<_>>().join(" && ");
-        Candidate { when: when.map(|w| w.text(&t)), require: req.iter().map(|a| a.text(&t)).collect::<Vec<_>>().join(" && "), level, form, facts }
+        Candidate { when: when.map(|w| w.text(t)), require: req.iter().map(|a| a.text(t)).collect::<Vec<_>>().join(" && "), level, form, facts }
     };
     // Level 1.
     let level1: Vec<Candidate> = view.invariants(true).iter().filter(|a| view.separates(a)).take(max).map(|a| cand(None, &[a], 1)).collect();
@@ -712,32 +862,9 @@ pub fn search(input: &SearchInput, seed: u64, max: usize) -> Vec<Candidate> {
     }
     // ... and guarded invariants: `when g` selects part of the data, `require b` holds on the
     // accepted part and fails on an instance of every failing program inside it.
-    let mut guards: Vec<Atom> = Vec::new();
-    for f in t.facts_of(Ty::Bool) {
-        guards.push(Atom::Bool { f, want: true });
-        guards.push(Atom::Bool { f, want: false });
-    }
-    for f in t.facts_of(Ty::Int) {
-        if t.order[f].0 == 0 {
-            guards.push(Atom::Ne { f, c: 0 });
-        }
-    }
-    for f in t.facts_of(Ty::Sym) {
-        let vals: BTreeSet<u32> = t.failing.iter().flatten().filter_map(|r| if let V::S(s) = r[f] { Some(s) } else { None }).collect();
-        for s in vals {
-            guards.push(Atom::SymEq { f, s });
-        }
-    }
-    for g in &guards {
-        if !view.accepted.iter().all(|r| g.eval(r).is_some()) {
-            continue;
-        }
-        let sub = View {
-            t: &t,
-            accepted: view.accepted.iter().copied().filter(|r| g.eval(r) == Some(true)).collect(),
-            failing: view.failing.iter().map(|p| p.iter().copied().filter(|r| g.eval(r) == Some(true)).collect()).collect(),
-        };
-        if sub.accepted.is_empty() || sub.failing.iter().any(|p| p.is_empty()) || sub.accepted.len() == view.accepted.len() {
+    for g in &guards(t, view) {
+        let Some(sub) = view.guarded(g) else { continue };
+        if sub.failing.iter().any(|p| p.is_empty()) {
             continue;
         }
         if let Some(b) = sub.invariants(true).into_iter().find(|b| sub.separates(b)) {
@@ -761,6 +888,9 @@ pub struct Base {
     /// Every corpus case the corpus expects to be **accepted** whose program type-checks:
     /// (case id, module). A new rule must hold on all of them.
     pub corpus_modules: Vec<(String, Module)>,
+    /// The facts of each of `corpus_modules` (same order; `None`: its target is unknown),
+    /// computed once: every construct kind the search tries reads them.
+    pub corpus_facts: Vec<Option<ModuleFacts>>,
     /// Negative corpus cases (verdict reject) whose program type-checks. A new rule may fire on
     /// them too (they are rejected anyway); the proposal then updates their expected findings.
     pub negatives: Vec<Negative>,
@@ -813,7 +943,8 @@ impl Base {
                 negatives.push(Negative { id: case.id.clone(), module: m, source: case.source.clone(), manifest });
             }
         }
-        Ok(Base { tree, frontend, rules, rule_files, targets, corpus_modules, negatives, corpus_cases: corpus.cases.len() })
+        let corpus_facts = corpus_modules.iter().map(|(_, m)| targets.get(&m.target).map(|t| cake::verify::module_facts(m, t))).collect();
+        Ok(Base { tree, frontend, rules, rule_files, targets, corpus_modules, corpus_facts, negatives, corpus_cases: corpus.cases.len() })
     }
 
     fn facts(&self, m: &Module) -> Option<ModuleFacts> {
@@ -869,9 +1000,15 @@ pub struct RuleDraft {
     pub require: String,
     pub level: u8,
     pub form: String,
-    /// Failing programs that informed the search (content hashes).
+    /// Failing programs the rule explains (content hashes): each violates it on an instance.
     pub failing_programs: Vec<String>,
-    /// Failing programs left out, with the reason (does not type-check, already rejected, ...).
+    /// Failing programs the rule does not explain (content hashes): no predicate separated every
+    /// failing program, and these satisfy the one that separates the largest part of the bucket
+    /// (`failing_programs`). Also named, with the reason, in `skipped_programs`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unexplained_programs: Vec<String>,
+    /// Failing programs left out, with the reason (does not type-check, already rejected, not
+    /// explained, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_programs: Vec<String>,
     pub accepted_programs: usize,
@@ -908,24 +1045,15 @@ pub fn draft_rule(base: &Base, bucket: &BucketInfo, programs: &[Program], code: 
         return Err(SynthError::NoFailingInstances(skipped));
     }
     // Which constructs to search: the bucket's, else every kind present in the failing programs.
-    let constructs: Vec<(ConstructKind, Option<String>)> = match bucket.construct.as_deref().and_then(parse_construct) {
-        Some((k, op)) => vec![(k, op.or_else(|| if matches!(k, ConstructKind::Call | ConstructKind::Arg) { bucket.op.clone() } else { None }))],
-        None => {
-            let mut v: Vec<(ConstructKind, Option<String>)> = ConstructKind::ALL.iter().filter(|k| !matches!(k, ConstructKind::Call | ConstructKind::Arg)).map(|k| (*k, None)).collect();
-            let mut ops: BTreeSet<String> = BTreeSet::new();
-            for (_, m) in &usable {
-                if let Some(f) = base.facts(m) {
-                    ops.extend(f.of_kind(ConstructKind::Call).filter_map(|c| c.op.clone()));
-                }
-            }
-            v.extend(ops.into_iter().map(|op| (ConstructKind::Call, Some(op))));
-            v
-        }
+    let bucket_construct = bucket.construct.as_deref().and_then(parse_construct);
+    let constructs: Vec<(ConstructKind, Option<String>)> = match &bucket_construct {
+        Some((k, op)) => vec![(*k, op.clone().or_else(|| if matches!(k, ConstructKind::Call | ConstructKind::Arg) { bucket.op.clone() } else { None }))],
+        None => every_construct(base, &usable),
     };
     let mut last_err = SynthError::NoSeparatingPredicate(bucket.construct.clone().unwrap_or_else(|| "any construct".into()));
     let mut best: Option<(u8, RuleDraft)> = None;
-    for (kind, op) in constructs {
-        match draft_for_construct(base, bucket, &usable, &skipped, kind, op.as_deref(), code, seed) {
+    for (kind, op) in constructs.clone() {
+        match draft_for_construct(base, bucket, &usable, &skipped, kind, op.as_deref(), code, seed, Explain::All) {
             Ok(d) => {
                 let better = best.as_ref().is_none_or(|(lvl, _)| d.level < *lvl);
                 if better {
@@ -945,7 +1073,7 @@ pub fn draft_rule(base: &Base, bucket: &BucketInfo, programs: &[Program], code: 
     if best.is_none() {
         if let Some((ConstructKind::Call, Some(op))) = bucket.construct.as_deref().and_then(parse_construct) {
             for kind in argument_roots(base, &usable, &op) {
-                if let Ok(mut d) = draft_for_construct(base, bucket, &usable, &skipped, kind, None, code, seed) {
+                if let Ok(mut d) = draft_for_construct(base, bucket, &usable, &skipped, kind, None, code, seed, Explain::All) {
                     d.skipped_programs.push(format!(
                         "no predicate over the facts of `call:{op}` separates the failing programs: the rule is on the `{}` its arguments name",
                         kind.as_str()
@@ -956,7 +1084,67 @@ pub fn draft_rule(base: &Base, bucket: &BucketInfo, programs: &[Program], code: 
             }
         }
     }
+    // No predicate separates every failing program: explain the largest part of the bucket that
+    // one predicate does (at least two programs), and say which programs it leaves unexplained —
+    // a wrong answer can have a cause no fact of the verifier shows (a wrong data mapping) beside
+    // one the facts do show. A bucket attributed to the kernel (the miner's fallback when nothing
+    // locates the failure) is searched over every construct kind of its programs; a call's over
+    // the call and the declarations its arguments name.
+    if best.is_none() && usable.len() >= 2 {
+        let mut wide = constructs;
+        match &bucket_construct {
+            Some((ConstructKind::Kernel, _)) => wide.extend(every_construct(base, &usable).into_iter().filter(|(k, _)| *k != ConstructKind::Kernel)),
+            Some((ConstructKind::Call, Some(op))) => wide.extend(argument_roots(base, &usable, op).into_iter().map(|k| (k, None))),
+            _ => {}
+        }
+        // The most programs explained, then the simplest predicate, then the construct's place.
+        let mut partial: Option<RuleDraft> = None;
+        let mut searched = Vec::new();
+        let mut invalid = None;
+        for (kind, op) in wide {
+            searched.push(construct_text(kind, op.as_deref()));
+            match draft_for_construct(base, bucket, &usable, &skipped, kind, op.as_deref(), code, seed, Explain::Largest { min: 2 }) {
+                Ok(d) => {
+                    let better = partial.as_ref().is_none_or(|p| (d.failing_programs.len(), std::cmp::Reverse(d.level)) > (p.failing_programs.len(), std::cmp::Reverse(p.level)));
+                    if better {
+                        partial = Some(d);
+                    }
+                }
+                Err(e @ SynthError::Invalid(_)) => invalid = Some(e),
+                Err(_) => {}
+            }
+        }
+        match partial {
+            Some(d) => best = Some((d.level, d)),
+            // Keep a more telling reason of the full search (no corpus instance, say).
+            None if matches!(last_err, SynthError::NoSeparatingPredicate(_)) => last_err = invalid.unwrap_or(SynthError::NoPartialPredicate(searched)),
+            None => {}
+        }
+    }
     best.map(|(_, d)| d).ok_or(last_err)
+}
+
+/// Every construct kind but calls and arguments, then calls of every op the failing programs
+/// call.
+fn every_construct(base: &Base, usable: &[(&Program, Module)]) -> Vec<(ConstructKind, Option<String>)> {
+    let mut v: Vec<(ConstructKind, Option<String>)> = ConstructKind::ALL.iter().filter(|k| !matches!(k, ConstructKind::Call | ConstructKind::Arg)).map(|k| (*k, None)).collect();
+    let mut ops: BTreeSet<String> = BTreeSet::new();
+    for (_, m) in usable {
+        if let Some(f) = base.facts(m) {
+            ops.extend(f.of_kind(ConstructKind::Call).filter_map(|c| c.op.clone()));
+        }
+    }
+    v.extend(ops.into_iter().map(|op| (ConstructKind::Call, Some(op))));
+    v
+}
+
+/// Which failing programs a rule must explain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Explain {
+    /// Every failing program that has the construct.
+    All,
+    /// The largest subset one predicate separates, of at least `min` programs ([`search_subset`]).
+    Largest { min: usize },
 }
 
 /// The kinds of declaration the arguments of `op`'s calls in the failing programs are rooted at
@@ -984,6 +1172,7 @@ fn draft_for_construct(
     op: Option<&str>,
     code: &str,
     seed: u64,
+    explain: Explain,
 ) -> Result<RuleDraft, SynthError> {
     let construct = construct_text(kind, op);
     let mut input = SearchInput::default();
@@ -1003,9 +1192,8 @@ fn draft_for_construct(
         return Err(SynthError::NoFailingInstances(skipped));
     }
     let mut accepted_programs = 0;
-    for (_, m) in &base.corpus_modules {
-        let Some(f) = base.facts(m) else { continue };
-        let inst = instances(&f, kind, op);
+    for f in base.corpus_facts.iter().flatten() {
+        let inst = instances(f, kind, op);
         if !inst.is_empty() {
             accepted_programs += 1;
         }
@@ -1014,14 +1202,28 @@ fn draft_for_construct(
     if input.accepted.is_empty() {
         return Err(SynthError::NoAcceptedInstances(construct));
     }
-    let candidates = search(&input, seed, 16);
+    // The failing programs the rule explains, and those it leaves unexplained (with the kernel's
+    // name, for the reviewer).
+    let mut unexplained: Vec<(String, String)> = Vec::new();
+    let candidates = match explain {
+        Explain::All => search(&input, seed, 16),
+        Explain::Largest { min } => match search_subset(&input, seed, 16, min) {
+            Some(r) => {
+                let keep: BTreeSet<usize> = r.explained.iter().copied().collect();
+                unexplained = failing_used.iter().enumerate().filter(|(i, _)| !keep.contains(i)).map(|(_, pm)| (pm.0.hash.clone(), pm.1.name.clone())).collect();
+                failing_used = failing_used.iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, pm)| *pm).collect();
+                r.candidates
+            }
+            None => Vec::new(),
+        },
+    };
     if candidates.is_empty() {
         return Err(SynthError::NoSeparatingPredicate(construct));
     }
     // A predicate over kernel and target facts only is a rule about the kernel: check it once
     // per program, on the kernel, instead of once per construct.
     if kind != ConstructKind::Kernel && candidates[0].facts.iter().all(|f| f.starts_with("kernel_") || f.starts_with("target")) {
-        let mut attempt = draft_for_construct(base, bucket, usable, &skipped, ConstructKind::Kernel, None, code, seed);
+        let mut attempt = draft_for_construct(base, bucket, usable, &skipped, ConstructKind::Kernel, None, code, seed, explain);
         if let Ok(d) = &mut attempt {
             d.skipped_programs.push(format!("the separating predicate names only kernel facts: the rule is on the kernel, not on `{construct}`"));
         }
@@ -1034,7 +1236,7 @@ fn draft_for_construct(
     for cand in candidates {
         let name = rule_name(&construct, &cand);
         let path = format!("compiler/rules/{category}/{code}-{name}.toml");
-        let text = rule_toml(code, &name, category, &construct, &cand, bucket, failing_used.len(), accepted_programs, input.accepted.len(), "");
+        let text = rule_toml(code, &name, category, &construct, &cand, bucket, failing_used.len(), &unexplained, accepted_programs, input.accepted.len(), "");
         // Validate with the real engine: loads, fires on every failing program, silent on the corpus.
         let new_rule = match RuleSet::from_files(&[(path.as_str(), text.as_str())]) {
             Ok(r) => r,
@@ -1070,7 +1272,7 @@ fn draft_for_construct(
             let (line, _) = line_col(&p.source, (d.primary.span.start as usize).min(p.source.len()));
             p.source.lines().nth(line.saturating_sub(1)).map(|l| l.trim().to_string())
         });
-        let text = rule_toml(code, &name, category, &construct, &cand, bucket, failing_used.len(), accepted_programs, input.accepted.len(), &example.unwrap_or_default());
+        let text = rule_toml(code, &name, category, &construct, &cand, bucket, failing_used.len(), &unexplained, accepted_programs, input.accepted.len(), &example.unwrap_or_default());
         // Existing negative cases it also fires on get the new finding in their expectations.
         let fe = with_rules(base, &all);
         let mut updated: Vec<(String, String)> = Vec::new();
@@ -1125,11 +1327,20 @@ fn draft_for_construct(
             files.push((format!("corpus/verifier-negative/{stem}.toml"), manifest));
         }
         let changelog = format!(
-            "- Evolved verifier rule {code} `{name}` ({category}): on every `{construct}`{} require `{}`; from evidence bucket {} ({} failing programs).",
+            "- Evolved verifier rule {code} `{name}` ({category}): on every `{construct}`{} require `{}`; from evidence bucket {} ({}).",
             cand.when.as_ref().map(|w| format!(" where `{w}`")).unwrap_or_default(),
             cand.require,
             bucket.id,
-            failing_used.len()
+            if unexplained.is_empty() {
+                format!("{} failing programs", failing_used.len())
+            } else {
+                format!(
+                    "explains {} of its {} failing programs, not {}",
+                    failing_used.len(),
+                    failing_used.len() + unexplained.len(),
+                    unexplained.iter().map(|(_, k)| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                )
+            }
         );
         return Ok(RuleDraft {
             code: code.to_string(),
@@ -1141,8 +1352,24 @@ fn draft_for_construct(
             level: cand.level,
             form: cand.form.clone(),
             failing_programs: failing_used.iter().map(|(p, _)| p.hash.clone()).collect(),
+            unexplained_programs: unexplained.iter().map(|(h, _)| h.clone()).collect(),
             skipped_programs: {
                 let mut s = skipped;
+                if !unexplained.is_empty() {
+                    let named = |v: Vec<(&str, &str)>| v.into_iter().map(|(h, k)| format!("{} (kernel `{k}`)", short(h))).collect::<Vec<_>>().join(", ");
+                    s.push(format!(
+                        "no predicate separates every failing program of the bucket: the rule explains {} of {} — {}",
+                        failing_used.len(),
+                        failing_used.len() + unexplained.len(),
+                        named(failing_used.iter().map(|(p, m)| (p.hash.as_str(), m.name.as_str())).collect())
+                    ));
+                    for (h, k) in &unexplained {
+                        s.push(format!(
+                            "{}: not explained — no predicate that separates the explained programs from the corpus also separates kernel `{k}` (its failure may have a cause no fact shows); not among the negative cases",
+                            short(h)
+                        ));
+                    }
+                }
                 if cand.form.contains("blacklist") || cand.form.contains("constant") {
                     s.push(format!("review: the predicate is a {} — it names the failing or accepted value itself and may not generalize", cand.form));
                 }
@@ -1247,7 +1474,19 @@ pub fn short(hash: &str) -> &str {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn rule_toml(code: &str, name: &str, category: &str, construct: &str, c: &Candidate, bucket: &BucketInfo, failing: usize, accepted_programs: usize, accepted_instances: usize, example: &str) -> String {
+fn rule_toml(
+    code: &str,
+    name: &str,
+    category: &str,
+    construct: &str,
+    c: &Candidate,
+    bucket: &BucketInfo,
+    failing: usize,
+    unexplained: &[(String, String)],
+    accepted_programs: usize,
+    accepted_instances: usize,
+    example: &str,
+) -> String {
     let sig = one_line(&bucket.signature, 200);
     let evidence = bucket.evidence_ids.iter().take(8).map(|e| short(e).to_string()).collect::<Vec<_>>().join(", ");
     let more = if bucket.evidence_ids.len() > 8 { format!(" and {} more", bucket.evidence_ids.len() - 8) } else { String::new() };
@@ -1255,8 +1494,9 @@ fn rule_toml(code: &str, name: &str, category: &str, construct: &str, c: &Candid
     let mut s = String::new();
     s.push_str(&format!("# Evolved by cake-evolve-compiler from evidence bucket {} — review before trusting it.\n", bucket.id));
     s.push_str(&format!("code = \"{code}\"\nname = \"{name}\"\ncategory = \"{category}\"\nseverity = \"error\"\napplies_to = \"{construct}\"\n{when}require = \"{}\"\n", toml_escape(&c.require)));
+    let which = if unexplained.is_empty() { "every program".to_string() } else { format!("{failing} of the {} programs", failing + unexplained.len()) };
     s.push_str(&format!(
-        "message = \"`{{name}}` violates `{}`, which every program of evidence bucket {} that failed after compilation violated\"\n",
+        "message = \"`{{name}}` violates `{}`, which {which} of evidence bucket {} that failed after compilation violated\"\n",
         toml_escape(&brace_escape(&c.require)),
         toml_escape(&bucket.id)
     ));
@@ -1276,11 +1516,12 @@ fn rule_toml(code: &str, name: &str, category: &str, construct: &str, c: &Candid
     s.push_str(&format!(
         "why = \"\"\"{}\"\"\"\n",
         format!(
-            "Mined from run evidence: {failing} failing program(s) of bucket {} failed with `{}`. Every one of them violates `{}` on a `{construct}`, while all {accepted_instances} instance(s) of `{construct}` in the {accepted_programs} corpus program(s) that have one satisfy it. The predicate is the simplest of the rule language that separates the two ({} form); the hardware reason behind it is for the reviewer to confirm.",
+            "Mined from run evidence: {failing} failing program(s) of bucket {} failed with `{}`. Every one of them violates `{}` on a `{construct}`, while all {accepted_instances} instance(s) of `{construct}` in the {accepted_programs} corpus program(s) that have one satisfy it. The predicate is the simplest of the rule language that separates the two ({} form); the hardware reason behind it is for the reviewer to confirm.{}",
             bucket.id,
             sig.replace("\"\"\"", "'''"),
             c.require,
-            c.form
+            c.form,
+            unexplained_text(failing, unexplained)
         )
         .replace('\\', "\\\\")
     ));
@@ -1290,6 +1531,18 @@ fn rule_toml(code: &str, name: &str, category: &str, construct: &str, c: &Candid
         toml_escape(&format!("cake-evolve-compiler evidence bucket {} (evidence {evidence}{more}); negative cases corpus/verifier-negative/{code}-{name}*.cake", bucket.id))
     ));
     s
+}
+
+/// What a rule's doc says of the failing programs it leaves unexplained ("" when none).
+fn unexplained_text(explained: usize, unexplained: &[(String, String)]) -> String {
+    if unexplained.is_empty() {
+        return String::new();
+    }
+    let list = unexplained.iter().map(|(h, k)| format!("{} (kernel `{k}`)", short(h))).collect::<Vec<_>>().join(", ");
+    format!(
+        " No predicate separates every failing program of the bucket: this one explains {explained} of its {} failing programs and leaves unexplained {list}, which satisfy it: their wrong result has a cause no fact of the verifier shows (a wrong data mapping, say), and they are not among the rule's negative cases.",
+        explained + unexplained.len()
+    )
 }
 
 // ─── Primitives ──────────────────────────────────────────────────────────────────────────────────
@@ -1710,6 +1963,72 @@ mod tests {
         let a = search(&input, 7, 8);
         let b = search(&input, 7, 8);
         assert_eq!(a, b);
+    }
+
+    /// Shared regions as the facts describe them: bytes a stage has, bytes the TMA loads write.
+    fn region(stage: i64, fill: i64, dim0: i64) -> FactMap {
+        fm(&[("stage_bytes", Value::Int(stage)), ("tma_fill_bytes", Value::Int(fill)), ("dim(0)", Value::Int(dim0))])
+    }
+
+    /// Accepted: regions fully filled by TMA, and regions TMA does not write (cp.async, stores).
+    fn accepted_regions() -> Vec<FactMap> {
+        vec![region(16384, 16384, 128), region(32768, 32768, 256), region(8192, 0, 64), region(512, 512, 128), region(24576, 0, 192)]
+    }
+
+    #[test]
+    fn subset_search_explains_the_largest_separable_part_of_a_bucket() {
+        // Two programs whose TMA loads fill half a stage, and one (a wrong mapping) whose regions
+        // look like the corpus's.
+        let failing = vec![
+            vec![region(16384, 8192, 128), region(32768, 32768, 256)],
+            vec![region(16384, 16384, 128), region(32768, 16384, 256)],
+            vec![region(16384, 16384, 128), region(32768, 32768, 256)],
+        ];
+        let input = SearchInput { accepted: accepted_regions(), failing };
+        assert!(search(&input, 0, 8).is_empty(), "nothing separates all three");
+        let r = search_subset(&input, 0, 8, 2).expect("two of them are separable");
+        assert_eq!(r.explained, vec![0, 1]);
+        assert_eq!(r.candidates[0].require, "tma_fill_bytes % stage_bytes == 0", "{:?}", r.candidates);
+        assert_eq!(r.candidates[0].level, 1);
+        // Deterministic, also under a seed.
+        assert_eq!(search_subset(&input, 0, 8, 2), Some(r));
+        assert_eq!(search_subset(&input, 7, 8, 2), search_subset(&input, 7, 8, 2));
+    }
+
+    #[test]
+    fn subset_search_is_the_full_search_when_every_program_separates() {
+        let failing = vec![vec![region(16384, 8192, 128)], vec![region(32768, 16384, 256)]];
+        let input = SearchInput { accepted: accepted_regions(), failing };
+        let full = search(&input, 0, 8);
+        assert!(!full.is_empty());
+        assert_eq!(search_subset(&input, 0, 8, 2), Some(SubsetResult { explained: vec![0, 1], candidates: full }));
+    }
+
+    #[test]
+    fn subset_search_needs_at_least_min_programs() {
+        // One program is separable, the other two look like the corpus.
+        let failing = vec![vec![region(16384, 8192, 128)], vec![region(16384, 16384, 128)], vec![region(8192, 0, 64)]];
+        let input = SearchInput { accepted: accepted_regions(), failing };
+        assert_eq!(search_subset(&input, 0, 8, 2), None);
+        let one = search_subset(&input, 0, 8, 1).expect("one program alone separates");
+        assert_eq!(one.explained, vec![0]);
+        // Fewer failing programs than the minimum: nothing to search.
+        assert_eq!(search_subset(&SearchInput { accepted: accepted_regions(), failing: vec![vec![region(16384, 8192, 128)]] }, 0, 8, 2), None);
+    }
+
+    #[test]
+    fn subset_search_prefers_more_programs_over_a_simpler_predicate() {
+        // Three causes, one fact each: no two-atom predicate covers all six programs; `a` and
+        // `b` together cover the five of the two largest groups (level 2), `b` alone only three.
+        let row = |a: i64, b: i64, c: i64| fm(&[("a", Value::Int(a)), ("b", Value::Int(b)), ("c", Value::Int(c))]);
+        let accepted = vec![row(1, 1, 2), row(2, 2, 1), row(1, 2, 2), row(2, 1, 1)];
+        let failing = vec![vec![row(9, 1, 2)], vec![row(9, 2, 1)], vec![row(1, 9, 2)], vec![row(2, 9, 1)], vec![row(1, 9, 1)], vec![row(2, 1, 9)]];
+        let input = SearchInput { accepted, failing };
+        assert!(search(&input, 0, 8).is_empty(), "{:?}", search(&input, 0, 8));
+        let r = search_subset(&input, 0, 8, 2).expect("a part separates");
+        assert_eq!(r.explained, vec![0, 1, 2, 3, 4], "{r:?}");
+        assert_eq!(r.candidates[0].level, 2);
+        assert_eq!(r.candidates[0].require, "a <= 2 && b <= 2", "{r:?}");
     }
 
     #[test]

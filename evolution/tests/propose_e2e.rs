@@ -3,7 +3,8 @@
 //! candidates, copied): `propose` (rule proposals on branches, gated, queued) → each rule rejects
 //! the held-out failing programs of its bucket (`evolution/evidence/heldout-bundle`, never mined
 //! with the bundle) → `accept` merges one, and the merged rule rejects those programs through the
-//! repository's rules before compilation → `reject` stops another bucket from being proposed
+//! repository's rules before compilation (so does the rule learned from part of a wrong-answer
+//! bucket, TMA loads that fill half a shared-memory stage) → `reject` stops another bucket from being proposed
 //! again (until new evidence arrives, here a real build failure recorded by the harness) → a
 //! proposal whose rule would reject an accepted corpus program fails its corpus gate at `accept`
 //! (main gained that program since) and the report names the case and why.
@@ -63,6 +64,22 @@ fn heldout_of(id: &str) -> Vec<(String, String)> {
     let report = mine_report(&store);
     let Some(b) = report.buckets.iter().find(|b| b.id == id) else { return Vec::new() };
     b.program_hashes.iter().map(|h| (h.clone(), store.program(h).unwrap().expect("the held-out program is stored"))).collect()
+}
+
+/// The name a program's `kernel` line gives it.
+fn kernel_name(source: &str) -> String {
+    source.lines().find_map(|l| l.trim().strip_prefix("kernel ")).and_then(|r| r.split_whitespace().next()).unwrap_or_default().to_string()
+}
+
+/// A stored program of `store_dir` by its kernel's name, as (sha256, source).
+fn stored_program(store_dir: &Path, kernel: &str) -> (String, String) {
+    let store = EvidenceStore::open(store_dir).unwrap();
+    mine_report(&store)
+        .buckets
+        .iter()
+        .flat_map(|b| b.program_hashes.clone())
+        .find_map(|h| store.program(&h).unwrap().filter(|src| kernel_name(src) == kernel).map(|src| (h, src)))
+        .unwrap_or_else(|| panic!("`{kernel}` is a program of {}", store_dir.display()))
 }
 
 /// Commit the working copy's changes on `main` (HEAD) like a person would.
@@ -175,6 +192,54 @@ fn propose_accept_reject_end_to_end() {
         }
     }
 
+    // A wrong-answer bucket no predicate separates as a whole: two of its programs load TMA
+    // boxes that fill half of a shared-memory stage (stale data for the rest), the third maps an
+    // operand wrongly, which no static fact shows. The rule explains the largest separable part —
+    // the two half-filled ones — says which program it leaves unexplained, and commits only the
+    // explained ones as negative cases.
+    let half = rule_for("run/mismatch: matmul_abt: rows");
+    let hd = half.rule.as_ref().unwrap();
+    assert_eq!(hd.applies_to, "smem", "{hd:?}");
+    assert!(hd.require.contains("tma_fill_bytes") && hd.require.contains("stage_bytes"), "{hd:?}");
+    let names = |hashes: &[String]| -> Vec<String> {
+        let mut v: Vec<String> = hashes.iter().map(|h| kernel_name(&store.program(h).unwrap().unwrap())).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&hd.failing_programs), ["box_gemm_a64_half", "box_gemm_b128_half"]);
+    assert_eq!(names(&hd.unexplained_programs), ["map_gemm_operand_rows"]);
+    assert_eq!(half.programs.len(), 3, "the bucket has the three programs");
+    assert!(half.notes.iter().any(|n| n.contains("not explained") && n.contains("map_gemm_operand_rows")), "{:?}", half.notes);
+    let head = cake_evolve::git::branch_target(&repo, &half.branch).unwrap();
+    let negatives: Vec<String> = cake_evolve::git::diff(&repo, main_before, head)
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.path.starts_with(&format!("corpus/verifier-negative/{}-", hd.code)) && f.path.ends_with(".cake"))
+        .map(|f| kernel_name(&cake_evolve::git::read_text(&repo, head, &f.path).unwrap().unwrap()))
+        .collect();
+    assert_eq!(negatives.len(), 2, "{negatives:?}");
+    assert!(negatives.iter().all(|k| k.starts_with("box_")), "only the explained programs are negative cases: {negatives:?}");
+    let rule_file = cake_evolve::git::read_text(&repo, head, &format!("compiler/rules/{}/{}-{}.toml", hd.category, hd.code, hd.name)).unwrap().unwrap();
+    assert!(rule_file.contains("leaves unexplained") && rule_file.contains("map_gemm_operand_rows"), "the rule's doc names the unexplained program:\n{rule_file}");
+    // It rejects the half-filled programs it never saw — the held-out GEMM with both boxes
+    // shrunk and the held-out k-means with X's shrunk — and the k-means candidate of another
+    // bucket (whose wrong mapping companion left that bucket without a rule), today accepted.
+    let half_tree = rules_with(&repo, &repo_dir, &tmp.path().join(format!("rules-{}", half.id)), &half);
+    let unseen = [
+        stored_program(&evidence_dir().join("heldout-bundle"), "box_gemm_ab64_half"),
+        stored_program(&evidence_dir().join("heldout-bundle"), "box_kmeans_x64_half"),
+        stored_program(&evidence_dir().join("bundle"), "box_kmeans_c64_half"),
+    ];
+    for (sha, src) in &unseen {
+        assert!(check_with_rules_of(&checkout(), src).is_empty(), "today's verifier accepts {}", kernel_name(src));
+        assert!(check_with_rules_of(&half_tree, src).contains(&hd.code), "{} rejects {} ({sha})", hd.code, kernel_name(src));
+    }
+    // The wrong mappings are not what it is about.
+    for kernel in ["map_gemm_operand_rows", "map_kmeans_index_offset"] {
+        let (_, src) = stored_program(&evidence_dir().join("bundle"), kernel);
+        assert!(!check_with_rules_of(&half_tree, &src).contains(&hd.code), "{} leaves {kernel} alone", hd.code);
+    }
+
     // ── idempotent: the same evidence proposes nothing new ──
     let again = queue::propose(&o).unwrap();
     assert!(again.proposed().is_empty(), "{:?}", again.outcomes);
@@ -264,4 +329,13 @@ fn propose_accept_reject_end_to_end() {
     assert!(back.evidence.contains(&id), "the new record is part of the bucket");
     assert_eq!(back.history.len(), 1, "the rejection is kept in the history");
     assert_eq!(back.history[0].action, Status::Rejected);
+
+    // ── accept the half-fill rule on the grown main (a merge commit, gates re-run): the merged
+    // rule rejects the half-filled programs it never saw through the repository's own rules ──
+    let accepted = review::accept(&repo_dir, &half.id, "reviewed: a TMA load must fill the stage wgmma reads", None, GateOptions::static_only()).unwrap();
+    assert!(matches!(accepted, Accepted::Merged { .. }), "accept failed: {accepted:?}");
+    for (sha, src) in &unseen {
+        let codes = check_with_rules_of(&repo_dir, src);
+        assert!(codes.contains(&hd.code), "the merged {} rejects {} ({sha}; got {codes:?})", hd.code, kernel_name(src));
+    }
 }

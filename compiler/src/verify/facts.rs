@@ -449,6 +449,8 @@ pub const SMEM_FACTS: &[FactDef] = &[
     f("async_writes", "writes through the async proxy (TMA)"),
     f("async_reads", "reads through the async proxy (wgmma, TMA store)"),
     f("fill_pipelines", "distinct pipelines whose tma_loads credit writes into it"),
+    f("tma_loads", "TMA loads (`tma_load`: writes into shared memory through the async proxy) whose destination is the region or a view of it"),
+    f("tma_fill_bytes", "bytes of one stage those TMA loads write, at most: Σ over them of the destination window's bytes, an index that varies counting every position its range covers (a whole dimension when the range is unknown) and the stage index of a staged region not counted; 0 without TMA loads (compare `stage_bytes`)"),
 ];
 
 pub const VIEW_FACTS: &[FactDef] = &[
@@ -1171,7 +1173,74 @@ fn smem_facts(m: &Module, h: Handle<SmemDecl>, s: &SmemDecl, offset: u64, w: &Wa
         }
     }
     f.set("fill_pipelines", pipes.len());
+    let (loads, fill) = tma_fill(m, h, w);
+    f.set("tma_loads", loads);
+    f.set("tma_fill_bytes", fill);
     f
+}
+
+/// The TMA loads into region `h` (calls writing a shared-memory parameter through the async
+/// proxy — `tma_load` — whose destination is the region or a view of it) and an upper bound of
+/// the bytes of one stage they write. Each load counts its destination window's bytes; along a
+/// dimension indexed by an expression that varies (a loop variable, `role.warpgroup`, ...) it
+/// counts every position the expression's range covers (`x_s[dc]` in `for dc in 0..2` writes
+/// both halves), the whole dimension when that range is unknown. The stage index of a staged
+/// region is not counted: every stage is filled alike. Loads of the same bytes add up (a bound,
+/// not a union), so a shortfall against `stage_bytes` means part of the stage is never written
+/// by TMA.
+fn tma_fill(m: &Module, h: Handle<SmemDecl>, w: &Walker) -> (usize, u64) {
+    let iv = Intervals { m, w };
+    let (mut loads, mut total) = (0usize, 0u64);
+    for site in &w.calls {
+        let Some(op) = w.catalog.get(&site.op) else { continue };
+        for (p, a) in op.params.iter().zip(&site.args) {
+            let Some(a) = *a else { continue };
+            if p.kind != ParamKind::Smem || !param_mode(p).writes() || param_proxy(op, &p.name) != Proxy::Async {
+                continue;
+            }
+            // The destination's root: the region (its stage dimension first when staged) or a view.
+            let (shape, dtype, staged) = match root_of(m, &w.lets, a) {
+                Some(Root::Smem(s)) if s == h => {
+                    let d = &m.smem[s];
+                    let mut shape = d.shape.clone();
+                    if d.stages > 1 {
+                        shape.insert(0, i64::from(d.stages));
+                    }
+                    (shape, d.dtype, d.stages > 1)
+                }
+                Some(Root::View(v)) if m.views[v].region == h => (m.views[v].shape.clone(), m.views[v].dtype, false),
+                _ => continue,
+            };
+            loads += 1;
+            let skip = usize::from(staged);
+            let covered: Vec<i64> = match selection(m, &w.lets, a, shape.len()) {
+                Some(sel) => sel
+                    .iter()
+                    .zip(&shape)
+                    .skip(skip)
+                    .map(|(s, &extent)| {
+                        let (start, len) = match s {
+                            Sel::Full => return extent,
+                            Sel::At(e) => (*e, 1),
+                            Sel::Window(e, l) => (*e, *l),
+                        };
+                        if m.const_value(start).is_some() {
+                            return len.min(extent);
+                        }
+                        match iv.of(start, 0) {
+                            Iv { lo: Some(lo), hi: Some(hi) } if hi >= lo => hi.saturating_sub(lo).saturating_add(len).min(extent),
+                            _ => extent,
+                        }
+                    })
+                    .collect(),
+                // A window of a window: assume it covers everything (an upper bound).
+                None => shape[skip..].to_vec(),
+            };
+            let elems = covered.iter().fold(1i64, |acc, d| acc.saturating_mul((*d).max(0)));
+            total = total.saturating_add((elems as u64).saturating_mul(dtype.size_bytes()));
+        }
+    }
+    (loads, total)
 }
 
 fn view_facts(m: &Module, h: Handle<ViewDecl>, v: &ViewDecl, w: &Walker) -> FactSet {
@@ -1851,4 +1920,69 @@ fn mul(x: Iv, y: Iv) -> Iv {
         return Iv { lo: x.lo.zip(y.lo).and_then(|(p, q)| p.checked_mul(q)), hi };
     }
     ANY
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::check_source;
+
+    const GEMM: &str = include_str!("../../../examples/gemm_bf16_ws.cake");
+    const KMEANS: &str = include_str!("../../../examples/kmeans_assign.cake");
+    const SM80: &str = include_str!("../../../examples/gemm_bf16_sm80.cake");
+
+    /// (stage_bytes, tma_loads, tma_fill_bytes) of every shared region, by name.
+    fn fills(src: &str) -> BTreeMap<String, (i64, i64, i64)> {
+        let m = check_source(src).module.expect("the program type-checks");
+        let t = TargetTable::builtin().get(&m.target).expect("target");
+        let facts = compute(&m, t, Catalog::builtin());
+        let int = |f: &FactSet, k: &str| match f.get(k) {
+            Some(Value::Int(i)) => *i,
+            other => panic!("{}: {k} = {other:?}", f.name),
+        };
+        facts.of_kind(ConstructKind::Smem).map(|f| (f.name.clone(), (int(f, "stage_bytes"), int(f, "tma_loads"), int(f, "tma_fill_bytes")))).collect()
+    }
+
+    fn edit(src: &str, edits: &[(&str, &str)]) -> String {
+        edits.iter().fold(src.to_string(), |s, (from, to)| {
+            assert!(s.contains(from), "`{from}` is in the program");
+            s.replacen(from, to, 1)
+        })
+    }
+
+    #[test]
+    fn tma_loads_fill_whole_stages_in_the_examples() {
+        let g = fills(GEMM);
+        assert_eq!(g["a_s"], (16384, 1, 16384));
+        assert_eq!(g["b_s"], (32768, 1, 32768));
+        // `x_s[dc]` and `c_s[cs.stage, dc]` inside `for dc in 0..2`: both halves.
+        let k = fills(KMEANS);
+        assert_eq!(k["x_s"], (32768, 1, 32768));
+        assert_eq!(k["c_s"], (32768, 1, 32768));
+        assert_eq!(k["cn_s"], (512, 1, 512));
+        // Filled by cp.async, not TMA: nothing to compare.
+        let s = fills(SM80);
+        assert!(s.values().all(|(_, loads, fill)| *loads == 0 && *fill == 0), "{s:?}");
+    }
+
+    #[test]
+    fn a_load_that_fills_half_the_stage_shows() {
+        let half = edit(
+            GEMM,
+            &[("tma [128, 64]", "tma [64, 64]"), ("tma_load(a_s[ab.stage], A[t.m * 128 :+ 128,", "tma_load(a_s[ab.stage, 0 :+ 64], A[t.m * 128 :+ 64,")],
+        );
+        assert_eq!(fills(&half)["a_s"], (16384, 1, 8192));
+        // Two loads of half each fill the stage.
+        let two = edit(
+            &half,
+            &[(
+                "tma_load(a_s[ab.stage, 0 :+ 64], A[t.m * 128 :+ 64, kb * 64 :+ 64], ab)",
+                "tma_load(a_s[ab.stage, 0 :+ 64], A[t.m * 128 :+ 64, kb * 64 :+ 64], ab)\n            tma_load(a_s[ab.stage, 64 :+ 64], A[t.m * 128 + 64 :+ 64, kb * 64 :+ 64], ab)",
+            )],
+        );
+        assert_eq!(fills(&two)["a_s"], (16384, 2, 16384));
+        // A chunk loop over one of the two chunks of x_s writes half of it.
+        let kmeans_half = edit(KMEANS, &[("for dc in 0..2 {\n            tma_load(x_s[dc]", "for dc in 0..1 {\n            tma_load(x_s[dc]")]);
+        assert_eq!(fills(&kmeans_half)["x_s"], (32768, 1, 16384));
+    }
 }
