@@ -24,7 +24,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$CAKE_ROOT"
 
-STAGES=(stage_check stage_fmt stage_lower stage_build stage_cost stage_gpu_run stage_corpus stage_evolve_propose)
+STAGES=(stage_check stage_fmt stage_lower stage_build stage_cost stage_gpu_run stage_corpus stage_evolve_propose stage_calibrate)
 
 if [ "$#" -gt 0 ]; then
   PROGRAMS=("$@")
@@ -241,6 +241,40 @@ stage_evolve_propose() {
     result propose "evolution/evidence/bundle" "proposals queued in $clone (review: cake-evolve-compiler show ID --repo $clone)"
   else
     result propose "evolution/evidence/bundle" "proposals queued, some gates failed (see above)"
+  fi
+}
+
+# The cost model's recalibration loop: with a GPU, `calibrate` runs the Cake IR microbenchmark
+# suite and its corpus accuracy set and queues the fit; without one it refits from the newest
+# committed H200 run (calibration/runs/) — either way in a throwaway clone.
+stage_calibrate() {
+  local evolve=${CAKE_EVOLVE_BIN:-$CAKE_ROOT/target/release/cake-evolve-compiler}
+  if [ ! -x "$evolve" ]; then
+    result calibrate "sm_90a" "skipped: no cake-evolve-compiler"
+    return 0
+  fi
+  local clone saved args=()
+  clone=$(mktemp -d)/cake
+  git clone -q "$CAKE_ROOT" "$clone" || { result calibrate "sm_90a" "clone failed"; return 1; }
+  if have_gpu; then
+    echo "--- cake-evolve-compiler calibrate --target sm_90a (GPU: running the suite, in $clone)"
+  else
+    # The newest run by its own timestamp (a clone's file times say nothing).
+    saved=$(for f in "$CAKE_ROOT"/calibration/runs/sm_90a-*.json; do
+      [ -f "$f" ] && printf '%s %s\n' "$(grep -m1 -o '"created_unix": [0-9]*' "$f" | grep -o '[0-9]*$')" "$f"
+    done | sort -n | tail -n 1 | cut -d' ' -f2-)
+    if [ -z "$saved" ]; then
+      result calibrate "sm_90a" "skipped: no GPU and no saved run in calibration/runs/"
+      return 0
+    fi
+    echo "--- no GPU: cake-evolve-compiler calibrate --target sm_90a --from-saved ${saved#"$CAKE_ROOT"/} (in $clone)"
+    args=(--from-saved "$saved")
+  fi
+  if "$evolve" calibrate --repo "$clone" --target sm_90a --tier static "${args[@]}"; then
+    result calibrate "sm_90a" "calibration proposal queued in $clone"
+  else
+    result calibrate "sm_90a" "calibrate failed (see above)"
+    return 1
   fi
 }
 
