@@ -498,7 +498,7 @@ pub fn fit_suite(suite: &Suite, text: &str, run: &SavedRun, fitted_on: &str) -> 
             continue;
         }
         for p in &b.fits {
-            let note = format!("microbench `{}` ({} run(s) on {}, {fitted_on}), fitted by cake-evolve-compiler calibrate", b.name, ms.len(), run.gpu);
+            let note = format!("microbench `{}` ({} run(s), {fitted_on}), fitted by cake-evolve-compiler calibrate", b.name, ms.len());
             match fit_param(&file, &new_text, p, &b.name, &ms, &note) {
                 Ok((t, f)) => {
                     new_text = t;
