@@ -241,6 +241,23 @@ pub(crate) fn set_meta(text: &str, fitted_on: &str, acc: &Accuracy) -> String {
     out.join("\n") + "\n"
 }
 
+/// Validate the programs of measurements for `target`; the rest are skipped with a reason.
+pub fn validated<'m>(target: &str, ms: impl IntoIterator<Item = &'m Measurement>, skipped: &mut Vec<String>) -> Vec<(cake::verify::Validated, &'m Measurement)> {
+    let mut out = Vec::new();
+    for m in ms {
+        if !(m.measured_ms.is_finite() && m.measured_ms > 0.0) {
+            skipped.push(format!("{}: measured time {} is not positive", m.name, m.measured_ms));
+            continue;
+        }
+        match cake::check::check_source(&m.program).validated {
+            Some(v) if v.module().target == target => out.push((v, m)),
+            Some(v) => skipped.push(format!("{}: a {} program, not {target}", m.name, v.module().target)),
+            None => skipped.push(format!("{}: the program does not validate", m.name)),
+        }
+    }
+    out
+}
+
 /// Predictions of every measurement under `cal` (`None` where the model cannot predict).
 fn predict(cal: &Calibration, programs: &[(cake::verify::Validated, &Measurement)]) -> Vec<Option<(f64, Bottleneck)>> {
     programs.iter().map(|(v, m)| cake::cost::estimate(v, cal, &m.dims).ok().map(|e| (e.predicted_ms, e.bottleneck))).collect()
@@ -253,18 +270,7 @@ pub fn propose_calibration(target: &str, text: &str, measurements: &[Measurement
     let file = format!("calibration/{target}.toml");
     let cal = Calibration::from_toml_str(&file, text).map_err(|e| e.to_string())?;
     let mut skipped = Vec::new();
-    let mut programs = Vec::new();
-    for m in measurements {
-        if !(m.measured_ms.is_finite() && m.measured_ms > 0.0) {
-            skipped.push(format!("{}: measured time {} is not positive", m.name, m.measured_ms));
-            continue;
-        }
-        match cake::check::check_source(&m.program).validated {
-            Some(v) if v.module().target == target => programs.push((v, m)),
-            Some(v) => skipped.push(format!("{}: a {} program, not {target}", m.name, v.module().target)),
-            None => skipped.push(format!("{}: the program does not validate", m.name)),
-        }
-    }
+    let programs = validated(target, measurements, &mut skipped);
     let before = predict(&cal, &programs);
     let mut kept: Vec<usize> = (0..programs.len()).filter(|i| before[*i].is_some()).collect();
     for i in (0..programs.len()).filter(|i| before[*i].is_none()) {

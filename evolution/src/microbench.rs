@@ -23,7 +23,7 @@ use cake::runtime::record::RunRecord;
 use cake::runtime::workload::Shape;
 use serde::{Deserialize, Serialize};
 
-use crate::calibrate::{accuracy, fmt_num, round_sig, set_meta, set_param, Accuracy, CalibrationDraft, Measurement};
+use crate::calibrate::{accuracy, fmt_num, round_sig, set_meta, set_param, validated, Accuracy, CalibrationDraft, Measurement};
 
 /// One bench of a suite.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -369,23 +369,6 @@ fn log_error(pred: &[Option<f64>], ms: &[(cake::verify::Validated, &Measurement)
         s += ((*p)? / m.measured_ms).ln().abs();
     }
     Some(s / ms.len().max(1) as f64)
-}
-
-/// Validate the programs of measurements for `target`; the rest are skipped with a reason.
-pub fn validated<'m>(target: &str, ms: impl IntoIterator<Item = &'m Measurement>, skipped: &mut Vec<String>) -> Vec<(cake::verify::Validated, &'m Measurement)> {
-    let mut out = Vec::new();
-    for m in ms {
-        if !(m.measured_ms.is_finite() && m.measured_ms > 0.0) {
-            skipped.push(format!("{}: measured time {} is not positive", m.name, m.measured_ms));
-            continue;
-        }
-        match cake::check::check_source(&m.program).validated {
-            Some(v) if v.module().target == target => out.push((v, m)),
-            Some(v) => skipped.push(format!("{}: a {} program, not {target}", m.name, v.module().target)),
-            None => skipped.push(format!("{}: the program does not validate", m.name)),
-        }
-    }
-    out
 }
 
 /// Fit one parameter over one bench's runs, starting from `text`.

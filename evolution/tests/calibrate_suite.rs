@@ -183,8 +183,9 @@ fn a_suite_calibration_is_queued_with_its_run_committed() {
     // The branch holds the new calibration and the run it was fitted from; main is untouched.
     let commit = repo.find_commit(git2::Oid::from_str(&rec.commit).unwrap()).unwrap();
     let tree = commit.tree().unwrap();
-    let run_file = tree.get_path(Path::new("calibration/runs")).unwrap().to_object(&repo).unwrap().peel_to_tree().unwrap();
-    assert_eq!(run_file.len(), 1);
+    let runs = tree.get_path(Path::new("calibration/runs")).unwrap().to_object(&repo).unwrap().peel_to_tree().unwrap();
+    let committed: Vec<String> = runs.iter().filter_map(|e| e.name().map(str::to_string)).filter(|n| rec.changelog.contains(n.as_str())).collect();
+    assert_eq!(committed.len(), 1, "the run named in the changelog is on the branch: {}", rec.changelog);
     let cal_blob = tree.get_path(Path::new(CAL)).unwrap().to_object(&repo).unwrap().peel_to_blob().unwrap();
     let new = Calibration::from_toml_str(CAL, std::str::from_utf8(cal_blob.content()).unwrap()).unwrap();
     let old = Calibration::from_toml_str(CAL, &text).unwrap();
