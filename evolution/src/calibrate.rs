@@ -19,30 +19,8 @@
 use std::collections::BTreeMap;
 
 use cake::cost::{Bottleneck, Calibration};
+pub use cake::cost::accuracy::{accuracy, mape, round4, spearman, top_k_recall, validated, Accuracy, Measurement};
 use serde::{Deserialize, Serialize};
-
-/// One timed run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Measurement {
-    /// A label (the corpus case or program path).
-    pub name: String,
-    /// The program's source.
-    pub program: String,
-    pub dims: BTreeMap<String, i64>,
-    pub measured_ms: f64,
-}
-
-/// Accuracy of predictions against measurements.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Accuracy {
-    pub n: usize,
-    pub spearman: f64,
-    /// Mean absolute percentage error, in percent.
-    pub mape: f64,
-    pub k: usize,
-    /// Share of the k fastest measured programs that the model also ranks in its k fastest.
-    pub top_k_recall: f64,
-}
 
 /// A calibration proposal, as recorded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -66,75 +44,6 @@ pub struct CalibrationDraft {
     /// Parameters fitted from microbenchmarks (a suite fit).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fits: Vec<crate::microbench::ParamFit>,
-}
-
-/// Spearman rank correlation (average ranks for ties).
-pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
-    fn ranks(v: &[f64]) -> Vec<f64> {
-        let mut idx: Vec<usize> = (0..v.len()).collect();
-        idx.sort_by(|a, b| v[*a].total_cmp(&v[*b]));
-        let mut r = vec![0.0; v.len()];
-        let mut i = 0;
-        while i < idx.len() {
-            let mut j = i;
-            while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
-                j += 1;
-            }
-            let avg = (i + j) as f64 / 2.0 + 1.0;
-            for k in i..=j {
-                r[idx[k]] = avg;
-            }
-            i = j + 1;
-        }
-        r
-    }
-    if x.len() < 2 {
-        return 0.0;
-    }
-    let (rx, ry) = (ranks(x), ranks(y));
-    let n = x.len() as f64;
-    let (mx, my) = (rx.iter().sum::<f64>() / n, ry.iter().sum::<f64>() / n);
-    let cov: f64 = rx.iter().zip(&ry).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let vx: f64 = rx.iter().map(|a| (a - mx).powi(2)).sum();
-    let vy: f64 = ry.iter().map(|b| (b - my).powi(2)).sum();
-    if vx == 0.0 || vy == 0.0 {
-        0.0
-    } else {
-        cov / (vx * vy).sqrt()
-    }
-}
-
-/// Mean absolute percentage error of `pred` against `meas`, in percent.
-pub fn mape(pred: &[f64], meas: &[f64]) -> f64 {
-    if pred.is_empty() {
-        return 0.0;
-    }
-    100.0 * pred.iter().zip(meas).map(|(p, m)| ((p - m) / m).abs()).sum::<f64>() / pred.len() as f64
-}
-
-/// Of the `k` smallest measured values, the share that are among the `k` smallest predicted.
-pub fn top_k_recall(pred: &[f64], meas: &[f64], k: usize) -> f64 {
-    let k = k.min(pred.len());
-    if k == 0 {
-        return 0.0;
-    }
-    let top = |v: &[f64]| -> Vec<usize> {
-        let mut idx: Vec<usize> = (0..v.len()).collect();
-        idx.sort_by(|a, b| v[*a].total_cmp(&v[*b]).then(a.cmp(b)));
-        idx.truncate(k);
-        idx
-    };
-    let (tp, tm) = (top(pred), top(meas));
-    tm.iter().filter(|i| tp.contains(i)).count() as f64 / k as f64
-}
-
-pub fn accuracy(pred: &[f64], meas: &[f64]) -> Accuracy {
-    let k = (pred.len() / 5).max(1);
-    Accuracy { n: pred.len(), spearman: round4(spearman(pred, meas)), mape: round4(mape(pred, meas)), k, top_k_recall: round4(top_k_recall(pred, meas, k)) }
-}
-
-fn round4(x: f64) -> f64 {
-    (x * 1e4).round() / 1e4
 }
 
 /// How a parameter responds to a time factor `f` on its class: a rate is divided by `f`, a
@@ -239,23 +148,6 @@ pub(crate) fn set_meta(text: &str, fitted_on: &str, acc: &Accuracy) -> String {
         out.push(format!("spearman = {}\nmape = {}\nn = {}\ntop_k_recall = {}", acc.spearman, acc.mape / 100.0, acc.n, acc.top_k_recall));
     }
     out.join("\n") + "\n"
-}
-
-/// Validate the programs of measurements for `target`; the rest are skipped with a reason.
-pub fn validated<'m>(target: &str, ms: impl IntoIterator<Item = &'m Measurement>, skipped: &mut Vec<String>) -> Vec<(cake::verify::Validated, &'m Measurement)> {
-    let mut out = Vec::new();
-    for m in ms {
-        if !(m.measured_ms.is_finite() && m.measured_ms > 0.0) {
-            skipped.push(format!("{}: measured time {} is not positive", m.name, m.measured_ms));
-            continue;
-        }
-        match cake::check::check_source(&m.program).validated {
-            Some(v) if v.module().target == target => out.push((v, m)),
-            Some(v) => skipped.push(format!("{}: a {} program, not {target}", m.name, v.module().target)),
-            None => skipped.push(format!("{}: the program does not validate", m.name)),
-        }
-    }
-    out
 }
 
 /// Predictions of every measurement under `cal` (`None` where the model cannot predict).

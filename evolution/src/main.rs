@@ -343,7 +343,7 @@ fn calibrate_suite(a: &CalibrateArgs) -> u8 {
         Err(e) => return fail(&e),
     };
     let run: SavedRun = if let Some(saved) = &a.from_saved {
-        let parsed = std::fs::read_to_string(saved).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str::<SavedRun>(&t).map_err(|e| format!("not a saved calibration run ({}): {e}", microbench::SAVED_SCHEMA)));
+        let parsed = std::fs::read_to_string(saved).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str::<SavedRun>(&t).map_err(|e| format!("not a saved calibration run ({}): {e}", microbench::RUN_SCHEMA)));
         match parsed {
             Ok(r) if r.target == a.target => r,
             Ok(r) => return fail(&format!("{}: measured for {}, not --target {}", saved.display(), r.target, a.target)),

@@ -23,7 +23,8 @@ use cake::runtime::record::RunRecord;
 use cake::runtime::workload::Shape;
 use serde::{Deserialize, Serialize};
 
-use crate::calibrate::{accuracy, fmt_num, round_sig, set_meta, set_param, validated, Accuracy, CalibrationDraft, Measurement};
+pub use cake::cost::accuracy::{BenchMeasurement, SavedRun, RUN_SCHEMA};
+use crate::calibrate::{fmt_num, round4, round_sig, set_meta, set_param, validated, CalibrationDraft, Measurement};
 
 /// One bench of a suite.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -147,33 +148,6 @@ impl Suite {
     }
 }
 
-/// A microbenchmark measurement: which bench it belongs to, and the timed run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BenchMeasurement {
-    pub bench: String,
-    #[serde(flatten)]
-    pub m: Measurement,
-}
-
-/// Everything one measurement run produced: what `--save-measurements` writes and
-/// `--from-saved` reads, so a run on a GPU machine can be proposed on another.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SavedRun {
-    pub schema: String,
-    pub target: String,
-    /// The GPU the runs were timed on (from the run records).
-    pub gpu: String,
-    /// Seconds since the Unix epoch when the run ended.
-    pub created_unix: u64,
-    pub suite: Vec<BenchMeasurement>,
-    pub accuracy: Vec<Measurement>,
-    /// Runs that did not produce a time, with the reason.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed: Vec<String>,
-}
-
-pub const SAVED_SCHEMA: &str = "cake.calibration-run/1";
-
 /// Why a measurement run could not be made.
 #[derive(Debug)]
 pub enum RunSuiteError {
@@ -284,7 +258,7 @@ pub fn run_suite(suite: &Suite, corpus_root: &Path, runner: &CakeRunner) -> Resu
     if !cake::corpus::tiers::gpu_present() {
         return Err(RunSuiteError::NoGpu("no NVIDIA device under /dev".into()));
     }
-    let mut out = SavedRun { schema: SAVED_SCHEMA.into(), target: suite.target.clone(), ..SavedRun::default() };
+    let mut out = SavedRun { schema: RUN_SCHEMA.into(), target: suite.target.clone(), ..SavedRun::default() };
     let mut gpu = None;
     for b in &suite.benches {
         if runner.verbose {
@@ -356,11 +330,10 @@ pub struct ParamFit {
     pub at_bound: bool,
 }
 
-/// Predicted times of `ms` under the calibration text (None: a program the model cannot
-/// predict at its dims).
+/// Predicted times of `ms` under the calibration text.
 fn predictions(file: &str, text: &str, ms: &[(cake::verify::Validated, &Measurement)]) -> Result<Vec<Option<f64>>, String> {
     let cal = Calibration::from_toml_str(file, text).map_err(|e| e.to_string())?;
-    Ok(ms.iter().map(|(v, m)| cake::cost::estimate(v, &cal, &m.dims).ok().map(|e| e.predicted_ms)).collect())
+    Ok(cake::cost::accuracy::predictions(&cal, ms))
 }
 
 fn log_error(pred: &[Option<f64>], ms: &[(cake::verify::Validated, &Measurement)]) -> Option<f64> {
@@ -442,10 +415,6 @@ fn clamp(v: f64, fraction: bool) -> f64 {
     }
 }
 
-fn round4(x: f64) -> f64 {
-    (x * 1e4).round() / 1e4
-}
-
 /// Drop `provisional = true` from `[param.NAME]`: the value is measured now.
 fn clear_provisional(text: &str, name: &str) -> String {
     let header = format!("[param.{name}]");
@@ -497,7 +466,8 @@ pub fn fit_suite(suite: &Suite, text: &str, run: &SavedRun, fitted_on: &str) -> 
     skipped.extend(problems);
     // Judge on the accuracy set, which took no part in the fit.
     let acc = validated(target, &run.accuracy, &mut skipped);
-    let (before, after) = judge(&file, text, &new_text, &acc, &mut skipped)?;
+    let load = |t: &str| Calibration::from_toml_str(&file, t).map_err(|e| e.to_string());
+    let (before, after) = cake::cost::accuracy::judge(&load(text)?, &load(&new_text)?, &acc, &mut skipped)?;
     let new_text = set_meta(&new_text, fitted_on, &after);
     Calibration::from_toml_str(&file, &new_text).map_err(|e| format!("the fitted file does not load: {e}"))?;
     let params = fits.iter().map(|f| format!("{}: {} -> {}", f.param, fmt_num(f.before), fmt_num(f.after))).collect();
@@ -505,28 +475,6 @@ pub fn fit_suite(suite: &Suite, text: &str, run: &SavedRun, fitted_on: &str) -> 
         CalibrationDraft { target: target.clone(), class: "microbenchmark suite".into(), class_ratio: None, factor: None, params, before, after, skipped, fits },
         new_text,
     ))
-}
-
-/// Accuracy of the old and the new calibration on the same measurements (those both predict).
-fn judge(file: &str, old: &str, new: &str, acc: &[(cake::verify::Validated, &Measurement)], skipped: &mut Vec<String>) -> Result<(Accuracy, Accuracy), String> {
-    let (a, b) = (predictions(file, old, acc)?, predictions(file, new, acc)?);
-    let mut pb = Vec::new();
-    let mut pa = Vec::new();
-    let mut meas = Vec::new();
-    for ((x, y), (_, m)) in a.iter().zip(&b).zip(acc) {
-        match (x, y) {
-            (Some(x), Some(y)) => {
-                pb.push(*x);
-                pa.push(*y);
-                meas.push(m.measured_ms);
-            }
-            _ => skipped.push(format!("{}: the cost model cannot predict it at these dims", m.name)),
-        }
-    }
-    if meas.len() < 3 {
-        return Err(format!("{} accuracy measurement(s) the model predicts; judging a fit needs at least 3 (the suite's [accuracy] set ran?)", meas.len()));
-    }
-    Ok((accuracy(&pb, &meas), accuracy(&pa, &meas)))
 }
 
 /// Group names for display: bench → runs.

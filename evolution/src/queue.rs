@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::calibrate::{CalibrationDraft, Measurement};
-use crate::microbench::{SavedRun, Suite};
+use crate::microbench::{SavedRun, Suite, RUN_SCHEMA};
 use crate::gate::Gater;
 use crate::git;
 use crate::llm::{self, LlmConfig};
@@ -856,13 +856,25 @@ fn class_refit_change<'a>(target: &'a str, draft: CalibrationDraft, new_text: St
         "- Recalibrated {target} {} parameters (×{factor} time, from {source}): MAPE {:.1}% → {:.1}%, Spearman {:.3} → {:.3} over {} measurements.",
         draft.class, draft.before.mape, draft.after.mape, draft.before.spearman, draft.after.spearman, draft.after.n
     );
+    let key = measurement_key(measurements);
+    // The measurements go with the proposal, so the `accuracy` gate can judge it on them.
+    let run = SavedRun {
+        schema: RUN_SCHEMA.into(),
+        target: target.into(),
+        gpu: source.into(),
+        created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        suite: Vec::new(),
+        accuracy: measurements.to_vec(),
+        failed: Vec::new(),
+    };
+    let files = serde_json::to_vec_pretty(&run).map(|b| vec![(format!("calibration/runs/{target}-{}.json", &key[..12]), b)]).unwrap_or_default();
     CalibrationChange {
         target,
         title: format!("recalibrate {target}: {} ×{factor}", draft.class),
         signature: format!("cost model: {} predictions off by ×{ratio} (median measured/predicted)", draft.class),
-        key: measurement_key(measurements),
+        key,
         evidence: measurements.iter().map(|m| m.name.clone()).collect(),
-        files: Vec::new(),
+        files,
         bucket,
         changelog,
         draft,

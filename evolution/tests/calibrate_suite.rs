@@ -16,7 +16,7 @@ use std::path::Path;
 
 use cake::cost::Calibration;
 use cake_evolve::calibrate::Measurement;
-use cake_evolve::microbench::{fit_suite, BenchMeasurement, CakeRunner, RunSuiteError, SavedRun, Suite, SAVED_SCHEMA};
+use cake_evolve::microbench::{fit_suite, BenchMeasurement, CakeRunner, RunSuiteError, SavedRun, Suite, RUN_SCHEMA};
 use cake_evolve::queue::{self, Kind, ProposeOptions, Status};
 use cake_evolve::store::EvidenceStore;
 use cake_merge_gates::GateOptions;
@@ -76,7 +76,7 @@ fn gemm_suite(dir: &Path, fits: &str) -> Suite {
 
 /// Synthetic runs of the suite and of its accuracy set under the calibration `truth`.
 fn synthetic_run(suite: &Suite, truth: &Calibration) -> SavedRun {
-    let mut run = SavedRun { schema: SAVED_SCHEMA.into(), target: "sm_90a".into(), gpu: "synthetic (test)".into(), created_unix: 1_795_000_000, ..SavedRun::default() };
+    let mut run = SavedRun { schema: RUN_SCHEMA.into(), target: "sm_90a".into(), gpu: "synthetic (test)".into(), created_unix: 1_795_000_000, ..SavedRun::default() };
     for b in &suite.benches {
         for p in &b.programs {
             let source = std::fs::read_to_string(suite.file(p)).unwrap();
@@ -179,6 +179,8 @@ fn a_suite_calibration_is_queued_with_its_run_committed() {
     assert_eq!(rec.kind, Kind::Calibration);
     assert_eq!(rec.status, Status::Queued);
     assert_eq!(rec.gates_passed, Some(true), "{:#?}", rec.gates);
+    let accuracy = rec.gates.iter().find(|g| g.gate == "accuracy").expect("the accuracy gate ran");
+    assert_eq!(accuracy.status, cake_merge_gates::GateStatus::Pass, "{accuracy:?}");
     assert!(rec.branch.starts_with("evolve/calibration/") && rec.branch.ends_with("-sm_90a"), "{}", rec.branch);
     // The branch holds the new calibration and the run it was fitted from; main is untouched.
     let commit = repo.find_commit(git2::Oid::from_str(&rec.commit).unwrap()).unwrap();
@@ -251,7 +253,9 @@ fn mispredicted_runs_in_the_store_become_a_calibration_proposal() {
     let draft = rec.calibration.as_ref().unwrap();
     assert_eq!(draft.class, "tensor-core");
     assert!(draft.after.mape < draft.before.mape, "{draft:?}");
-    assert_eq!(rec.gates_passed, Some(true));
+    assert_eq!(rec.gates_passed, Some(true), "{:#?}", rec.gates);
+    // Its measurements are committed with it, and the accuracy gate judged it on them.
+    assert!(rec.gates.iter().any(|g| g.gate == "accuracy" && g.status == cake_merge_gates::GateStatus::Pass), "{:#?}", rec.gates);
     // Proposing again from the same evidence adds nothing.
     let again = queue::propose(&o).unwrap();
     assert!(again.outcomes.iter().all(|x| x.what != "proposed"), "{:#?}", again.outcomes);

@@ -16,8 +16,10 @@
 //! # Entry point
 //! [`run_gates`] takes the proposal's tree (a checkout of its branch), the base tree it is
 //! compared with, and the list of changed paths; it returns a [`GateReport`] with one
-//! [`GateResult`] per gate: `data-only`, `schema`, `corpus`, `P1` … `P8`, `lowering`.
+//! [`GateResult`] per gate: `data-only`, `schema`, `corpus`, `accuracy` (a recalibration, judged
+//! on the measured runs it commits), `P1` … `P8`, `lowering`.
 
+pub mod accuracy_gate;
 pub mod corpus_gate;
 pub mod principles;
 pub mod report;
@@ -163,6 +165,7 @@ pub fn run_gates(proposal: &Path, base: &Path, changed: &[ChangedPath], opts: &G
     let corpus_green = corpus.status == GateStatus::Pass;
     let corpus_summary = corpus.summary.clone();
     gates.push(corpus);
+    gates.push(if loads { accuracy_gate::gate(&p, &b, changed) } else { GateResult::fail("accuracy", accuracy_gate::TITLE, "not run: the proposal's data does not load (see `schema`)", vec![]) });
     let ctx = principles::Context::new(&p, &b, changed);
     gates.push(principles::p1(&ctx));
     gates.push(principles::p2(&ctx));

@@ -48,6 +48,7 @@
 //! Hints (severity `hint`, codes C001…C006) point at the construct to change; errors are
 //! [`CostError`] (codes C100…C105). Every estimate lists the provisional parameters it used.
 
+pub mod accuracy;
 pub mod calibration;
 pub mod cli;
 mod model;
