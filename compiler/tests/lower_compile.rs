@@ -240,7 +240,7 @@ on mma {
 fn ops_program_compiles() {
     let v = validated(OPS_PROGRAM);
     let l = cake::lower::lower_with(&v, &LowerOptions::with_source("ops.cake", OPS_PROGRAM)).unwrap_or_else(|e| panic!("{e}"));
-    for needle in ["cake_arg_better(true", "__shfl_xor_sync", "__expf(", "exp2f(", "__logf(", "rsqrtf(", "fmaf(", "make_float2(", "cake_round_bf16("] {
+    for needle in ["fmaxf(cake_x[2 * cake_j], cake_x[2 * cake_j + 1])", "min(cake_vi, cake_y)", "__shfl_xor_sync", "__expf(", "exp2f(", "__logf(", "rsqrtf(", "fmaf(", "make_float2(", "cake_round_bf16("] {
         assert!(l.cuda.contains(needle), "missing `{needle}`");
     }
     if !toolchain("ops_program_compiles") {

@@ -126,7 +126,7 @@ fn line_directives_point_at_the_program() {
     let mut opts = LowerOptions::with_source("kmeans_assign.cake", &src);
     opts.line_directives = true;
     let l = lower::lower_with(&validated(&src), &opts).expect("lowers");
-    assert!(l.cuda.contains("#line 38 \"kmeans_assign.cake\""), "acquire(cs) is on line 38");
+    assert!(l.cuda.contains("#line 40 \"kmeans_assign.cake\""), "acquire(cs) is on line 40");
     // Lines after a run of program code return to the CUDA file's own numbering.
     let lines: Vec<&str> = l.cuda.lines().collect();
     for (i, text) in lines.iter().enumerate() {

@@ -73,6 +73,15 @@ pub(crate) struct GDim {
     pub len: Option<i64>,
 }
 
+/// `let NAME = reduce_min(x, axis=1)` (`max`: `reduce_max`) of a `let` fragment `x`: the C array
+/// `name` holds the row extrema of `x` for the rest of the block.
+#[derive(Clone, Debug)]
+pub(crate) struct RowExtremum {
+    pub x: Handle<Local>,
+    pub max: bool,
+    pub name: String,
+}
+
 pub(crate) struct GlobalRef {
     pub tensor: Handle<TensorDecl>,
     pub dims: Vec<GDim>,
@@ -448,6 +457,16 @@ impl<'a> Lw<'a> {
     }
 
     /// Emit a reduction call `e` into a new array `name`.
+    ///
+    /// Per row slot, each thread reduces the elements it holds, then the lanes of its quad combine
+    /// their partial results with `shfl.sync.bfly` (xor 1, xor 2). `reduce_sum` folds the elements
+    /// one after another (in index order, so its rounding does not depend on this lowering);
+    /// `reduce_min` / `reduce_max` fold them as a pairwise tree, `⌈log2 n⌉` dependent steps
+    /// instead of `n − 1`. `reduce_argmin` / `reduce_argmax` first take the row's extremum that
+    /// way (or reuse one already computed, see [`RowExtremum`]), then the smallest column holding
+    /// it: an integer `min` over columns, branch-free, with one shuffle per butterfly step. NaN
+    /// equals nothing and `fminf` / `fmaxf` skip it, so a NaN never wins and an all-NaN row finds
+    /// no column (index 0).
     fn reduction(&mut self, e: Handle<Expr>, name: &str, temps: &mut Vec<(Handle<Expr>, String)>) -> Result<(), LowerError> {
         let m = self.m;
         let span = self.expr_span(e);
@@ -461,59 +480,157 @@ impl<'a> Lw<'a> {
         };
         let xd = m.exprs[x].ty.dtype().ok_or_else(|| unsupported("reduction operand dtype", span))?;
         let xty = reg_ctype(xd, lx).ok_or_else(|| unsupported("reduction operand dtype", span))?;
-        let is_arg = c.op == "reduce_argmin" || c.op == "reduce_argmax";
+        let op = c.op.as_str();
+        if !matches!(op, "reduce_min" | "reduce_max" | "reduce_sum" | "reduce_argmin" | "reduce_argmax") {
+            return Err(unsupported(format!("`{op}`"), span));
+        }
+        let is_arg = op == "reduce_argmin" || op == "reduce_argmax";
+        let max = op == "reduce_max" || op == "reduce_argmax";
         let out_ty = m.exprs[e].ty.dtype().and_then(|d| reg_ctype(d, out)).ok_or_else(|| unsupported("this reduction's result type", span))?;
         let float = xd.is_float();
         let combine = |a: &str, b: &str| -> String {
-            match (c.op.as_str(), float) {
-                ("reduce_min", true) => format!("fminf({a}, {b})"),
-                ("reduce_max", true) => format!("fmaxf({a}, {b})"),
-                ("reduce_min", false) => format!("({b} < {a} ? {b} : {a})"),
-                ("reduce_max", false) => format!("({b} > {a} ? {b} : {a})"),
-                _ => format!("{a} + {b}"),
+            match (op, float) {
+                ("reduce_sum", _) => format!("{a} + {b}"),
+                (_, true) if max => format!("fmaxf({a}, {b})"),
+                (_, true) => format!("fminf({a}, {b})"),
+                (_, false) if max => format!("({b} > {a} ? {b} : {a})"),
+                (_, false) => format!("({b} < {a} ? {b} : {a})"),
             }
         };
-        if !matches!(c.op.as_str(), "reduce_min" | "reduce_max" | "reduce_sum" | "reduce_argmin" | "reduce_argmax") {
-            return Err(unsupported(format!("`{}`", c.op), span));
-        }
         let cols = 2 * n_tiles;
-        self.w.line(format!("{out_ty} {name}[{}];  // {} over axis 1: {}", out.regs(), c.op, out.describe()));
+        let reuse = if is_arg { self.row_extremum(x, max) } else { None };
+        self.w.line(format!("{out_ty} {name}[{}];  // {op} over axis 1: {}", out.regs(), out.describe()));
         self.w.line("#pragma unroll");
         self.w.open(format!("for (int cake_s = 0; cake_s < {}; ++cake_s) {{  // row slot: 16-row tile cake_s / 2, half cake_s % 2", out.regs()));
-        self.w.line(format!("{xty} cake_v = 0;"));
-        if is_arg {
-            self.need(Helper::ArgBetter);
-            self.w.line("int cake_vi = 0;");
-        }
-        self.w.line("#pragma unroll");
-        self.w.open(format!("for (int cake_c = 0; cake_c < {cols}; ++cake_c) {{  // this thread's columns of the row, in index order"));
-        self.w.line(format!("const int cake_i = ((cake_s / 2) * {n_tiles} + cake_c / 2) * 4 + (cake_s % 2) * 2 + cake_c % 2;"));
-        let v = self.elem(x, lx, "cake_i", temps)?;
-        self.w.line(format!("const {xty} cake_x = {};", strip_parens(&v)));
-        if is_arg {
-            let col = lx.col("cake_i").expect("acc col");
-            let max = if c.op == "reduce_argmax" { "true" } else { "false" };
-            self.w.line(format!("const int cake_xi = {col};"));
-            self.w.line(format!("if (cake_c == 0 || cake_arg_better({max}, cake_x, cake_xi, cake_v, cake_vi)) {{ cake_v = cake_x; cake_vi = cake_xi; }}"));
-        } else {
+        let reg_index = format!("((cake_s / 2) * {n_tiles} + cake_c / 2) * 4 + (cake_s % 2) * 2 + cake_c % 2");
+        if op == "reduce_sum" {
+            self.w.line(format!("{xty} cake_v = 0;"));
+            self.w.line("#pragma unroll");
+            self.w.open(format!("for (int cake_c = 0; cake_c < {cols}; ++cake_c) {{  // this thread's columns of the row, in index order"));
+            self.w.line(format!("const int cake_i = {reg_index};"));
+            let v = self.elem(x, lx, "cake_i", temps)?;
+            self.w.line(format!("const {xty} cake_x = {};", strip_parens(&v)));
             self.w.line(format!("cake_v = cake_c == 0 ? cake_x : {};", combine("cake_v", "cake_x")));
+            self.w.close("}");
+            self.quad_butterfly("cake_v", &combine("cake_v", "cake_y"));
+            self.w.line(format!("{name}[cake_s] = cake_v;"));
+            self.w.close("}");
+            return Ok(());
         }
+        self.w.line(format!("{xty} cake_x[{cols}];  // this thread's elements of the row, in index order"));
+        self.w.line("#pragma unroll");
+        self.w.open(format!("for (int cake_c = 0; cake_c < {cols}; ++cake_c) {{"));
+        self.w.line(format!("const int cake_i = {reg_index};"));
+        let v = self.elem(x, lx, "cake_i", temps)?;
+        self.w.line(format!("cake_x[cake_c] = {};", strip_parens(&v)));
         self.w.close("}");
+        let kind = if max { "maximum" } else { "minimum" };
+        match &reuse {
+            Some(r) => {
+                self.w.line(format!("// the row's {kind} is `{r}`, already reduced in this scope"));
+                self.w.line(format!("const {xty} cake_v = {r}[cake_s];"));
+            }
+            None => {
+                self.w.line(format!("// the row's {kind}: a pairwise tree over this thread's elements, then across the quad"));
+                self.tree(xty, "cake_x", "cake_t", cols, &|a: &str, b: &str| combine(a, b));
+                self.w.line(format!("{xty} cake_v = cake_t[0];"));
+                self.quad_butterfly("cake_v", &combine("cake_v", "cake_y"));
+            }
+        }
+        if !is_arg {
+            self.w.line(format!("{name}[cake_s] = cake_v;"));
+            self.w.close("}");
+            return Ok(());
+        }
+        // The smallest column holding the extremum. Columns in chunks of 4: inside a chunk a chain
+        // of selects from its last column to its first, then a min tree over the chunks.
+        // Every column of a thread is `register part + lane part`; the selects pick register parts
+        // (constants after unrolling), and the lane part is added once before the quad exchange.
+        let (col, lane) = lx.col_parts("cake_i").expect("acc col");
+        let chunks = cols.div_ceil(4);
+        self.w.line("// the smallest of this thread's columns holding it (none: 0x7fffffff): the register part of the column (chunks of 4, then a min tree), plus the lane part, then the quad");
+        self.w.line(format!("int cake_k[{chunks}];"));
+        self.w.line("#pragma unroll");
+        self.w.line(format!("for (int cake_j = 0; cake_j < {chunks}; ++cake_j) cake_k[cake_j] = 0x7fffffff;"));
+        self.w.line("#pragma unroll");
+        self.w.open(format!("for (int cake_c = {}; cake_c >= 0; --cake_c) {{", cols - 1));
+        self.w.line(format!("const int cake_i = {reg_index};"));
+        self.w.line(format!("cake_k[cake_c / 4] = cake_x[cake_c] == cake_v ? {col} : cake_k[cake_c / 4];"));
+        self.w.close("}");
+        self.tree("int", "cake_k", "cake_k", chunks, &|a: &str, b: &str| format!("min({a}, {b})"));
+        self.w.line(format!("int cake_vi = cake_k[0] == 0x7fffffff ? 0x7fffffff : cake_k[0] + {lane};"));
+        self.quad_butterfly("cake_vi", "min(cake_vi, cake_y)");
+        self.w.line(format!("{name}[cake_s] = cake_vi == 0x7fffffff ? 0 : cake_vi;  // no column: an all-NaN row"));
+        self.w.close("}");
+        Ok(())
+    }
+
+    /// Emit a pairwise tree reduction of `src[0..n]` (C arrays) in index order: the first level
+    /// writes `dst[j] = f(src[2j], src[2j + 1])` (a new array `dst` of `ty`, unless it is `src`),
+    /// each further level folds `dst` in place; the result is `dst[0]`.
+    fn tree(&mut self, ty: &str, src: &str, dst: &str, n: u32, f: &dyn Fn(&str, &str) -> String) {
+        if dst != src {
+            self.w.line(format!("{ty} {dst}[{}];", n.div_ceil(2).max(1)));
+            if n == 1 {
+                self.w.line(format!("{dst}[0] = {src}[0];"));
+                return;
+            }
+        }
+        let mut n = n;
+        let mut from = src;
+        while n > 1 {
+            let half = n / 2;
+            if half == 1 {
+                self.w.line(format!("{dst}[0] = {};", f(&format!("{from}[0]"), &format!("{from}[1]"))));
+            } else {
+                self.w.line("#pragma unroll");
+                self.w.line(format!(
+                    "for (int cake_j = 0; cake_j < {half}; ++cake_j) {dst}[cake_j] = {};",
+                    f(&format!("{from}[2 * cake_j]"), &format!("{from}[2 * cake_j + 1]"))
+                ));
+            }
+            if n % 2 == 1 {
+                self.w.line(format!("{dst}[{half}] = {from}[{}];", n - 1));
+            }
+            n = n.div_ceil(2);
+            from = dst;
+        }
+    }
+
+    /// Emit the butterfly over the four lanes of a quad (which hold the rest of an accumulator
+    /// row): `v = combine(v, cake_y)` with `cake_y` the partner lane's `v`, xor 1 then xor 2.
+    fn quad_butterfly(&mut self, v: &str, combine: &str) {
         self.w.line("// the other columns of the row live in the other three lanes of the quad");
         self.w.line("#pragma unroll");
         self.w.open("for (int cake_o = 1; cake_o < 4; cake_o *= 2) {");
-        self.w.line("const auto cake_y = __shfl_xor_sync(0xffffffffu, cake_v, cake_o);");
-        if is_arg {
-            let max = if c.op == "reduce_argmax" { "true" } else { "false" };
-            self.w.line("const int cake_yi = __shfl_xor_sync(0xffffffffu, cake_vi, cake_o);");
-            self.w.line(format!("if (cake_arg_better({max}, cake_y, cake_yi, cake_v, cake_vi)) {{ cake_v = cake_y; cake_vi = cake_yi; }}"));
-        } else {
-            self.w.line(format!("cake_v = {};", combine("cake_v", "cake_y")));
+        self.w.line(format!("const auto cake_y = __shfl_xor_sync(0xffffffffu, {v}, cake_o);"));
+        self.w.line(format!("{v} = {combine};"));
+        self.w.close("}");
+    }
+
+    /// The C array holding the row minimum (`max`: maximum) of `x` over axis 1, when a `let` in
+    /// scope already reduced it and `x` is a `let` fragment (so it cannot have changed since).
+    fn row_extremum(&self, x: Handle<Expr>, max: bool) -> Option<String> {
+        let ExprKind::Local(l) = self.m.exprs[x].kind else { return None };
+        self.row_extrema.iter().rev().find(|r| r.x == l && r.max == max).map(|r| r.name.clone())
+    }
+
+    /// Remember `let name = reduce_min(x, axis=1)` / `reduce_max` of a `let` fragment `x` for the
+    /// arg-reductions of `x` that follow in the same block.
+    fn note_row_extremum(&mut self, l: Handle<Local>, value: Handle<Expr>, name: &str) {
+        let m = self.m;
+        let ExprKind::Call(c) = &m.exprs[value].kind else { return };
+        let max = match c.op.as_str() {
+            "reduce_min" => false,
+            "reduce_max" => true,
+            _ => return,
+        };
+        let Some(Some(x)) = c.args.first().copied() else { return };
+        let ExprKind::Local(xl) = m.exprs[x].kind else { return };
+        if m.locals[xl].kind != LocalKind::Let || self.aliases.contains_key(&xl) || m.locals[l].kind != LocalKind::Let {
+            return;
         }
-        self.w.close("}");
-        self.w.line(format!("{name}[cake_s] = {};", if is_arg { "cake_vi" } else { "cake_v" }));
-        self.w.close("}");
-        Ok(())
+        self.row_extrema.push(RowExtremum { x: xl, max, name: name.to_string() });
     }
 
     /// C: element `i` (a C expression) of a value in layout `lay`.
@@ -670,7 +787,9 @@ impl<'a> Lw<'a> {
                 let mut temps = Vec::new();
                 if let ExprKind::Call(c) = &m.exprs[value].kind {
                     if c.op.starts_with("reduce_") {
-                        return self.reduction(value, &name, &mut temps);
+                        self.reduction(value, &name, &mut temps)?;
+                        self.note_row_extremum(l, value, &name);
+                        return Ok(());
                     }
                 }
                 self.materialize_reductions(value, &mut temps)?;

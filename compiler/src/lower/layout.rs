@@ -112,6 +112,16 @@ impl Layout {
         }
     }
 
+    /// The column of register `i` split as `register part + lane part` (C expressions): the first
+    /// depends on the register alone (a constant after unrolling), the second on the lane alone
+    /// (the same for every register of a thread). Their sum is [`Layout::col`].
+    pub fn col_parts(self, i: &str) -> Option<(String, &'static str)> {
+        match self {
+            Layout::Acc { n_tiles, .. } => Some((format!("8 * ((({i}) / 4) % {n_tiles}) + ({i}) % 2"), "2 * (cake_lane % 4)")),
+            _ => None,
+        }
+    }
+
     /// The layout of a reduction over `axis`.
     pub fn reduced(self, axis: i64) -> Option<Layout> {
         match (self, axis) {

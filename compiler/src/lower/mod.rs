@@ -293,6 +293,10 @@ pub(crate) struct Lw<'a> {
     wg_fenced: bool,
     /// Pipelines acquired in the enclosing blocks (for checking tma_load is covered).
     acquired: Vec<Vec<Handle<PipelineDecl>>>,
+    /// Row extrema in scope: `let m = reduce_min(x, axis=1)` (or `reduce_max`) of a `let` fragment
+    /// `x`, so that a later `reduce_argmin(x, axis=1)` (`reduce_argmax`) in the same or an inner
+    /// block starts from `m` instead of reducing the row again. Entries leave with their block.
+    row_extrema: Vec<frag::RowExtremum>,
     /// Tensors whose element strides the kernel needs.
     strides_needed: BTreeSet<usize>,
     tile_count: String,
@@ -374,6 +378,7 @@ impl<'a> Lw<'a> {
             tmp: 0,
             wg_fenced: false,
             acquired: Vec::new(),
+            row_extrema: Vec::new(),
             strides_needed: BTreeSet::new(),
             tile_count: String::new(),
             tile_extents: Vec::new(),
@@ -1198,9 +1203,11 @@ impl<'a> Lw<'a> {
 
     fn block(&mut self, block: &Block) -> Result<(), LowerError> {
         self.acquired.push(Vec::new());
+        let extrema = self.row_extrema.len();
         for (i, s) in block.stmts.iter().enumerate() {
             self.stmt(*s, &block.stmts, i)?;
         }
+        self.row_extrema.truncate(extrema);
         self.acquired.pop();
         Ok(())
     }

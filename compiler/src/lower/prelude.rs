@@ -43,7 +43,6 @@ pub(crate) enum Helper {
     UnpackF16x2,
     RoundBf16,
     RoundF16,
-    ArgBetter,
     NamedBarrier,
     Swizzle,
     StShared,
@@ -293,18 +292,6 @@ static __device__ __forceinline__ float cake_round_f16(float x) {
     float r;
     asm("{ .reg .f16 h; cvt.rn.f16.f32 h, %1; cvt.f32.f16 %0, h; }" : "=f"(r) : "f"(x));
     return r;
-}
-"#
-        .into(),
-        Helper::ArgBetter => r#"// Whether candidate (v, i) beats the current best (bv, bi) of an arg-min (`max_ = false`) or
-// arg-max: a strictly better value, or an equal value at a smaller index; NaN never beats a number
-// (and among NaNs the smaller index wins, so an all-NaN row gives index 0).
-template <typename T>
-static __device__ __forceinline__ bool cake_arg_better(bool max_, T v, int i, T bv, int bi) {
-    const bool v_nan = !(v == v), b_nan = !(bv == bv);
-    if (b_nan) return !v_nan || i < bi;
-    if (v_nan) return false;
-    return (max_ ? v > bv : v < bv) || (v == bv && i < bi);
 }
 "#
         .into(),

@@ -1955,7 +1955,7 @@ mod tests {
         let g = fills(GEMM);
         assert_eq!(g["a_s"], (16384, 1, 16384));
         assert_eq!(g["b_s"], (32768, 1, 32768));
-        // `x_s[dc]` and `c_s[cs.stage, dc]` inside `for dc in 0..2`: both halves.
+        // `x_s[xp.stage, dc]` and `c_s[cs.stage, dc]` inside `for dc in 0..2`: both halves.
         let k = fills(KMEANS);
         assert_eq!(k["x_s"], (32768, 1, 32768));
         assert_eq!(k["c_s"], (32768, 1, 32768));
@@ -1982,7 +1982,7 @@ mod tests {
         );
         assert_eq!(fills(&two)["a_s"], (16384, 2, 16384));
         // A chunk loop over one of the two chunks of x_s writes half of it.
-        let kmeans_half = edit(KMEANS, &[("for dc in 0..2 {\n            tma_load(x_s[dc]", "for dc in 0..1 {\n            tma_load(x_s[dc]")]);
+        let kmeans_half = edit(KMEANS, &[("for dc in 0..2 {\n            tma_load(x_s[xp.stage, dc]", "for dc in 0..1 {\n            tma_load(x_s[xp.stage, dc]")]);
         assert_eq!(fills(&kmeans_half)["x_s"], (32768, 1, 16384));
     }
 }

@@ -1,0 +1,153 @@
+//! Row reductions of accumulator fragments (`reduce_min` / `reduce_max` / `reduce_argmin` /
+//! `reduce_argmax` over axis 1): the branch-free tree lowering, the reuse of a row extremum that a
+//! `let` in scope already computed, and (with the CUDA toolchain) that the result compiles with
+//! every per-thread array in registers.
+//!
+//! The programs are the serialized kmeans fixture (`fixtures/kmeans_assign_serial.cake`) with its
+//! per-tile epilogue replaced.
+
+use cake::lower::LowerOptions;
+use cake::nvrtc;
+use cake::target::TargetTable;
+use cake::verify::Validated;
+
+const EPILOGUE: &str = "            let m = reduce_min(d, axis=1)
+            let i = reduce_argmin(d, axis=1) + kt * 128
+";
+
+fn program(epilogue: &str) -> String {
+    let path = format!("{}/tests/fixtures/kmeans_assign_serial.cake", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    assert!(src.contains(EPILOGUE), "the fixture's epilogue moved");
+    src.replace(EPILOGUE, epilogue)
+}
+
+fn validated(src: &str) -> Validated {
+    let out = cake::check::check_source(src);
+    out.validated.unwrap_or_else(|| panic!("does not verify: {:#?}", out.diagnostics))
+}
+
+fn lower(src: &str) -> String {
+    cake::lower::lower_with(&validated(src), &LowerOptions::with_source("reductions.cake", src)).unwrap_or_else(|e| panic!("{e}")).cuda
+}
+
+/// The lowered C of the statement at the `// cake: line N: TEXT` marker whose TEXT starts with
+/// `stmt`, up to the next marker.
+fn stmt_c<'a>(cuda: &'a str, stmt: &str) -> &'a str {
+    let start = cuda
+        .match_indices("// cake: line ")
+        .map(|(i, _)| i)
+        .find(|&i| cuda[i..].split_once(": ").and_then(|(_, r)| r.split_once(": ")).is_some_and(|(_, t)| t.starts_with(stmt)))
+        .unwrap_or_else(|| panic!("no statement `{stmt}` in\n{cuda}"));
+    let rest = &cuda[start + 1..];
+    let end = rest.find("// cake: line ").map_or(cuda.len(), |e| start + 1 + e);
+    &cuda[start..end]
+}
+
+const REUSED: &str = "already reduced in this scope";
+
+#[test]
+fn argmin_after_min_of_the_same_let_reuses_the_minimum() {
+    let cuda = lower(&program(EPILOGUE));
+    let min = stmt_c(&cuda, "let m = reduce_min(d, axis=1)");
+    let arg = stmt_c(&cuda, "let i = reduce_argmin(d, axis=1)");
+    // The minimum: a pairwise tree over the thread's 32 elements (16, 8, 4, 2, 1), then the quad.
+    assert!(min.contains("cake_t[cake_j] = fminf(cake_x[2 * cake_j], cake_x[2 * cake_j + 1]);"), "{min}");
+    assert!(min.contains("cake_t[0] = fminf(cake_t[0], cake_t[1]);"), "{min}");
+    assert_eq!(min.matches("__shfl_xor_sync").count(), 1, "{min}");
+    // The arg-reduction starts from `m`: no second value tree or value shuffle, one index shuffle.
+    assert!(arg.contains(REUSED) && arg.contains("const float cake_v = m[cake_s];"), "{arg}");
+    assert!(!arg.contains("fminf"), "{arg}");
+    assert_eq!(arg.matches("__shfl_xor_sync").count(), 1, "{arg}");
+    assert!(arg.contains("min(cake_vi, cake_y)"), "{arg}");
+    // Branch-free: selects of the register part of the column, the lane part added once.
+    assert!(arg.contains("cake_k[cake_c / 4] = cake_x[cake_c] == cake_v ? 8 * (((cake_i) / 4) % 16) + (cake_i) % 2 : cake_k[cake_c / 4];"), "{arg}");
+    assert!(arg.contains("cake_k[0] + 2 * (cake_lane % 4)"), "{arg}");
+    assert!(arg.contains("cake_vi == 0x7fffffff ? 0 : cake_vi"), "{arg}");
+    for c in [min, arg] {
+        assert!(!c.contains("if ("), "a branch in\n{c}");
+    }
+    assert!(!cuda.contains("cake_arg_better"));
+}
+
+#[test]
+fn argmin_alone_reduces_its_own_minimum() {
+    let cuda = lower(&program(
+        "            let i = reduce_argmin(d, axis=1) + kt * 128
+            let m = reduce_min(d, axis=1)
+",
+    ));
+    let arg = stmt_c(&cuda, "let i = reduce_argmin(d, axis=1)");
+    assert!(!arg.contains(REUSED), "{arg}");
+    assert!(arg.contains("fminf(cake_x[2 * cake_j], cake_x[2 * cake_j + 1])"), "{arg}");
+    // Value and index: one butterfly each.
+    assert_eq!(arg.matches("__shfl_xor_sync").count(), 2, "{arg}");
+}
+
+#[test]
+fn argmax_after_max_reuses_the_maximum_and_not_a_minimum() {
+    let cuda = lower(&program(
+        "            let m = reduce_min(d, axis=1)
+            let mx = reduce_max(d, axis=1)
+            let j = reduce_argmax(d, axis=1)
+            let i = reduce_argmin(d, axis=1) + kt * 128 + 0 * j + cast(0.0 * mx, i32)
+",
+    ));
+    let argmax = stmt_c(&cuda, "let j = reduce_argmax(d, axis=1)");
+    assert!(argmax.contains("const float cake_v = mx[cake_s];"), "{argmax}");
+    let argmin = stmt_c(&cuda, "let i = reduce_argmin(d, axis=1)");
+    assert!(argmin.contains("const float cake_v = m[cake_s];"), "{argmin}");
+}
+
+#[test]
+fn a_row_extremum_is_not_reused_outside_its_block_or_for_a_reg() {
+    // `m` lives in the `if` block; the argmin after it must reduce again.
+    let cuda = lower(&program(
+        "            if kt > 0 {
+                let m = reduce_min(d, axis=1)
+                best_d = select(m < best_d, m, best_d)
+            }
+            let i = reduce_argmin(d, axis=1) + kt * 128
+            let m = reduce_min(d, axis=1)
+",
+    ));
+    assert!(!stmt_c(&cuda, "let i = reduce_argmin(d, axis=1)").contains(REUSED));
+    // A `reg` fragment can be reassigned between the two reductions: never reused.
+    let cuda = lower(&program(
+        "            let m = reduce_min(acc, axis=1)
+            let i = reduce_argmin(acc, axis=1) + kt * 128
+",
+    ));
+    assert!(!stmt_c(&cuda, "let i = reduce_argmin(acc, axis=1)").contains(REUSED));
+}
+
+#[test]
+fn odd_column_counts_fold_the_last_element_through() {
+    // A 24-column window: 6 elements of a row per thread, 2 chunks of (at most) 4 columns.
+    let src = program(
+        "            let w = d[:, 8 :+ 24]
+            let m = reduce_min(w, axis=1)
+            let i = reduce_argmin(w, axis=1) + kt * 128
+",
+    );
+    let cuda = lower(&src);
+    let min = stmt_c(&cuda, "let m = reduce_min(w, axis=1)");
+    // 6 → 3 (pairs), 3 → 2 (one pair, the third carried), 2 → 1.
+    assert!(min.contains("cake_j < 3; ++cake_j) cake_t[cake_j] = fminf(cake_x[2 * cake_j], cake_x[2 * cake_j + 1]);"), "{min}");
+    assert!(min.contains("cake_t[0] = fminf(cake_t[0], cake_t[1]);\n"), "{min}");
+    assert!(min.contains("cake_t[1] = cake_t[2];"), "{min}");
+    let arg = stmt_c(&cuda, "let i = reduce_argmin(w, axis=1)");
+    assert!(arg.contains("int cake_k[2];") && arg.contains("for (int cake_c = 5; cake_c >= 0; --cake_c)"), "{arg}");
+    assert!(arg.contains("8 * (((cake_i) / 4) % 3) + (cake_i) % 2"), "{arg}");
+    // Through NVRTC: every per-thread array stays in registers.
+    if nvrtc::ensure_nvrtc().is_err() {
+        eprintln!("SKIP: odd_column_counts_fold_the_last_element_through: no NVRTC");
+        return;
+    }
+    for s in [src.clone(), program(EPILOGUE)] {
+        let target = TargetTable::builtin().get("sm_90a").expect("sm_90a");
+        let b = nvrtc::build_with(&validated(&s), target, &LowerOptions::with_source("reductions.cake", &s)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(b.report.stack_frame_bytes, 0, "{}", b.log);
+        assert_eq!(b.report.spills(), 0, "{}", b.log);
+    }
+}
