@@ -7,7 +7,7 @@ use crate::ir::*;
 use crate::target::TargetInfo;
 
 use super::calibration::{Calibration, P};
-use super::walk::{self, Ctx, Read, RoleWork, Work};
+use super::walk::{self, Ctx, Issue, Read, RoleWork, Work};
 use super::*;
 
 /// A time split by what it is spent on, ns.
@@ -20,14 +20,8 @@ struct Split {
 }
 
 impl Split {
-    fn tensor(x: f64) -> Split {
-        Split { tensor: x, ..Split::default() }
-    }
     fn memory(x: f64) -> Split {
         Split { memory: x, ..Split::default() }
-    }
-    fn epilogue(x: f64) -> Split {
-        Split { epilogue: x, ..Split::default() }
     }
     fn sync(x: f64) -> Split {
         Split { sync: x, ..Split::default() }
@@ -133,22 +127,36 @@ impl Model<'_, '_> {
         self.issue(w).iter().sum()
     }
 
+    /// The SM's tensor cores and its thread-level issue work side by side: they overlap only in
+    /// part (`tensor_issue_overlap` of the shorter), as the MMAs' accumulator traffic shares the
+    /// register-file ports with the ALU work. A kernel with only one of the two is its max.
+    fn tensor_and_issue(&self, tensor: f64, issue: f64) -> Split {
+        let overlap = self.p(P::TensorIssueOverlap) * tensor.min(issue);
+        let (t, e) = if tensor >= issue { (tensor, issue - overlap) } else { (tensor - overlap, issue) };
+        Split { tensor: t, epilogue: e, ..Split::default() }
+    }
+
+    /// One group's time for a piece of thread-level issue work: a dependent chain takes the
+    /// longer of its issue time and its latency.
+    fn issue_path(&self, w: &Issue, units: f64) -> f64 {
+        let rate = |p: P| self.p(p) * 1e-9;
+        let alu_rate = rate(P::AluElemsPerSPerSm) * self.p(P::SingleWarpIssueEfficiency);
+        let other = (w.alu - w.chain_alu).max(0.0) / alu_rate;
+        let chain = (w.chain_alu / alu_rate / units).max(w.chain_ns);
+        (other + w.sfu / rate(P::SfuElemsPerSPerSm) + w.shfl / rate(P::ShflElemsPerSPerSm) + w.lsu / rate(P::LsuElemsPerSPerSm)) / units + chain
+    }
+
     /// One group's own serial path through a piece of work.
     fn own(&self, w: &Work, role: &RoleDecl) -> Split {
         let units = (f64::from(role.threads()) / 128.0).max(1.0 / 32.0);
-        let [_, sfu, shfl, lsu] = self.issue(w);
-        let (mut other, mut chain_issue) = (0.0, 0.0);
-        if w.alu > 0.0 {
-            let rate = self.p(P::AluElemsPerSPerSm) * 1e-9 * self.p(P::SingleWarpIssueEfficiency);
-            other = (w.alu - w.chain_alu).max(0.0) / rate;
-            chain_issue = w.chain_alu / rate;
-        }
-        // A dependent chain takes the longer of its issue time and its latency.
-        let chain = (chain_issue / units).max(w.chain_ns);
+        let epilogue = self.issue_path(&Issue::of(w), units);
+        // Work issued while the group's own MMAs run hides behind them, up to their time and
+        // as far as the two share the warps' issue slots and register-file ports.
+        let hidden = self.p(P::TensorIssueOverlap) * self.issue_path(&w.under_mma, units).min(w.tensor_own_ns).min(epilogue);
         Split {
             tensor: w.tensor_own_ns,
             memory: 0.0,
-            epilogue: (other + sfu + shfl + lsu) / units + chain,
+            epilogue: epilogue - hidden,
             sync: w.latency_ns + w.sync_ns + w.issue_ns,
         }
     }
@@ -421,8 +429,7 @@ pub(super) fn run(
             r.main.as_ref().map(|ml| {
                 let it = &ml.iter;
                 max_split([
-                    Split::tensor(it.tensor_ns),
-                    Split::epilogue(model.epi(it)),
+                    model.tensor_and_issue(it.tensor_ns, model.epi(it)),
                     Split::memory(model.mem(it).0),
                     model.own(it, role_of(r.role)),
                 ])
@@ -561,11 +568,7 @@ pub(super) fn run(
     }
     let mem_tile = model.mem(&tile_work);
     let issue_tile = model.issue(&tile_work);
-    let res_tile = max_split([
-        Split::tensor(tile_work.tensor_ns),
-        Split::memory(mem_tile.0),
-        Split::epilogue(issue_tile.iter().sum()),
-    ]);
+    let res_tile = max_split([model.tensor_and_issue(tile_work.tensor_ns, issue_tile.iter().sum()), Split::memory(mem_tile.0)]);
     // Roles that hand each other explicit barriers in both directions run in lockstep: their
     // paths add up (over the ring depth), see `barrier_cycles`.
     let tile_works: Vec<Work> = roles.iter().map(|r| per_tile(r)).collect();

@@ -103,6 +103,10 @@ pub(crate) struct Work {
     /// elements one after another), ns, and the ALU slots those chains issue.
     pub chain_ns: f64,
     pub chain_alu: f64,
+    /// The part of `alu`/`sfu`/`shfl`/`lsu`/`chain_*` issued while this group's committed wgmma
+    /// groups are still running (after `wgmma_commit`, before `wgmma_wait(0)`): it can hide
+    /// behind them on the group's own path.
+    pub under_mma: Box<Issue>,
     /// Barrier costs on the role's own path, ns.
     pub sync_ns: f64,
     /// Elected-thread issue time (TMA), ns.
@@ -121,6 +125,33 @@ pub(crate) struct Work {
     /// First `wgmma_wait(0)` and first global `store` statement (hint anchors).
     pub wgmma_wait0_stmt: Option<Handle<Stmt>>,
     pub store_stmt: Option<Handle<Stmt>>,
+}
+
+/// Thread-level issue work (a subset of [`Work`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Issue {
+    pub alu: f64,
+    pub sfu: f64,
+    pub shfl: f64,
+    pub lsu: f64,
+    pub chain_ns: f64,
+    pub chain_alu: f64,
+}
+
+impl Issue {
+    pub fn of(w: &Work) -> Issue {
+        Issue { alu: w.alu, sfu: w.sfu, shfl: w.shfl, lsu: w.lsu, chain_ns: w.chain_ns, chain_alu: w.chain_alu }
+    }
+
+    /// `self += f × (a − b)`.
+    fn add_diff(&mut self, a: &Issue, b: &Issue, f: f64) {
+        self.alu += f * (a.alu - b.alu);
+        self.sfu += f * (a.sfu - b.sfu);
+        self.shfl += f * (a.shfl - b.shfl);
+        self.lsu += f * (a.lsu - b.lsu);
+        self.chain_ns += f * (a.chain_ns - b.chain_ns);
+        self.chain_alu += f * (a.chain_alu - b.chain_alu);
+    }
 }
 
 pub(crate) fn add_read(reads: &mut Vec<Read>, r: Read) {
@@ -147,6 +178,7 @@ impl Work {
         self.latency_ns += f * o.latency_ns;
         self.chain_ns += f * o.chain_ns;
         self.chain_alu += f * o.chain_alu;
+        self.under_mma.add_diff(&o.under_mma, &Issue::default(), f);
         self.sync_ns += f * o.sync_ns;
         self.issue_ns += f * o.issue_ns;
         for r in &o.reads {
@@ -228,6 +260,11 @@ struct Walker<'a, 'c> {
     loops: Vec<(Handle<Local>, f64, f64)>,
     /// Locals used as wgmma accumulators in this role (their zero() is folded into scale_d).
     wgmma_accs: BTreeSet<Handle<Local>>,
+    /// Committed wgmma groups of this group still running (no `wgmma_wait(0)` since).
+    mma_in_flight: bool,
+    /// Row extremes already reduced, (value, axis, max?): an arg-reduction of the same value
+    /// reuses them, as the lowering does.
+    reduced_extremes: BTreeSet<(Handle<Local>, i64, bool)>,
 }
 
 /// Walk every role with a body.
@@ -254,6 +291,8 @@ pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
             env: HashMap::new(),
             loops: Vec::new(),
             wgmma_accs,
+            mma_in_flight: false,
+            reduced_extremes: BTreeSet::new(),
         };
         (w.main_stmt, w.main_streams) = w.find_main(&body.block);
         w.block(&body.block, 1.0, Dest::Cta);
@@ -377,6 +416,22 @@ impl<'a> Walker<'a, '_> {
     }
 
     fn stmt(&mut self, h: Handle<Stmt>, mult: f64, dest: Dest) {
+        // Elementwise work issued while this group's MMAs run is recorded as such as well.
+        let leaf = match &self.m().stmts[h] {
+            Stmt::Let { .. } | Stmt::Assign { .. } => true,
+            Stmt::Op(c) => !c.op.starts_with("wgmma"),
+            _ => false,
+        };
+        let before = (leaf && self.mma_in_flight).then(|| Issue::of(self.work(dest)));
+        self.stmt_work(h, mult, dest);
+        if let Some(b) = before {
+            let w = self.work(dest);
+            let now = Issue::of(w);
+            w.under_mma.add_diff(&now, &b, 1.0);
+        }
+    }
+
+    fn stmt_work(&mut self, h: Handle<Stmt>, mult: f64, dest: Dest) {
         let m = self.m();
         match &m.stmts[h] {
             Stmt::Reg(_) => {}
@@ -384,7 +439,10 @@ impl<'a> Walker<'a, '_> {
                 let elems = self.elem_ops(&m.exprs[*value].ty);
                 self.value(*value, mult, dest, elems);
             }
-            Stmt::Assign { value, .. } => {
+            Stmt::Assign { target, value } => {
+                if let ExprKind::Local(l) = m.exprs[*target].kind {
+                    self.reduced_extremes.retain(|k| k.0 != l);
+                }
                 let elems = self.elem_ops(&m.exprs[*value].ty);
                 self.value(*value, mult, dest, elems);
             }
@@ -478,7 +536,8 @@ impl<'a> Walker<'a, '_> {
                 // One warp drives one of the SM's four sub-partition tensor cores.
                 w.tensor_own_ns += mult * per * 4.0_f64.min(warps);
             }
-            "wgmma_commit" | "cp_async_commit" | "griddep_wait" | "griddep_launch_dependents" => {}
+            "wgmma_commit" => self.mma_in_flight = true,
+            "cp_async_commit" | "griddep_wait" | "griddep_launch_dependents" => {}
             "arrive_expect_tx" => {
                 if let Some(b) = Self::arg(call, 0).and_then(|a| self.barrier_of(a)) {
                     self.work(dest).bars[b].arrives += mult;
@@ -487,6 +546,7 @@ impl<'a> Walker<'a, '_> {
             "wgmma_wait" => {
                 let n = Self::arg(call, 0).and_then(|e| self.eval(e)).unwrap_or(0.0);
                 if n == 0.0 {
+                    self.mma_in_flight = false;
                     let lat = ctx.p(P::WgmmaWaitLatencyNs);
                     let w = self.work(dest);
                     w.latency_ns += mult * lat;
@@ -759,28 +819,53 @@ impl<'a> Walker<'a, '_> {
                 let groups = self.groups_of(&m.exprs[e].ty);
                 let rows = numel_out * lanes * groups;
                 let steps = lanes.log2();
-                let arg = matches!(call.op.as_str(), "reduce_argmin" | "reduce_argmax");
-                let step_slots = if arg { ctx.p(P::ArgminStepAluSlots) } else { 1.0 };
-                // Each thread folds its elements in a dependent chain: an arg-reduction's
-                // compare-and-select steps run one after another across all its rows (the
-                // NaN-aware comparison lowers to branches, which do not interleave); a plain
-                // reduction interleaves its rows.
                 let group_threads = match &m.exprs[e].ty {
                     Type::Frag { scope, .. } => f64::from(scope.unwrap_or(self.unit_scope()).threads()),
                     _ => 1.0,
                 };
-                let per_thread = input / groups / group_threads;
                 let rows_per_thread = (rows / groups / group_threads).max(1.0);
-                let chain = if arg {
-                    per_thread * ctx.p(P::ArgminStepLatencyNs)
-                } else {
-                    per_thread / rows_per_thread * ctx.p(P::ReduceStepLatencyNs)
-                };
+                // Elements of one row in one thread, and the depth of the tree that folds them.
+                let per_row = (input / groups / group_threads / rows_per_thread).max(1.0);
+                let depth = per_row.log2().ceil();
+                let latency = ctx.p(P::ReduceStepLatencyNs);
+                // As lowered (lower/frag.rs): min/max fold each thread's elements as a pairwise
+                // tree, then a quad/warp butterfly; a thread's rows interleave. A sum keeps its
+                // sequential order (its rounding). An arg-reduction finds the row extreme that
+                // way (or reuses `let m = reduce_min(d)` of the same value), then the smallest
+                // column holding it: a compare-and-select per element, an integer-min tree and
+                // its butterfly.
+                let (op, arg) = (call.op.as_str(), matches!(call.op.as_str(), "reduce_argmin" | "reduce_argmax"));
+                let key = arg0.and_then(|a| match m.exprs[a].kind {
+                    ExprKind::Local(l) => Some((l, axis as i64, matches!(op, "reduce_max" | "reduce_argmax"))),
+                    _ => None,
+                });
+                let extreme_done = arg && key.is_some_and(|k| self.reduced_extremes.contains(&k));
+                let (mut alu, mut shfl, mut chain, mut chain_alu) = (0.0, 0.0, 0.0, 0.0);
+                if op == "reduce_sum" {
+                    alu += input + rows * steps;
+                    shfl += rows * steps;
+                    chain += (per_row + steps) * latency;
+                    chain_alu += input;
+                } else if !extreme_done {
+                    alu += input + rows * steps;
+                    shfl += rows * steps;
+                    chain += (depth + steps) * latency;
+                    chain_alu += input;
+                }
+                if arg {
+                    let slots = ctx.p(P::ArgIndexAluSlots);
+                    alu += input * slots + rows * steps;
+                    shfl += rows * steps;
+                    chain += (1.0 + depth + steps) * latency;
+                    chain_alu += input * slots;
+                } else if let Some(k) = key {
+                    self.reduced_extremes.insert(k);
+                }
                 let w = self.work(dest);
-                w.alu += mult * (input * step_slots + rows * steps * if arg { 3.0 } else { 1.0 });
-                w.shfl += mult * rows * steps * if arg { 2.0 } else { 1.0 };
+                w.alu += mult * alu;
+                w.shfl += mult * shfl;
                 w.chain_ns += mult * chain;
-                w.chain_alu += mult * input * step_slots;
+                w.chain_alu += mult * chain_alu;
             }
             other => ctx.note(format!("operation `{other}` is not in the cost model: counted as free")),
         }
