@@ -51,7 +51,7 @@ fn expected_bottleneck(bench: &str) -> Bottleneck {
         "launch" | "mbarrier" | "wgmma-wait" => Bottleneck::LatencySync,
         "wgmma" => Bottleneck::TensorCore,
         "tma-load" | "epilogue" => Bottleneck::Memory,
-        "argmin-serial" | "argmin-pipelined" => Bottleneck::Epilogue,
+        "argmin" => Bottleneck::Epilogue,
         other => panic!("bench `{other}`: add its expected bottleneck to expected_bottleneck() in {}", file!()),
     }
 }
@@ -161,8 +161,8 @@ fn programs_verify_and_workloads_fit_them() {
     }
 }
 
-/// Every program: the named bottleneck is the bench's, and halving or doubling each fitted
-/// parameter moves the prediction by a factor of at least `MIN_FACTOR` one way (a rate can
+/// Every program: the named bottleneck is the bench's; and for each fitted parameter, halving or
+/// doubling it moves some program of its bench by a factor of at least `MIN_FACTOR` one way (a rate can
 /// run into another ceiling when doubled: wgmma m64n64 meets the shared-memory read bandwidth). Prints the
 /// table (`cargo test -p cake --test microbench_suite -- --nocapture`).
 #[test]
@@ -171,6 +171,8 @@ fn the_model_names_the_bottleneck_and_moves_with_the_fitted_parameters() {
     let base_text = read(&root().join("calibration/sm_90a.toml"));
     let base = cost::builtin_calibration("sm_90a").expect("sm_90a is calibrated");
     let mut failures = Vec::new();
+    // Per (bench, parameter): the most any of the bench's programs moves.
+    let mut most_by: std::collections::BTreeMap<(String, String), f64> = std::collections::BTreeMap::new();
     for (b, p, _, v) in programs(&suite) {
         let want = expected_bottleneck(&b.name);
         for s in &b.shapes {
@@ -196,14 +198,15 @@ fn the_model_names_the_bottleneck_and_moves_with_the_fitted_parameters() {
                     most = most.max((t / e.predicted_ms).max(e.predicted_ms / t));
                     line += &format!("  x{factor}: {t:.4} ms ({:+.0}%)", 100.0 * (t / e.predicted_ms - 1.0));
                 }
-                if most < MIN_FACTOR {
-                    failures.push(format!(
-                        "bench `{}`: {p} at {s:?}: halving or doubling `{f}` moves the prediction by a factor of {most:.3} at most",
-                        b.name
-                    ));
-                }
+                let e = most_by.entry((b.name.clone(), f.clone())).or_insert(1.0);
+                *e = e.max(most);
                 eprintln!("{line}");
             }
+        }
+    }
+    for ((bench, f), most) in &most_by {
+        if *most < MIN_FACTOR {
+            failures.push(format!("bench `{bench}`: halving or doubling `{f}` moves no program's prediction by more than a factor of {most:.3}"));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

@@ -433,6 +433,29 @@ fn clear_provisional(text: &str, name: &str) -> String {
     out.join("\n") + "\n"
 }
 
+/// The best pair of values on a log-spaced grid (×1/8 … ×8 each, fractions capped at 1) for two
+/// parameters of one bench; returns the calibration text with them.
+fn joint_grid(file: &str, text: &str, a: &str, b: &str, ms: &[(cake::verify::Validated, &Measurement)]) -> Result<String, String> {
+    let cal = Calibration::from_toml_str(file, text).map_err(|e| e.to_string())?;
+    let base = |p: &str| cal.params.get(p).map(|x| (x.value, x.unit == "fraction")).ok_or_else(|| format!("the calibration has no `{p}`"));
+    let ((va, fa), (vb, fb)) = (base(a)?, base(b)?);
+    let mut best: Option<(f64, String)> = None;
+    for i in -12..=12 {
+        for j in -12..=12 {
+            let (x, y) = (clamp(va * 2f64.powf(i as f64 / 4.0), fa), clamp(vb * 2f64.powf(j as f64 / 4.0), fb));
+            let Ok(t) = set_param(text, a, x, "grid").and_then(|t| set_param(&t, b, y, "grid")) else { continue };
+            let Some(e) = predictions(file, &t, ms).ok().and_then(|p| log_error(&p, ms)) else { continue };
+            if best.as_ref().is_none_or(|(be, _)| e < *be - 1e-12) {
+                best = Some((e, t));
+            }
+        }
+    }
+    best.map(|(_, t)| t).ok_or_else(|| format!("no pair of `{a}`, `{b}` lets the model predict every run"))
+}
+
+/// Rounds of coordinate descent for a bench that fits several parameters.
+const JOINT_ROUNDS: usize = 8;
+
 /// Fit every bench's parameters in suite order on `run.suite`, then judge on `run.accuracy`.
 /// Returns the draft and the new calibration text.
 pub fn fit_suite(suite: &Suite, text: &str, run: &SavedRun, fitted_on: &str) -> Result<(CalibrationDraft, String), String> {
@@ -449,16 +472,67 @@ pub fn fit_suite(suite: &Suite, text: &str, run: &SavedRun, fitted_on: &str) -> 
             problems.push(format!("bench `{}`: no timed run", b.name));
             continue;
         }
-        for p in &b.fits {
-            let note = format!("microbench `{}` ({} run(s), {fitted_on}), fitted by cake-evolve-compiler calibrate", b.name, ms.len());
-            match fit_param(&file, &new_text, p, &b.name, &ms, &note) {
-                Ok((t, f)) => {
-                    new_text = t;
-                    fits.push(f);
+        // One parameter: one fit. Several: fitted jointly over the bench's runs, by coordinate
+        // descent (each in turn, from the others' latest values) until none moves.
+        let note = format!("microbench `{}` ({} run(s), {fitted_on}), fitted by cake-evolve-compiler calibrate", b.name, ms.len());
+        let mut bench_fits: Vec<ParamFit> = Vec::new();
+        let rounds = if b.fits.len() > 1 { JOINT_ROUNDS } else { 1 };
+        // Two parameters can trade off along a valley that one-at-a-time steps cannot follow:
+        // start the descent from the best point of a joint grid.
+        let start_text = new_text.clone();
+        if b.fits.len() == 2 {
+            new_text = joint_grid(&file, &new_text, &b.fits[0], &b.fits[1], &ms)?;
+        }
+        'rounds: for _ in 0..rounds {
+            let mut moved = false;
+            for p in &b.fits {
+                match fit_param(&file, &new_text, p, &b.name, &ms, &note) {
+                    Ok((t, f)) => {
+                        moved |= (f.after / f.before - 1.0).abs() > 1e-4;
+                        new_text = t;
+                        match bench_fits.iter_mut().find(|x| x.param == f.param) {
+                            Some(x) => {
+                                x.after = f.after;
+                                x.log_error_after = f.log_error_after;
+                                x.at_bound = f.at_bound;
+                            }
+                            None => bench_fits.push(f),
+                        }
+                    }
+                    Err(e) => {
+                        problems.push(e);
+                        break 'rounds;
+                    }
                 }
-                Err(e) => problems.push(e),
+            }
+            if !moved {
+                break;
             }
         }
+        if bench_fits.len() > 1 {
+            let start = Calibration::from_toml_str(&file, &start_text).map_err(|e| e.to_string())?;
+            let first = predictions(&file, &start_text, &ms)?;
+            let e0 = log_error(&first, &ms).unwrap_or(f64::NAN);
+            for f in &mut bench_fits {
+                f.before = start.params[&f.param].value;
+                f.log_error_before = round4(e0);
+            }
+            // The file says where each value came from: the joint fit, from the values before it.
+            for f in &bench_fits {
+                let others: Vec<&str> = b.fits.iter().map(String::as_str).filter(|p| *p != f.param).collect();
+                let source = format!(
+                    "{note}, jointly with {}; mean |log error| over {} run(s) of bench `{}` {:.3} -> {:.3}; was {}",
+                    others.join(", "),
+                    f.runs,
+                    b.name,
+                    f.log_error_before,
+                    f.log_error_after,
+                    fmt_num(f.before)
+                );
+                new_text = set_param(&new_text, &f.param, f.after, &source)?;
+            }
+        }
+        fits.extend(bench_fits);
     }
     if fits.is_empty() {
         return Err(format!("no parameter could be fitted: {}", problems.join("; ")));

@@ -1,8 +1,8 @@
 # Arg-reduction epilogue, software-pipelined (calibration/microbench/sm_90a/README.md, bench
-# `argmin-pipelined`): examples/kmeans_assign.cake, whose warpgroups issue centroid tile k's MMAs
+# `argmin`): examples/kmeans_assign.cake, whose warpgroups issue centroid tile k's MMAs
 # before reducing tile k-1's distances, so the reductions run under their own MMAs: how much of
-# that overlaps (tensor_issue_overlap) is what this bench measures, once argmin-serial has fitted
-# the reductions' own cost.
+# that overlaps (tensor_issue_overlap) is what this bench measures, fitted jointly with the
+# reductions' cost from argmin_serial.cake.
 kernel argmin_pipelined target sm_90a
 
 dim B

@@ -1,4 +1,4 @@
-# Arg-reduction epilogue, serial (calibration/microbench/sm_90a/README.md, bench `argmin-serial`): the
+# Arg-reduction epilogue, serial (calibration/microbench/sm_90a/README.md, bench `argmin`): the
 # Flash-KMeans assign schedule in which each warpgroup waits for its centroid tile's MMAs and then
 # reduces the 64x128 distances (min tree, then the index pass of reduce_argmin) before issuing the
 # next tile: nothing of the epilogue runs under its own MMAs, so its time is the index pass's cost
