@@ -271,7 +271,7 @@ stage_calibrate() {
     args=(--from-saved "$saved")
   fi
   if "$evolve" calibrate --repo "$clone" --target sm_90a --tier static "${args[@]}"; then
-    result calibrate "sm_90a" "calibration proposal queued in $clone"
+    result calibrate "sm_90a" "fitted (a new proposal is queued in $clone unless this run was decided before)"
   else
     result calibrate "sm_90a" "calibrate failed (see above)"
     return 1

@@ -794,6 +794,16 @@ struct CalibrationChange<'a> {
 /// Commit a calibration change on `evolve/calibration/<id>-<target>`, gate it and queue it.
 fn queue_calibration(repo: &Repository, gater: &mut Gater, qdir: &Path, base: Oid, c: CalibrationChange<'_>, run_gates: bool) -> Result<Record, String> {
     let id = proposal_id(Kind::Calibration, &format!("{}\n{}", c.target, c.key));
+    // The same measurements, already decided: never overwrite the decision.
+    if let Ok((_, old)) = find(qdir, &id) {
+        if old.id == id && old.status != Status::Queued {
+            return Err(format!(
+                "the same measurements were fitted before and {} as {id}{}: nothing new to propose (measure again to refit)",
+                old.status.as_str(),
+                old.review.as_ref().and_then(|r| r.merged.as_deref()).map(|m| format!(" (merged {})", synth::short(m))).unwrap_or_default()
+            ));
+        }
+    }
     let path = format!("calibration/{}.toml", c.target);
     let base_changelog = git::read_text(repo, base, "CHANGELOG.md")?.unwrap_or_else(|| "# Changelog\n".into());
     let mut edits: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
@@ -927,6 +937,15 @@ pub fn propose_suite_calibration(repo_path: &Path, main: Option<&str>, suite: &S
         new_text,
     };
     queue_calibration(&repo, &mut Gater::new(gate)?, &qdir, base, change, true)
+}
+
+/// The decided (accepted or rejected) calibration proposal made from this very run, if any.
+pub fn decided_suite_calibration(repo_path: &Path, run: &SavedRun) -> Result<Option<Record>, String> {
+    let repo = git::open(repo_path)?;
+    let qdir = queue_dir(&git::workdir(&repo)?);
+    let key = measurement_key(run.suite.iter().map(|b| &b.m).chain(&run.accuracy));
+    let id = proposal_id(Kind::Calibration, &format!("{}\n{key}", run.target));
+    Ok(find(&qdir, &id).ok().map(|(_, r)| r).filter(|r| r.id == id && r.status != Status::Queued))
 }
 
 fn calibration_base(repo_path: &Path, main: Option<&str>, target: &str) -> Result<(Repository, PathBuf, Oid, String), String> {
