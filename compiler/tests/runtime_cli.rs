@@ -96,9 +96,19 @@ fn bad_shapes_and_workloads_are_usage_errors() {
         cake(&["run", "examples/gemm_bf16_ws.cake", "--workload", "examples/nope.toml", "--evidence", evs]);
     assert_eq!(code, 2);
     assert!(stderr.contains("cannot read the workload spec"), "{stderr}");
-    let (code, _, stderr) = cake(&["bench", "examples/kmeans_assign.cake", "--baseline", "cublas", "--evidence", evs]);
+    // A timing-only workload (oracle `none`) has no peer GEMM for cuBLAS to run.
+    let (code, _, stderr) = cake(&[
+        "bench",
+        "calibration/microbench/sm_90a/launch_empty.cake",
+        "--workload",
+        "calibration/microbench/sm_90a/launch.workload.toml",
+        "--baseline",
+        "cublas",
+        "--evidence",
+        evs,
+    ]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("needs a matmul_abt workload"), "{stderr}");
+    assert!(stderr.contains("needs a workload with a peer GEMM"), "{stderr}");
     assert!(read_records(ev.path()).unwrap().is_empty(), "usage errors write no records");
 }
 

@@ -70,51 +70,41 @@ impl Cublas {
 
     /// Enqueue C[M,N] = A[M,K]·B[N,K]ᵀ (row-major, all of `dtype`, fp32 accumulation).
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm_abt(
-        &self,
-        dtype: crate::ir::DType,
-        a: u64,
-        b: u64,
-        c: u64,
-        m: u64,
-        n: u64,
-        k: u64,
-    ) -> Result<(), RunError> {
+    pub fn gemm_abt(&self, dtype: crate::ir::DType, a: u64, b: u64, c: u64, m: u64, n: u64, k: u64) -> Result<(), RunError> {
+        self.gemm_abt_batched(dtype, a, b, c, m, n, k, 1)
+    }
+
+    /// `batch` independent C_i = A_i·B_iᵀ, the operands of each one after the other (strides
+    /// M·K, N·K, M·N elements). One batch is `cublasGemmEx`, more `cublasGemmStridedBatchedEx`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_abt_batched(&self, dtype: crate::ir::DType, a: u64, b: u64, c: u64, m: u64, n: u64, k: u64, batch: u64) -> Result<(), RunError> {
         let t = data_type(dtype)
             .ok_or_else(|| RunError::new("cublas_unsupported", format!("no cuBLAS GEMM for {dtype}")))?;
         let to_i32 = |v: u64, what: &str| {
             i32::try_from(v).map_err(|_| RunError::new("cublas_unsupported", format!("{what} = {v} exceeds i32")))
         };
-        let (mi, ni, ki) = (to_i32(m, "M")?, to_i32(n, "N")?, to_i32(k, "K")?);
+        let (mi, ni, ki, bi) = (to_i32(m, "M")?, to_i32(n, "N")?, to_i32(k, "K")?, to_i32(batch, "batch")?);
         let alpha = 1.0f32;
         let beta = 0.0f32;
-        guard("cublasGemmEx", || {
-            // SAFETY: device pointers hold M·K, N·K and M·N elements (the caller allocated them
-            // from the same shapes); scalars live on the host for the call.
+        let (op_t, op_n) = (cb::cublasOperation_t::CUBLAS_OP_T, cb::cublasOperation_t::CUBLAS_OP_N);
+        let (alpha_p, beta_p) = (&alpha as *const f32 as *const c_void, &beta as *const f32 as *const c_void);
+        let (compute, algo) = (cb::cublasComputeType_t::CUBLAS_COMPUTE_32F, cb::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT);
+        let what = if batch == 1 { "cublasGemmEx" } else { "cublasGemmStridedBatchedEx" };
+        guard(what, || {
+            // SAFETY: device pointers hold batch·M·K, batch·N·K and batch·M·N elements (the
+            // caller allocated them from the same shapes); scalars live on the host for the call.
             unsafe {
                 status(
-                    "cublasGemmEx",
-                    cb::cublasGemmEx(
-                        self.handle,
-                        cb::cublasOperation_t::CUBLAS_OP_T,
-                        cb::cublasOperation_t::CUBLAS_OP_N,
-                        ni,
-                        mi,
-                        ki,
-                        &alpha as *const f32 as *const c_void,
-                        b as *const c_void,
-                        t,
-                        ki,
-                        a as *const c_void,
-                        t,
-                        ki,
-                        &beta as *const f32 as *const c_void,
-                        c as *mut c_void,
-                        t,
-                        ni,
-                        cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                        cb::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
-                    ),
+                    what,
+                    if batch == 1 {
+                        cb::cublasGemmEx(self.handle, op_t, op_n, ni, mi, ki, alpha_p, b as *const c_void, t, ki, a as *const c_void, t, ki, beta_p, c as *mut c_void, t, ni, compute, algo)
+                    } else {
+                        let (sa, sb, sc) = ((m * k) as i64, (n * k) as i64, (m * n) as i64);
+                        cb::cublasGemmStridedBatchedEx(
+                            self.handle, op_t, op_n, ni, mi, ki, alpha_p, b as *const c_void, t, ki, sb, a as *const c_void, t, ki, sa, beta_p,
+                            c as *mut c_void, t, ni, sc, bi, compute, algo,
+                        )
+                    },
                 )
             }
         })

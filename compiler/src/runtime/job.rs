@@ -793,25 +793,35 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         res.times = Times::from_samples(samples, job.warmup, job.l2_flush_bytes);
         if job.baseline == Baseline::Cublas {
             stage(res, "timing cuBLAS");
-            if wl.oracle != OracleName::MatmulAbt {
-                res.notes.push("baseline cublas needs the matmul_abt oracle; no baseline timed".into());
-            } else {
-                let (a, b, c) =
-                    (find(&wl.role("a")).unwrap(), find(&wl.role("b")).unwrap(), find(&wl.role("c")).unwrap());
-                match Cublas::new(gpu.stream) {
+            // The peer GEMM: the workload's own (matmul), or kmeans assign's distance GEMM
+            // X·Cᵀ alone — B GEMMs of N×K×D in one strided-batched call, no argmin: a ceiling.
+            let peer = match wl.oracle {
+                OracleName::MatmulAbt => {
+                    let (a, b) = (find(&wl.role("a")).unwrap(), find(&wl.role("b")).unwrap());
+                    Some((a, b, 1, a.shape[0], b.shape[0], a.shape[1], "cublas"))
+                }
+                OracleName::KmeansAssign => {
+                    let (x, c) = (find(&wl.role("x")).unwrap(), find(&wl.role("c")).unwrap());
+                    Some((x, c, x.shape[0], x.shape[1], c.shape[1], x.shape[2], "cublas distance GEMM X·Cᵀ (no argmin)"))
+                }
+                OracleName::None => None,
+            };
+            match peer {
+                None => res.notes.push(format!("baseline cublas has no peer GEMM for the {} oracle; no baseline timed", wl.oracle.name())),
+                Some((a, b, batch, m, n, k, name)) => match Cublas::new(gpu.stream) {
                     Ok(cb) => {
-                        let (m, k, n) = (a.shape[0], a.shape[1], b.shape[0]);
-                        let cref = gpu.alloc(c.bytes() as usize, "cuBLAS C")?;
+                        let bytes = batch * m * n * crate::runtime::convert::element_bytes(a.dtype) as u64;
+                        let cref = gpu.alloc(bytes as usize, "cuBLAS C")?;
                         let (ap, bp, cp) = (a.buf.as_ref().unwrap().ptr, b.buf.as_ref().unwrap().ptr, cref.ptr);
                         let samples = time_samples(&gpu, &flush, job.warmup, job.repeats, timeout, "cuBLAS", |_| {
-                            cb.gemm_abt(a.dtype, ap, bp, cp, m, n, k)
+                            cb.gemm_abt_batched(a.dtype, ap, bp, cp, m, n, k, batch)
                         })?;
                         if let Some(times) = Times::from_samples(samples, job.warmup, job.l2_flush_bytes) {
-                            res.baseline = Some(BaselineResult { name: "cublas".into(), times });
+                            res.baseline = Some(BaselineResult { name: name.into(), times });
                         }
                     }
                     Err(e) => res.notes.push(format!("baseline cublas not timed: {e}")),
-                }
+                },
             }
         }
     }
