@@ -58,7 +58,9 @@ phase_summary "scripts/test.sh"
 python3 - "$RUNNER_LOG" <<'PY'
 import re, sys
 text = open(sys.argv[1], errors="replace").read()
-m = re.findall(r"tests run: (\d+) passed(?:, (\d+) failed)?(?:, (\d+) skipped)?", text)
+# nextest: "346 tests run: 345 passed (1 slow), 1 failed, 2 skipped" (notes in parentheses).
+note = r"(?: \([^)]*\))?"
+m = re.findall(r"tests run: (\d+) passed" + note + r"(?:, (\d+) failed)?" + note + r"(?:, (\d+) skipped)?", text)
 if m:
     p, f, sk = m[-1]
     print(f"test.sh: {p} passed, {f or 0} failed, {sk or 0} skipped")
