@@ -10,6 +10,8 @@
 
 #[path = "propose_fixture.rs"]
 mod fixture;
+#[path = "support/records.rs"]
+mod records;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -211,17 +213,12 @@ fn a_suite_calibration_is_queued_with_its_run_committed() {
 fn timed_run(store: &EvidenceStore, source: &str, shape: &BTreeMap<String, i64>, measured: f64, predicted: f64, bottleneck: &str, created: u64) {
     let stored = store.put_program(source).unwrap();
     let name = stored.name.clone().unwrap_or_default();
-    let rec: cake::runtime::record::RunRecord = serde_json::from_value(serde_json::json!({
-        "schema": "cake.run-record/1", "created_unix_ms": created, "command": "run",
-        "program": { "name": name, "path": format!("{name}.cake"), "sha256": stored.sha256, "target": "sm_90a", "unverified": false, "findings": [] },
-        "cake": { "version": "0.1.0" }, "gpu": null, "workload": null, "shape": shape, "dist": "normal", "seed": 1,
-        "verdict": "pass", "error": null, "stage": "done", "tensors": [], "checks": [],
-        "times_ms": { "median_ms": measured, "min_ms": measured, "p90_ms": measured, "mean_ms": measured, "repeats": 5, "warmup": 1, "l2_flush_bytes": 0, "samples_ms": [measured] },
-        "baseline": null, "launch": null, "ptxas": null,
-        "prediction": { "predicted_ms": predicted, "bottleneck": bottleneck, "calibration": CAL },
-        "notes": []
-    }))
-    .unwrap();
+    let mut rec = records::run_record(&name, &stored.sha256, "pass", None, created);
+    rec.program.unverified = false;
+    rec.shape = shape.clone();
+    rec.stage = "done".into();
+    rec.times_ms = Some(records::times(measured, 5));
+    rec.prediction = Some(cake::runtime::record::Prediction { predicted_ms: predicted, bottleneck: bottleneck.into(), calibration: CAL.into() });
     store.append(rec).unwrap();
 }
 

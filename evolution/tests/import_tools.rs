@@ -6,6 +6,9 @@
 //! newer `at func+0x… in file:line` location lines); they are not captured from a run. Addresses,
 //! thread indices and paths are made up.
 
+#[path = "support/records.rs"]
+mod records;
+
 use cake_evolve::import::{import_file, parse_ptxas, parse_sanitizer, ImportKind, ImportOptions};
 use cake_evolve::store::{EvidenceStore, Record, SpanKind, Stage};
 
@@ -317,14 +320,8 @@ fn import_run_records_byte_for_byte() {
     let store = EvidenceStore::open(dir.path().join("ev")).unwrap();
     let prog = write(dir.path(), "p.cake", PROGRAM);
     let sha = store.put_program(PROGRAM).unwrap().sha256;
-    let rec: cake::runtime::record::RunRecord = serde_json::from_value(serde_json::json!({
-        "schema": "cake.run-record/1", "created_unix_ms": 5, "command": "run",
-        "program": { "name": "gemm_bf16_ws", "path": "p.cake", "sha256": sha, "target": "sm_90a", "unverified": true, "findings": [] },
-        "cake": { "version": "0.1.0" }, "gpu": null, "workload": null, "shape": { "M": 256 }, "dist": "normal", "seed": 1,
-        "verdict": "timeout", "error": { "class": "timeout", "message": "no result after 10.0 s (last stage: launch)" },
-        "stage": "launch", "tensors": [], "checks": [], "times_ms": null, "baseline": null, "launch": null, "ptxas": null, "notes": []
-    }))
-    .unwrap();
+    let mut rec = records::run_record("gemm_bf16_ws", &sha, "timeout", Some(("timeout", "no result after 10.0 s (last stage: launch)")), 5);
+    rec.shape = [("M".to_string(), 256)].into();
     // As the runtime writes it, into another evidence root.
     let (path, _) = cake::runtime::record::write_record(&dir.path().join("elsewhere"), &rec).unwrap();
     let out = import_file(&store, ImportKind::Run, &path, &ImportOptions { program: Some(prog), ..Default::default() }).unwrap();

@@ -1,5 +1,8 @@
 //! Bucketing, attribution and ranking over a store built here, and their determinism.
 
+#[path = "support/records.rs"]
+mod records;
+
 use std::collections::BTreeMap;
 
 use cake::runtime::record::RunRecord;
@@ -15,30 +18,13 @@ fn variant(src: &str, i: usize) -> String {
 }
 
 fn run_record(program_sha: &str, verdict: &str, error: Option<(&str, &str)>, created: u64, checks: serde_json::Value) -> RunRecord {
-    let error = error.map(|(c, m)| serde_json::json!({ "class": c, "message": m }));
-    serde_json::from_value(serde_json::json!({
-        "schema": "cake.run-record/1",
-        "created_unix_ms": created,
-        "command": "run",
-        "program": { "name": "k", "path": "k.cake", "sha256": program_sha, "target": "sm_90a", "unverified": true, "findings": [] },
-        "cake": { "version": "0.1.0" },
-        "gpu": null,
-        "workload": { "path": "gemm.workload.toml", "sha256": "0".repeat(64), "oracle": "matmul_abt" },
-        "shape": { "M": 256, "N": 512, "K": 192 },
-        "dist": "normal",
-        "seed": 1,
-        "verdict": verdict,
-        "error": error,
-        "stage": "launch (correctness)",
-        "tensors": [{ "name": "C", "dtype": "bf16", "shape": [256, 512], "bytes": 262144, "role": "output" }],
-        "checks": checks,
-        "times_ms": null,
-        "baseline": null,
-        "launch": null,
-        "ptxas": null,
-        "notes": []
-    }))
-    .expect("a valid run record")
+    let mut r = records::run_record("k", program_sha, verdict, error, created);
+    r.workload = serde_json::from_value(serde_json::json!({ "path": "gemm.workload.toml", "sha256": "0".repeat(64), "oracle": "matmul_abt" })).unwrap();
+    r.shape = [("M".to_string(), 256), ("N".to_string(), 512), ("K".to_string(), 192)].into();
+    r.stage = "launch (correctness)".into();
+    r.tensors = serde_json::from_value(serde_json::json!([{ "name": "C", "dtype": "bf16", "shape": [256, 512], "bytes": 262144, "role": "output" }])).unwrap();
+    r.checks = serde_json::from_value(checks).expect("valid checks");
+    r
 }
 
 fn mismatch_check(rows: std::ops::Range<u64>) -> serde_json::Value {
@@ -249,11 +235,7 @@ fn mispredicted_passing_runs_become_cost_model_evidence() {
     let store = EvidenceStore::open(dir.path()).unwrap();
     let timed = |sha: &str, created: u64, predicted: f64, measured: f64| {
         let mut r = run_record(sha, "pass", None, created, serde_json::json!([]));
-        r.times_ms = serde_json::from_value(serde_json::json!({
-            "median_ms": measured, "min_ms": measured, "p90_ms": measured, "mean_ms": measured,
-            "repeats": 5, "warmup": 1, "l2_flush_bytes": 268435456u64, "samples_ms": vec![measured; 5]
-        }))
-        .unwrap();
+        r.times_ms = Some(records::times(measured, 5));
         r.prediction = Some(cake::runtime::record::Prediction {
             predicted_ms: predicted,
             bottleneck: "memory".into(),

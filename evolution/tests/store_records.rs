@@ -1,6 +1,9 @@
 //! The evidence store: content addressing, idempotent appends, never rewriting, and coded,
 //! skip-with-warning handling of corrupt or unreadable records.
 
+#[path = "support/records.rs"]
+mod records;
+
 use std::path::Path;
 
 use cake::runtime::record::{sha256_hex, RunRecord};
@@ -9,30 +12,9 @@ use cake_evolve::store::{canonical_json, EvidenceStore, FailureReport, Record, S
 const PROGRAM: &str = "kernel t target sm_90a\n\ndim M multiple_of 128\n\nout C: f32[M]\n";
 
 fn run_record(program_sha: &str, verdict: &str, error: Option<(&str, &str)>, created: u64) -> RunRecord {
-    let error = error.map(|(c, m)| serde_json::json!({ "class": c, "message": m }));
-    serde_json::from_value(serde_json::json!({
-        "schema": "cake.run-record/1",
-        "created_unix_ms": created,
-        "command": "run",
-        "program": { "name": "t", "path": "t.cake", "sha256": program_sha, "target": "sm_90a", "unverified": true, "findings": [] },
-        "cake": { "version": "0.1.0" },
-        "gpu": null,
-        "workload": null,
-        "shape": { "M": 256 },
-        "dist": "normal",
-        "seed": 1,
-        "verdict": verdict,
-        "error": error,
-        "stage": "launch",
-        "tensors": [],
-        "checks": [],
-        "times_ms": null,
-        "baseline": null,
-        "launch": null,
-        "ptxas": null,
-        "notes": []
-    }))
-    .expect("a valid run record")
+    let mut r = records::run_record("t", program_sha, verdict, error, created);
+    r.shape = [("M".to_string(), 256)].into();
+    r
 }
 
 fn failure(program_sha: &str, class: &str) -> FailureReport {
