@@ -157,15 +157,20 @@ pub enum Accepted {
     GatesFailed { table: String },
 }
 
-/// `accept ID`: re-gate on current main, merge, record.
-pub fn accept(repo_path: &Path, id: &str, note: &str, main: Option<&str>, opts: GateOptions) -> Result<Accepted, String> {
+/// The repository, its queue folder and the still-queued proposal `id` (a decided one is an error).
+fn queued(repo_path: &Path, id: &str) -> Result<(git2::Repository, std::path::PathBuf, Record), String> {
     let repo = git::open(repo_path)?;
-    let workdir = git::workdir(&repo)?;
-    let qdir = queue::queue_dir(&workdir);
-    let (_, mut r) = queue::find(&qdir, id)?;
+    let qdir = queue::queue_dir(&git::workdir(&repo)?);
+    let (_, r) = queue::find(&qdir, id)?;
     if r.status != Status::Queued {
         return Err(format!("proposal {} is {}, not queued", r.id, r.status.as_str()));
     }
+    Ok((repo, qdir, r))
+}
+
+/// `accept ID`: re-gate on current main, merge, record.
+pub fn accept(repo_path: &Path, id: &str, note: &str, main: Option<&str>, opts: GateOptions) -> Result<Accepted, String> {
+    let (repo, qdir, mut r) = queued(repo_path, id)?;
     let main = git::main_branch(&repo, main)?;
     let main_head = git::branch_commit(&repo, &main)?;
     let branch_head = git::branch_target(&repo, &r.branch).ok_or_else(|| format!("the proposal's branch `{}` is gone", r.branch))?;
@@ -223,13 +228,7 @@ pub fn reject(repo_path: &Path, id: &str, why: &str) -> Result<Record, String> {
     if why.trim().is_empty() {
         return Err("say why (`--why ...`): the reason is kept with the record".into());
     }
-    let repo = git::open(repo_path)?;
-    let workdir = git::workdir(&repo)?;
-    let qdir = queue::queue_dir(&workdir);
-    let (_, mut r) = queue::find(&qdir, id)?;
-    if r.status != Status::Queued {
-        return Err(format!("proposal {} is {}, not queued", r.id, r.status.as_str()));
-    }
+    let (repo, qdir, mut r) = queued(repo_path, id)?;
     let main = git::main_branch(&repo, None).ok().and_then(|m| git::branch_commit(&repo, &m).ok()).map(|c| c.to_string()).unwrap_or_default();
     r.status = Status::Rejected;
     r.review = Some(Review { action: Status::Rejected, note: why.trim().to_string(), main, merged: None, how: None, evidence: r.evidence.clone(), gates: Vec::new() });
