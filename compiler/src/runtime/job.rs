@@ -318,6 +318,11 @@ struct Tensor {
 }
 
 impl Tensor {
+    /// What the run record says of this tensor once allocated.
+    fn facts(&self, role: &str, fill: String) -> TensorFacts {
+        TensorFacts { name: self.name.clone(), dtype: self.dtype.name().into(), shape: self.shape.clone(), bytes: self.bytes(), role: role.into(), fill: Some(fill) }
+    }
+
     fn elems(&self) -> u64 {
         self.shape.iter().product()
     }
@@ -499,14 +504,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         let buf = gpu.alloc(bytes.len(), &t.name)?;
         gpu.upload(&buf, &bytes, &t.name)?;
         t.buf = Some(buf);
-        res.tensors.push(TensorFacts {
-            name: t.name.clone(),
-            dtype: t.dtype.name().into(),
-            shape: t.shape.clone(),
-            bytes: t.bytes(),
-            role: "input".into(),
-            fill: Some(if scale == 1.0 { dist.name().to_string() } else { format!("{dist}*{scale}") }),
-        });
+        res.tensors.push(t.facts("input", if scale == 1.0 { dist.name().to_string() } else { format!("{dist}*{scale}") }));
     }
     for (name, d) in &derived {
         stage(res, &format!("derive `{name}`"));
@@ -543,14 +541,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         let buf = gpu.alloc(bytes.len(), name)?;
         gpu.upload(&buf, &bytes, name)?;
         t.buf = Some(buf);
-        res.tensors.push(TensorFacts {
-            name: name.clone(),
-            dtype: t.dtype.name().into(),
-            shape: t.shape.clone(),
-            bytes: t.bytes(),
-            role: "derived".into(),
-            fill: Some(format!("row_sqnorm({of})")),
-        });
+        res.tensors.push(t.facts("derived", format!("row_sqnorm({of})")));
     }
     for t in tensors.iter_mut().filter(|t| t.buf.is_none()) {
         // Outputs: poisoned with 0xFF bytes (NaN for floats, -1 for signed ints), so unwritten
@@ -558,14 +549,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         let buf = gpu.alloc(t.bytes() as usize, &t.name)?;
         gpu.memset(&buf, 0xFF, &t.name)?;
         t.buf = Some(buf);
-        res.tensors.push(TensorFacts {
-            name: t.name.clone(),
-            dtype: t.dtype.name().into(),
-            shape: t.shape.clone(),
-            bytes: t.bytes(),
-            role: "output".into(),
-            fill: Some("poison 0xFF".into()),
-        });
+        res.tensors.push(t.facts("output", "poison 0xFF".into()));
     }
 
     gpu.sync_all("uploading inputs")?;
