@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use cake::runtime::isolate::{run_isolated, work_dir};
 use cake::runtime::job::{Fake, Job, JobResult, Verdict, JOB_FORMAT};
+use cake::runtime::oracle::Tolerance;
 use cake::runtime::workload::{parse_shape, Baseline, WorkloadSpec};
 
 fn examples() -> PathBuf {
@@ -64,6 +65,27 @@ fn a_hung_child_is_a_timeout_and_the_harness_carries_on() {
     assert_eq!(run_isolated(exe(), &j2, Duration::from_secs(30)), canned);
     let _ = std::fs::remove_dir_all(dir);
     let _ = std::fs::remove_dir_all(dir2);
+}
+
+#[test]
+fn a_mismatch_with_an_unwritten_element_is_read_back_as_a_mismatch() {
+    // An unwritten element puts NaN into the check report, which JSON writes as `null`; the
+    // parent must still read the child's result (it used to find none and call it a crash).
+    let want = [1.0f32, 2.0, 3.0, 4.0];
+    let got = [1.0f32, f32::NAN, 3.0, 4.0];
+    let mut canned = JobResult::empty();
+    canned.verdict = Verdict::Mismatch;
+    canned.stage = "done".into();
+    canned.checks.push(cake::runtime::oracle::compare_full("cublas", &got, &want, &[2, 2], Tolerance::MATMUL_BF16));
+    let (j, dir) = job(Some(Fake::Answer { result: Box::new(canned) }));
+    let r = run_isolated(exe(), &j, Duration::from_secs(30));
+    assert_eq!(r.verdict, Verdict::Mismatch, "{r:?}");
+    assert!(r.error.is_none(), "{r:?}");
+    assert_eq!(r.checks.len(), 1);
+    assert!(!r.checks[0].passed);
+    assert_eq!(r.checks[0].first_bad[0].index, vec![0, 1]);
+    assert!(r.checks[0].first_bad[0].got.is_nan());
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

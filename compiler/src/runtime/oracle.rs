@@ -17,9 +17,17 @@
 //! Every output element is also scanned for non-finite values: outputs are poisoned with NaN
 //! (0xFF bytes) before the launch, so an element the kernel never wrote is a mismatch.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::rng::{sample_indices, Rng};
+
+/// JSON has no NaN or infinity: serde_json writes them as `null`, and refuses `null` for an
+/// `f64`. Reports carry non-finite numbers exactly when something is wrong (an unwritten element
+/// reads NaN, its error is infinite), so read `null` back as NaN: the child's result and a run
+/// record stay readable when they matter most.
+fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
 
 /// How close is close enough, per oracle (see the module docs for each oracle's rule).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,7 +52,9 @@ impl Tolerance {
 pub struct BadElement {
     /// Index in the output tensor, outermost first.
     pub index: Vec<u64>,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub got: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub want: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -63,10 +73,13 @@ pub struct CheckReport {
     pub nonfinite: u64,
     /// The first few wrong elements, in index order.
     pub first_bad: Vec<BadElement>,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub max_abs_err: f64,
     /// max |got − ref| / (atol·rms + rtol·|ref|): ≤ 1 passes.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub max_err_over_tol: f64,
     /// ‖got − ref‖ / ‖ref‖ over the checked elements (bf16 products land near 1e-3..1e-2).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub rel_l2_err: f64,
     /// `kmeans_assign`: sampled points whose index differs from the fp64 argmin but lies
     /// within tolerance of the minimum distance (accepted ties).
@@ -567,5 +580,24 @@ mod tests {
     fn unflatten_is_row_major() {
         assert_eq!(unflatten(7, &[2, 3, 4]), vec![0, 1, 3]);
         assert_eq!(unflatten(23, &[2, 3, 4]), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn a_report_with_non_finite_numbers_survives_json() {
+        // An unwritten element: got NaN, an infinite error; JSON writes both as `null`.
+        let want = vec![1.0f32, 2.0, 3.0, 4.0];
+        let mut got = want.clone();
+        got[2] = f32::NAN;
+        let r = compare_full("cublas", &got, &want, &[2, 2], Tolerance::MATMUL_BF16);
+        assert!(r.max_abs_err.is_infinite() && r.first_bad[0].got.is_nan());
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("null"), "{text}");
+        let back: CheckReport = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert!(!back.passed);
+        assert_eq!((back.mismatches, back.nonfinite), (1, 1));
+        assert_eq!(back.first_bad[0].index, vec![1, 0]);
+        assert!(back.first_bad[0].got.is_nan());
+        assert_eq!(back.first_bad[0].want, 3.0);
+        assert!(back.max_abs_err.is_nan(), "non-finite values read back as NaN");
     }
 }
