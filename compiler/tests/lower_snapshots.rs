@@ -423,3 +423,135 @@ fn accumulator_windows_index_whole_tiles() {
         assert!(l.cuda.contains(needle), "missing `{needle}` in\n{}", l.cuda);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Shared-memory views: another name, type and swizzle for bytes of a region.
+
+fn corpus_case(id: &str) -> String {
+    let root = format!("{}/../corpus", env!("CARGO_MANIFEST_DIR"));
+    let corpus = cake::corpus::Corpus::load(&root).unwrap_or_else(|e| panic!("{root}: {e}"));
+    corpus.cases.into_iter().find(|c| c.id == id).unwrap_or_else(|| panic!("no corpus case {id}")).source
+}
+
+#[test]
+fn smem_view_cuda() {
+    let src = corpus_case("smem-view/bf16-128x64-sw128");
+    let l = lower::lower_with(&validated(&src), &LowerOptions::with_source("smem-view.cake", &src)).unwrap_or_else(|e| panic!("{e}"));
+    insta::assert_snapshot!("smem_view_cuda", l.cuda);
+}
+
+#[test]
+fn views_get_their_own_address_and_layout_slot() {
+    let src = corpus_case("smem-view/bf16-128x64-sw128");
+    let l = lower_src(&src).unwrap_or_else(|e| panic!("{e}"));
+    assert!(l.cuda.contains("const unsigned smem_bottom = cake_smem_base + 8192u;"), "{}", l.cuda);
+    assert!(l.cuda.contains("cake_tma_load_2d(smem_bottom, "), "{}", l.cuda);
+    let slot = l.launch.smem_layout.iter().find(|s| s.name == "bottom").expect("a layout slot for the view");
+    assert_eq!((slot.kind.as_str(), slot.offset, slot.bytes), ("view of tile", 8192, 8192));
+}
+
+const VIEW_OPERAND: &str = "kernel t target sm_90a
+dim M multiple_of 128
+dim K multiple_of 64
+in A: bf16[M, K] tma [64, 64] swizzle 128B
+out C: f32[M, 64]
+grid tiles[m = M / 128] persistent
+smem a_s: bf16[128, 64] REGION_ATTRS
+view a_lo: bf16[64, 64] of a_s offset 0 swizzle 128B
+view a_hi: bf16[64, 64] of a_s offset 8192 swizzle 128B
+role load: warpgroup 0
+role mma: warpgroup 1
+pipeline ab: stages 1 producer load consumer mma
+on load {
+    for t in tiles {
+        for kb in 0..K / 64 {
+            acquire(ab)
+            tma_load(a_lo, A[t.m * 128 :+ 64, kb * 64 :+ 64], ab)
+            tma_load(a_hi, A[t.m * 128 + 64 :+ 64, kb * 64 :+ 64], ab)
+        }
+    }
+}
+on mma {
+    reg acc: f32[64, 64] per warpgroup
+    for t in tiles {
+        zero(acc)
+        for kb in 0..K / 64 {
+            wait(ab)
+            wgmma(acc, a_lo, a_hi)
+            wgmma_commit()
+            wgmma_wait(0)
+            release(ab)
+        }
+        store(C[t.m * 128 :+ 64, 0 :+ 64], acc)
+    }
+}
+";
+
+#[test]
+fn wgmma_reads_operands_through_views() {
+    let l = lower_src(&VIEW_OPERAND.replace("REGION_ATTRS", "swizzle 128B")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(l.cuda.contains("cake_wgmma_desc(smem_a_lo, 16, 1024, 1)"), "{}", l.cuda);
+    assert!(l.cuda.contains("cake_wgmma_desc(smem_a_hi, 16, 1024, 1)"), "{}", l.cuda);
+}
+
+#[test]
+fn a_swizzled_view_aligns_its_unswizzled_region_to_the_atom() {
+    // The region itself is unswizzled (default alignment 128), but its views read the 128B
+    // pattern off the address bits: the region must start on a 1024-byte atom.
+    let l = lower_src(&VIEW_OPERAND.replace("REGION_ATTRS", "")).unwrap_or_else(|e| panic!("{e}"));
+    let region = l.launch.smem_layout.iter().find(|s| s.name == "a_s").expect("region slot");
+    assert_eq!(region.align, 1024);
+    assert!(l.cuda.contains("// a_s: bf16[128, 64], align 1024"), "{}", l.cuda);
+}
+
+#[test]
+fn a_swizzled_view_over_an_explicitly_underaligned_region_is_refused() {
+    let src = VIEW_OPERAND.replace("REGION_ATTRS", "align 128");
+    let e = lower_src(&src).expect_err("must refuse");
+    assert_eq!(e.code, "L002", "{e}");
+    assert!(e.message.contains("view `a_lo` is 128B-swizzled, so region `a_s` needs 1024-byte alignment, not 128"), "{e}");
+    let line = src[..e.span.start as usize].matches('\n').count() + 1;
+    assert_eq!(line, 8, "the error points at the view: {e}");
+}
+
+#[test]
+fn a_swizzled_view_starting_mid_atom_is_refused() {
+    let src = VIEW_OPERAND.replace("REGION_ATTRS", "swizzle 128B").replace("of a_s offset 8192", "of a_s offset 8704");
+    let e = lower_src(&src).expect_err("must refuse");
+    assert_eq!(e.code, "L002", "{e}");
+    assert!(e.message.contains("starts 8704 bytes into `a_s`, inside a 1024-byte swizzle atom"), "{e}");
+    assert_eq!(&src[e.span.start as usize..e.span.end as usize], "offset 8704", "the error points at the offset");
+}
+
+#[test]
+fn a_tma_destination_view_off_the_128_byte_grid_is_refused() {
+    // An unswizzled view 64 bytes into its region: the address is only 64-byte aligned, and a TMA
+    // destination needs 128.
+    let src = "kernel t target sm_90a
+dim R multiple_of 64
+in A: f32[R, 32] tma [64, 32]
+out B: f32[R, 32] tma [64, 32]
+grid tiles[r = R / 64] persistent
+smem buf: f32[65, 32]
+view shifted: f32[64, 32] of buf offset 64
+role load: warp 0
+role store: warp 1
+pipeline ab: stages 1 producer load consumer store
+on load {
+    for t in tiles {
+        acquire(ab)
+        tma_load(shifted, A[t.r * 64 :+ 64, 0 :+ 32], ab)
+    }
+}
+on store {
+    for t in tiles {
+        wait(ab)
+        tma_store(B[t.r * 64 :+ 64, 0 :+ 32], shifted)
+        tma_store_wait(0)
+        release(ab)
+    }
+}
+";
+    let e = lower_src(src).expect_err("must refuse");
+    assert_eq!(e.code, "L006", "{e}");
+}

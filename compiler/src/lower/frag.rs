@@ -31,6 +31,9 @@ pub(crate) struct SmemRef {
     pub swizzle: Swizzle,
     /// Bytes of one row of the region (its innermost dimension).
     pub pitch: u64,
+    /// The alignment the address constant is known to have (a view's: its region's, or less when
+    /// its offset is less aligned).
+    pub base_align: u64,
 }
 
 impl SmemRef {
@@ -44,10 +47,11 @@ impl SmemRef {
         }
     }
 
-    /// Whether every offset term is provably a multiple of `align` bytes (innermost terms
-    /// included unless `skip_innermost`).
+    /// Whether the address is provably a multiple of `align` bytes: the base, and every offset
+    /// term (innermost terms included unless `skip_innermost`).
     pub fn aligned(&self, align: u64, skip_innermost: bool) -> bool {
-        self.terms.iter().filter(|t| !(skip_innermost && t.innermost)).all(|t| {
+        self.base_align % align == 0
+            && self.terms.iter().filter(|t| !(skip_innermost && t.innermost)).all(|t| {
             t.mult == 0 || (t.mult as u64).saturating_mul(t.stride) % align == 0 || (t.stride % align == 0)
         })
     }
@@ -96,31 +100,41 @@ impl<'a> Lw<'a> {
         let span = self.expr_span(e);
         let (base, items): (Handle<Expr>, Vec<IndexItem>) = match &m.exprs[e].kind {
             ExprKind::Index { base, items } => (*base, items.clone()),
-            ExprKind::Smem(_) => (e, Vec::new()),
-            ExprKind::View(_) => return Err(unsupported("shared-memory views", span)),
+            ExprKind::Smem(_) | ExprKind::View(_) => (e, Vec::new()),
             _ => return Err(unsupported("this shared-memory expression", span)),
         };
-        let ExprKind::Smem(h) = m.exprs[base].kind else {
-            return Err(unsupported("indexing this shared-memory expression", span));
+        // A region's stages come first; a view is one typed array at a fixed byte offset of its
+        // region, with its own dtype, shape and swizzle, and its own address constant.
+        // (`plan_smem` puts the views' address constants after the regions'.)
+        let (region, dtype, shape, stages, swizzle) = match m.exprs[base].kind {
+            ExprKind::Smem(h) => {
+                let s = &m.smem[h];
+                (h.index(), s.dtype, &s.shape, s.stages, s.swizzle)
+            }
+            ExprKind::View(h) => {
+                let v = &m.views[h];
+                (m.smem.len() + h.index(), v.dtype, &v.shape, 1, v.swizzle)
+            }
+            _ => return Err(unsupported("indexing this shared-memory expression", span)),
         };
-        let s = &m.smem[h];
-        let esize = s.dtype.size_bytes();
+        let esize = dtype.size_bytes();
+        let stage_bytes = shape.iter().product::<i64>().max(0) as u64 * esize;
         let mut full: Vec<i64> = Vec::new();
         let mut strides: Vec<u64> = Vec::new();
-        if s.stages > 1 {
-            full.push(i64::from(s.stages));
-            strides.push(s.stage_bytes());
+        if stages > 1 {
+            full.push(i64::from(stages));
+            strides.push(stage_bytes);
         }
-        for (i, _) in s.shape.iter().enumerate() {
-            full.push(s.shape[i]);
-            strides.push(s.shape[i + 1..].iter().product::<i64>().max(0) as u64 * esize);
+        for (i, &extent) in shape.iter().enumerate() {
+            full.push(extent);
+            strides.push(shape[i + 1..].iter().product::<i64>().max(0) as u64 * esize);
         }
         if items.len() > full.len() || full.is_empty() {
             return Err(LowerError::new("L001", "too many indices", span));
         }
         let mut terms = Vec::new();
-        let mut shape = Vec::new();
-        let mut rem_strides = Vec::new();
+        let mut rest_shape = Vec::new();
+        let mut rest_strides = Vec::new();
         let last = full.len() - 1;
         for (d, (&extent, &stride)) in full.iter().zip(&strides).enumerate() {
             match items.get(d) {
@@ -133,17 +147,18 @@ impl<'a> Lw<'a> {
                     let c = self.scalar(*start)?;
                     let mult = self.known_multiple(*start);
                     terms.push(Term { c, stride, mult, innermost: d == last });
-                    shape.push(*len);
-                    rem_strides.push(stride);
+                    rest_shape.push(*len);
+                    rest_strides.push(stride);
                 }
                 Some(IndexItem::Full) | None => {
-                    shape.push(extent);
-                    rem_strides.push(stride);
+                    rest_shape.push(extent);
+                    rest_strides.push(stride);
                 }
             }
         }
-        let pitch = s.shape.last().copied().unwrap_or(1).max(1) as u64 * esize;
-        Ok(SmemRef { region: h.index(), terms, shape, strides: rem_strides, swizzle: s.swizzle, pitch })
+        let pitch = shape.last().copied().unwrap_or(1).max(1) as u64 * esize;
+        let base_align = self.regions[region].align;
+        Ok(SmemRef { region, terms, shape: rest_shape, strides: rest_strides, swizzle, pitch, base_align })
     }
 
     /// C: the 32-bit shared address of a reference plus `extra` (a byte-offset C expression), the

@@ -250,7 +250,7 @@ pub struct TensorMapSpec {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmemSlot {
     pub name: String,
-    /// `region`, `mbarrier`.
+    /// `region`, `mbarrier`, `view of REGION` (bytes of that region under another type).
     pub kind: String,
     pub offset: u64,
     pub bytes: u64,

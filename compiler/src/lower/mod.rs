@@ -210,13 +210,16 @@ pub fn lower_for(v: &Validated, target: &TargetInfo, opts: &LowerOptions<'_>) ->
 // ---------------------------------------------------------------------------------------------
 // Plans
 
+/// A shared region, or a view of one (after all regions, in declaration order): each gets its own
+/// 32-bit address constant.
 struct RegionPlan {
     name: String,
-    /// C name of the region's 32-bit shared address.
+    /// C name of the 32-bit shared address.
     addr: String,
     offset: u64,
     align: u64,
-    stage_bytes: u64,
+    /// What the address constant's comment says (type, stages, swizzle; for a view, its region).
+    what: String,
 }
 
 struct PipePlan {
@@ -507,9 +510,6 @@ impl<'a> Lw<'a> {
 
     fn check_unsupported_decls(&self) -> Result<(), LowerError> {
         let m = self.m;
-        if let Some((h, _)) = m.views.iter().next() {
-            return Err(unsupported("shared-memory views", m.views.span(h).item));
-        }
         for (h, g) in m.grid.iter() {
             if g.cluster.iter().any(|c| *c != 1) {
                 return Err(unsupported("clusters", m.grid.span(h).attr("cluster")));
@@ -540,8 +540,28 @@ impl<'a> Lw<'a> {
         let m = self.m;
         let mut off = 0u64;
         for (h, s) in m.smem.iter() {
-            let default_align = if s.swizzle == Swizzle::None { 128 } else { 1024 };
-            let align = u64::from(s.align.unwrap_or(default_align)).max(16);
+            // A swizzled view reads its pattern off the region's base: the base must sit on the
+            // view's swizzle atom too (the view's offset is whole atoms, rule V302).
+            // (The first view with the largest atom is the one an error names.)
+            let view_atom = m
+                .views
+                .iter()
+                .filter(|(_, v)| v.region == h && v.swizzle != Swizzle::None)
+                .map(|(vh, v)| (vh, 8 * u64::from(v.swizzle.bytes())))
+                .fold(None, |best: Option<(Handle<ViewDecl>, u64)>, (vh, atom)| match best {
+                    Some((_, b)) if b >= atom => best,
+                    _ => Some((vh, atom)),
+                });
+            let default_align = if s.swizzle == Swizzle::None { 128 } else { 1024 }.max(view_atom.map_or(0, |(_, atom)| atom));
+            let align = u64::from(s.align.unwrap_or(default_align as u32)).max(16);
+            if let Some((vh, atom)) = view_atom.filter(|&(_, atom)| align < atom) {
+                let v = &m.views[vh];
+                return Err(LowerError::new(
+                    "L002",
+                    format!("view `{}` is {}B-swizzled, so region `{}` needs {atom}-byte alignment, not {align}", v.name, v.swizzle.bytes(), s.name),
+                    m.views.span(vh).item,
+                ));
+            }
             if !align.is_power_of_two() || align > 1024 {
                 return Err(LowerError::new(
                     "L002",
@@ -573,8 +593,48 @@ impl<'a> Lw<'a> {
                 bytes: s.total_bytes(),
                 align,
             });
-            self.regions.push(RegionPlan { name: s.name.clone(), addr, offset: off, align, stage_bytes: s.stage_bytes() });
+            let shape: Vec<String> = s.shape.iter().map(|d| d.to_string()).collect();
+            let mut what = format!("{}[{}]", s.dtype, shape.join(", "));
+            if s.stages > 1 {
+                what += &format!(" x {} stages of {} bytes", s.stages, s.stage_bytes());
+            }
+            if s.swizzle != Swizzle::None {
+                what += &format!(", swizzle {}B", s.swizzle.bytes());
+            }
+            self.regions.push(RegionPlan { name: s.name.clone(), addr, offset: off, align, what });
             off += s.total_bytes();
+        }
+        for (vh, v) in m.views.iter() {
+            let region = &self.regions[v.region.index()];
+            let bytes = v.shape.iter().product::<i64>().max(0) as u64 * v.dtype.size_bytes();
+            let rel = v.offset.max(0) as u64;
+            // What the view's address is known to be a multiple of: its region's alignment, or
+            // less when the offset is less aligned.
+            let align = if rel == 0 { region.align } else { region.align.min(1 << rel.trailing_zeros()) };
+            if v.swizzle != Swizzle::None {
+                let atom = 8 * u64::from(v.swizzle.bytes());
+                if rel % atom != 0 {
+                    return Err(LowerError::new(
+                        "L002",
+                        format!(
+                            "view `{}` is {}B-swizzled but starts {rel} bytes into `{}`, inside a {atom}-byte swizzle atom (TMA and wgmma read the pattern off the address bits)",
+                            v.name,
+                            v.swizzle.bytes(),
+                            region.name
+                        ),
+                        m.views.span(vh).attr("offset"),
+                    ));
+                }
+            }
+            let offset = region.offset + rel;
+            let shape: Vec<String> = v.shape.iter().map(|d| d.to_string()).collect();
+            let mut what = format!("{}[{}], view of `{}` at byte {}", v.dtype, shape.join(", "), region.name, v.offset);
+            if v.swizzle != Swizzle::None {
+                what += &format!(", swizzle {}B", v.swizzle.bytes());
+            }
+            self.smem_slots.push(SmemSlot { name: v.name.clone(), kind: format!("view of {}", region.name), offset, bytes, align });
+            let addr = self.derived(&format!("smem_{}", c_ident(&v.name)));
+            self.regions.push(RegionPlan { name: v.name.clone(), addr, offset, align, what });
         }
         self.smem_bytes = off;
         Ok(())
@@ -715,17 +775,8 @@ impl<'a> Lw<'a> {
                 self.w.line("unsigned char* const cake_smem = cake_smem_raw;");
             }
             self.w.line("const unsigned cake_smem_base = cake_smem_u32(cake_smem);");
-            for (i, r) in self.regions.iter().enumerate() {
-                let s = &m.smem[m.smem.handles().nth(i).expect("region")];
-                let shape: Vec<String> = s.shape.iter().map(|d| d.to_string()).collect();
-                let mut what = format!("{}[{}]", s.dtype, shape.join(", "));
-                if s.stages > 1 {
-                    what += &format!(" x {} stages of {} bytes", s.stages, r.stage_bytes);
-                }
-                if s.swizzle != Swizzle::None {
-                    what += &format!(", swizzle {}B", s.swizzle.bytes());
-                }
-                self.w.line(format!("const unsigned {} = cake_smem_base + {}u;  // {}: {what}, align {}", r.addr, r.offset, r.name, r.align));
+            for r in &self.regions {
+                self.w.line(format!("const unsigned {} = cake_smem_base + {}u;  // {}: {}, align {}", r.addr, r.offset, r.name, r.what, r.align));
             }
             for (i, (_, p)) in m.pipelines.iter().enumerate() {
                 let pp = &self.pipes[i];
