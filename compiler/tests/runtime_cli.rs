@@ -112,6 +112,52 @@ fn bad_shapes_and_workloads_are_usage_errors() {
     assert!(read_records(ev.path()).unwrap().is_empty(), "usage errors write no records");
 }
 
+/// The copy and transpose oracles through the CLI, on corpus programs: `cake run` builds and runs
+/// them (skipped without a GPU, checked exactly with one); `cake bench --baseline cublas` is a
+/// usage error, since there is no peer GEMM to time.
+#[test]
+fn copy_and_transpose_workloads_run_through_the_cli() {
+    let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (case, oracle) in [("tma-copy/sm_90a-bf16-128x64-s4-sw128", "copy"), ("tma-transpose/sm_90a-bf16-64x64-s2-w4", "transpose")] {
+        let c = corpus.cases.iter().find(|c| c.id == case).unwrap_or_else(|| panic!("no case {case}"));
+        let program = dir.path().join(format!("{oracle}.cake"));
+        let workload = dir.path().join(format!("{oracle}.workload.toml"));
+        std::fs::write(&program, &c.source).unwrap();
+        std::fs::write(
+            &workload,
+            format!("oracle = \"{oracle}\"\nheadline = {{ R = 1024, C = 512 }}\nshapes = [{{ R = 256, C = 128 }}]\n"),
+        )
+        .unwrap();
+        let (p, w) = (program.to_str().unwrap(), workload.to_str().unwrap());
+        let ev = evidence();
+        let evs = ev.path().to_str().unwrap();
+        let (code, _, stderr) = cake(&["bench", p, "--workload", w, "--baseline", "cublas", "--evidence", evs]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains("needs a workload with a peer GEMM") && stderr.contains(oracle), "{stderr}");
+        let (code, stdout, stderr) = cake(&["run", p, "--workload", w, "--dist", "normal", "--evidence", evs]);
+        let recs = read_records(ev.path()).unwrap();
+        assert_eq!(recs.len(), 1, "stdout:\n{stdout}\nstderr:\n{stderr}");
+        let rec = &recs[0].1;
+        assert_eq!(rec.workload.as_ref().unwrap().oracle, oracle);
+        match code {
+            3 => {
+                assert_eq!(rec.error.as_ref().unwrap().class, "no_gpu", "{stderr}");
+                eprintln!("SKIP (no GPU): {case}: {}", rec.error.as_ref().unwrap().message);
+            }
+            1 if rec.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00")) => {
+                eprintln!("SKIP (no NVRTC): {}", rec.error.as_ref().unwrap().message);
+            }
+            0 => {
+                assert_eq!(rec.verdict.name(), "pass");
+                let check = &rec.checks[0];
+                assert_eq!((check.oracle.as_str(), check.checked, check.mismatches), (oracle, 256 * 128, 0));
+            }
+            _ => panic!("{case}: exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}"),
+        }
+    }
+}
+
 #[test]
 fn a_rejected_program_runs_only_unverified() {
     let ev = evidence();

@@ -148,7 +148,7 @@ impl CompileBounds {
 
 /// `[workload]`: how the GPU tier runs the case — the GPU runtime's workload spec
 /// (`cake::runtime::workload::WorkloadSpec`, documented in `compiler/src/runtime/README.md`):
-/// `oracle` (`matmul_abt`, `kmeans_assign`, `none`), `headline` and `shapes` (values of the
+/// `oracle` (`matmul_abt`, `kmeans_assign`, `copy`, `transpose`, `none`), `headline` and `shapes` (values of the
 /// program's `dim`s), per-input distributions (`inputs`), derived inputs (`derive`), `scalars`,
 /// `tolerance` (`rtol`, `atol`, `samples`) and `seed`. Kept as a table here and parsed by the
 /// runtime, so the corpus and `cake run` share one format.

@@ -199,7 +199,7 @@ pub fn run(
             .unwrap_or(if spec.oracle == OracleName::MatmulAbt { Baseline::Cublas } else { Baseline::None }),
         (None, Mode::Run) => Baseline::None,
     };
-    if baseline == Baseline::Cublas && spec.oracle == OracleName::None {
+    if baseline == Baseline::Cublas && !spec.oracle.has_cublas_peer() {
         return Err(HarnessError::Usage(format!(
             "--baseline cublas needs a workload with a peer GEMM (matmul_abt, or kmeans_assign's distance GEMM); {} uses {}",
             wpath.display(),

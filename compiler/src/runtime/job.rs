@@ -490,9 +490,12 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     let wl = &job.workload;
     let derived = wl.derived().map_err(|e| RunError::new("workload", e.to_string()))?;
     let seed = job.seed;
+    // The output of an exact oracle (copy, transpose) is poisoned even when `inout`: every one of
+    // its elements must be written, and generated values could match by chance.
+    let poisoned_output = wl.oracle.is_exact().then(|| wl.role("output"));
     // Inputs first (derived ones after their sources).
     for (ti, t) in tensors.iter_mut().enumerate() {
-        if t.access == "out" || derived.contains_key(&t.name) {
+        if t.access == "out" || derived.contains_key(&t.name) || poisoned_output.as_ref() == Some(&t.name) {
             continue;
         }
         let spec = wl.inputs.get(&t.name);
@@ -544,8 +547,8 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         res.tensors.push(t.facts("derived", format!("row_sqnorm({of})")));
     }
     for t in tensors.iter_mut().filter(|t| t.buf.is_none()) {
-        // Outputs: poisoned with 0xFF bytes (NaN for floats, -1 for signed ints), so unwritten
-        // elements show.
+        // Outputs: poisoned with 0xFF bytes (NaN for floats, fp8 included; -1 for signed ints), so
+        // unwritten elements show.
         let buf = gpu.alloc(t.bytes() as usize, &t.name)?;
         gpu.memset(&buf, 0xFF, &t.name)?;
         t.buf = Some(buf);
@@ -728,16 +731,52 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
                 &mut rng,
             ));
         }
+        OracleName::Copy | OracleName::Transpose => {
+            let name = wl.oracle.name();
+            let (a, b) = (find(&wl.role("input")), find(&wl.role("output")));
+            let (Some(a), Some(b)) = (a, b) else {
+                return Err(RunError::new("workload", format!("{name}: a role names no tensor of the kernel")));
+            };
+            let want_shape: Vec<u64> = match wl.oracle {
+                OracleName::Transpose if a.shape.len() == 2 => vec![a.shape[1], a.shape[0]],
+                OracleName::Transpose => {
+                    return Err(RunError::new("workload", format!("transpose: A{:?} is not a matrix", a.shape)))
+                }
+                _ => a.shape.clone(),
+            };
+            if b.shape != want_shape || a.dtype != b.dtype {
+                return Err(RunError::new(
+                    "workload",
+                    format!(
+                        "{name}: {} {}{:?} and {} {}{:?} do not fit B = {}",
+                        a.name,
+                        a.dtype,
+                        a.shape,
+                        b.name,
+                        b.dtype,
+                        b.shape,
+                        if wl.oracle == OracleName::Transpose { "Aᵀ" } else { "A" }
+                    ),
+                ));
+            }
+            let Some(ah) = a.host.as_ref() else {
+                return Err(RunError::new("workload", format!("{name}: `{}` is not a filled input", a.name)));
+            };
+            let Some(bytes) = downloaded.get(&b.name) else {
+                return Err(RunError::new("workload", format!("{name}: `{}` is declared `in`, not an output", b.name)));
+            };
+            let got = convert::decode_all_f32(b.dtype, bytes);
+            res.checks.push(match wl.oracle {
+                OracleName::Transpose => oracle::transpose(ah, &got, a.shape[0], a.shape[1]),
+                _ => oracle::copy(ah, &got, &b.shape),
+            });
+        }
         OracleName::None => {
             res.notes.push("no oracle: outputs checked for unwritten (non-finite) elements only".into())
         }
     }
     // Every other float output must be fully written (the oracles check their own).
-    let oracle_out = match wl.oracle {
-        OracleName::MatmulAbt => Some(wl.role("c")),
-        OracleName::KmeansAssign => Some(wl.role("idx")),
-        OracleName::None => None,
-    };
+    let oracle_out = wl.oracle.output_role().map(|r| wl.role(r));
     for t in tensors.iter().filter(|t| t.access != "in" && t.dtype.is_float() && Some(&t.name) != oracle_out.as_ref()) {
         let v = convert::decode_all_f32(t.dtype, &downloaded[&t.name]);
         let nonfinite = v.iter().filter(|x| !x.is_finite()).count() as u64;
@@ -788,7 +827,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
                     let (x, c) = (find(&wl.role("x")).unwrap(), find(&wl.role("c")).unwrap());
                     Some((x, c, x.shape[0], x.shape[1], c.shape[1], x.shape[2], "cublas distance GEMM X·Cᵀ (no argmin)"))
                 }
-                OracleName::None => None,
+                OracleName::Copy | OracleName::Transpose | OracleName::None => None,
             };
             match peer {
                 None => res.notes.push(format!("baseline cublas has no peer GEMM for the {} oracle; no baseline timed", wl.oracle.name())),

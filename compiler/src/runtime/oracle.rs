@@ -11,8 +11,12 @@
 //!   `samples` random points (first and last included) plus a range check of every index. The
 //!   kernel's choice j is wrong only when `d(j) − d_min > atol + rtol·(‖x‖² + ‖c_j‖²)`: an exact
 //!   (or within-rounding) tie may pick either centroid.
+//! - `copy`: B = A element for element (same shape, rank 1–5), and `transpose`: B[j, i] = A[i, j]
+//!   for A[R, C], B[C, R]. Every element is compared, exactly ([`Tolerance::EXACT`]: equal values,
+//!   and the same sign of zero): moving data must not change a bit of a value.
 //! - [`compare_full`]: element-wise comparison of a whole output against another implementation
-//!   (cuBLAS for GEMM), same rule as `matmul_abt`.
+//!   (cuBLAS for GEMM; the input itself for `copy` and `transpose`), same rule as `matmul_abt`, or
+//!   exact equality under [`Tolerance::EXACT`].
 //!
 //! Every output element is also scanned for non-finite values: outputs are poisoned with NaN
 //! (0xFF bytes) before the launch, so an element the kernel never wrote is a mismatch.
@@ -45,6 +49,14 @@ impl Tolerance {
     pub const MATMUL_BF16: Tolerance = Tolerance { rtol: 2e-2, atol: 1e-2, samples: 64 };
     /// fp32 distances from bf16 operands: rounding of the fp32 sums only.
     pub const KMEANS: Tolerance = Tolerance { rtol: 1e-4, atol: 1e-3, samples: 2048 };
+    /// Data movement (`copy`, `transpose`): every element equals its reference exactly, the sign
+    /// of a zero included; nothing is sampled.
+    pub const EXACT: Tolerance = Tolerance { rtol: 0.0, atol: 0.0, samples: 0 };
+
+    /// No tolerance at all: [`Comparer`] then demands equality, sign of zero included.
+    pub fn is_exact(&self) -> bool {
+        self.rtol == 0.0 && self.atol == 0.0
+    }
 }
 
 /// One wrong element.
@@ -63,7 +75,8 @@ pub struct BadElement {
 /// What a comparison found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckReport {
-    /// `matmul_abt`, `kmeans_assign`, or `cublas` (full comparison against cuBLAS).
+    /// `matmul_abt`, `kmeans_assign`, `copy`, `transpose`, `cublas` (full comparison against
+    /// cuBLAS) or `written` (an output no oracle checks, scanned for unwritten elements).
     pub oracle: String,
     pub tolerance: Tolerance,
     /// Elements (or points) compared against the reference.
@@ -146,7 +159,8 @@ pub fn dot_f64(a: &[f32], b: &[f32]) -> f64 {
     s
 }
 
-/// Accumulates comparisons of (index, got, ref) under the `matmul_abt` rule.
+/// Accumulates comparisons of (index, got, ref) under the `matmul_abt` rule, or exactly when the
+/// tolerance is [`Tolerance::is_exact`].
 struct Comparer {
     tol: Tolerance,
     abs_tol: f64,
@@ -170,12 +184,19 @@ impl Comparer {
         self.report.checked += 1;
         let err = (got - want).abs();
         let allowed = self.abs_tol + self.tol.rtol * want.abs();
-        let ok = err <= allowed; // false for NaN
+        let ok = if self.tol.is_exact() {
+            // Equal (false for NaN), and -0 is not +0: a copy moves values bit for bit.
+            got == want && got.is_sign_negative() == want.is_sign_negative()
+        } else {
+            err <= allowed // false for NaN
+        };
         if err.is_finite() {
             self.report.max_abs_err = self.report.max_abs_err.max(err);
             self.sq_err += err * err;
             if allowed > 0.0 {
                 self.report.max_err_over_tol = self.report.max_err_over_tol.max(err / allowed);
+            } else if !ok {
+                self.report.max_err_over_tol = f64::INFINITY;
             }
         } else {
             self.report.max_abs_err = f64::INFINITY;
@@ -184,13 +205,25 @@ impl Comparer {
         }
         self.sq_ref += want * want;
         if !ok {
-            self.bad(index(), got, want, None);
+            let note = (got == want).then(|| "the sign of zero differs".to_string());
+            self.bad(index(), got, want, note);
         }
     }
 
     fn bad(&mut self, index: Vec<u64>, got: f64, want: f64, note: Option<String>) {
         self.report.mismatches += 1;
         self.report.first_bad.push(BadElement { index, got, want, note });
+        if self.report.first_bad.len() >= 4 * MAX_REPORTED {
+            // Keep the lowest indices only: a wholly wrong output must not hold one entry per
+            // element (finish() sorts and truncates the same way).
+            Self::keep_first(&mut self.report.first_bad);
+        }
+    }
+
+    fn keep_first(bad: &mut Vec<BadElement>) {
+        bad.sort_by(|a, b| a.index.cmp(&b.index));
+        bad.dedup_by(|a, b| a.index == b.index);
+        bad.truncate(MAX_REPORTED);
     }
 
     fn finish(mut self, output: &[f32]) -> CheckReport {
@@ -208,9 +241,7 @@ impl Comparer {
                 });
             }
         }
-        self.report.first_bad.sort_by(|a, b| a.index.cmp(&b.index));
-        self.report.first_bad.dedup_by(|a, b| a.index == b.index);
-        self.report.first_bad.truncate(MAX_REPORTED);
+        Self::keep_first(&mut self.report.first_bad);
         self.report.rel_l2_err =
             if self.sq_ref > 0.0 { (self.sq_err / self.sq_ref).sqrt() } else { self.sq_err.sqrt() };
         self.report.passed = self.report.mismatches == 0 && self.report.nonfinite == 0 && self.report.checked > 0;
@@ -268,14 +299,45 @@ pub fn matmul_abt(
 /// Compare a whole output against another implementation's (`shape` outermost first).
 pub fn compare_full(name: &str, got: &[f32], want: &[f32], shape: &[u64], tol: Tolerance) -> CheckReport {
     assert_eq!(got.len(), want.len());
-    let finite: Vec<f64> = want.iter().filter(|v| v.is_finite()).map(|&v| f64::from(v)).collect();
-    let rms =
-        if finite.is_empty() { 0.0 } else { (finite.iter().map(|v| v * v).sum::<f64>() / finite.len() as f64).sqrt() };
+    let (mut sumsq, mut finite) = (0.0f64, 0u64);
+    for v in want.iter().filter(|v| v.is_finite()).map(|&v| f64::from(v)) {
+        sumsq += v * v;
+        finite += 1;
+    }
+    let rms = if finite == 0 { 0.0 } else { (sumsq / finite as f64).sqrt() };
     let mut cmp = Comparer::new(name, tol, rms);
     for (flat, (&g, &w)) in got.iter().zip(want).enumerate() {
         cmp.add(|| unflatten(flat as u64, shape), f64::from(g), f64::from(w));
     }
     cmp.finish(got)
+}
+
+/// `copy`: every element of `output` equals the element of `input` at the same index, exactly
+/// (`shape`, outermost first, is the shape of both). Unwritten elements hold the NaN poison.
+pub fn copy(input: &[f32], output: &[f32], shape: &[u64]) -> CheckReport {
+    assert_eq!(input.len() as u64, shape.iter().product::<u64>(), "the input has the shape's elements");
+    compare_full("copy", output, input, shape, Tolerance::EXACT)
+}
+
+/// `transpose`: B[j, i] == A[i, j] exactly, for row-major A[rows, cols] and B[cols, rows]. The
+/// indices of wrong elements are B's.
+pub fn transpose(a: &[f32], b: &[f32], rows: u64, cols: u64) -> CheckReport {
+    let (r, c) = (rows as usize, cols as usize);
+    assert_eq!(a.len(), r * c, "A has R·C elements");
+    assert_eq!(b.len(), r * c, "B has C·R elements");
+    // The reference B = Aᵀ, in 64×64 blocks so that reads and writes both stay in cache.
+    const BLOCK: usize = 64;
+    let mut want = vec![0f32; r * c];
+    for i0 in (0..r).step_by(BLOCK) {
+        for j0 in (0..c).step_by(BLOCK) {
+            for i in i0..(i0 + BLOCK).min(r) {
+                for j in j0..(j0 + BLOCK).min(c) {
+                    want[j * r + i] = a[i * c + j];
+                }
+            }
+        }
+    }
+    compare_full("transpose", b, &want, &[cols, rows], Tolerance::EXACT)
 }
 
 /// Flat row-major index → multi-index (outermost first).
@@ -580,6 +642,135 @@ mod tests {
     fn unflatten_is_row_major() {
         assert_eq!(unflatten(7, &[2, 3, 4]), vec![0, 1, 3]);
         assert_eq!(unflatten(23, &[2, 3, 4]), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn copy_accepts_an_exact_copy_of_any_rank() {
+        for shape in [vec![40u64], vec![6, 7], vec![2, 3, 5, 4, 3]] {
+            let n = shape.iter().product::<u64>() as usize;
+            let mut a = data(n, 11);
+            a[1] = -0.0; // a negative zero copies as itself
+            let r = copy(&a, &a.clone(), &shape);
+            assert!(r.passed, "{shape:?}: {r:?}");
+            assert_eq!((r.checked, r.mismatches, r.nonfinite), (n as u64, 0, 0));
+            assert_eq!(r.oracle, "copy");
+            assert_eq!(r.tolerance, Tolerance::EXACT);
+        }
+    }
+
+    #[test]
+    fn copy_catches_a_swapped_pair() {
+        let shape = [4u64, 8];
+        let a = data(32, 12);
+        let mut b = a.clone();
+        b.swap(13, 14); // [1, 5] and [1, 6]
+        let r = copy(&a, &b, &shape);
+        assert!(!r.passed);
+        assert_eq!((r.mismatches, r.nonfinite), (2, 0));
+        let at: Vec<_> = r.first_bad.iter().map(|e| e.index.clone()).collect();
+        assert_eq!(at, vec![vec![1, 5], vec![1, 6]]);
+        assert_eq!((r.first_bad[0].got, r.first_bad[0].want), (f64::from(a[14]), f64::from(a[13])));
+        assert!(r.max_err_over_tol.is_infinite());
+    }
+
+    #[test]
+    fn copy_catches_one_unwritten_element() {
+        let shape = [3u64, 4, 5];
+        let a = data(60, 13);
+        let mut b = a.clone();
+        b[37] = f32::NAN; // the poison of an element never written: [1, 3, 2]
+        let r = copy(&a, &b, &shape);
+        assert!(!r.passed);
+        assert_eq!((r.mismatches, r.nonfinite), (1, 1));
+        assert_eq!(r.first_bad.len(), 1);
+        assert_eq!(r.first_bad[0].index, vec![1, 3, 2]);
+        assert!(r.first_bad[0].got.is_nan());
+    }
+
+    #[test]
+    fn copy_is_exact_to_the_last_bit() {
+        // One ulp off passes a tolerance but not a copy; nor does +0 for -0.
+        let a = vec![1.0f32, -0.0, 3.0, 4.0];
+        let mut b = a.clone();
+        b[2] = f32::from_bits(3.0f32.to_bits() + 1);
+        let r = copy(&a, &b, &[4]);
+        assert!(!r.passed);
+        assert_eq!(r.first_bad[0].index, vec![2]);
+        assert!(compare_full("cublas", &b, &a, &[4], Tolerance::MATMUL_BF16).passed);
+        let mut z = a.clone();
+        z[1] = 0.0;
+        let r = copy(&a, &z, &[4]);
+        assert!(!r.passed);
+        assert_eq!(r.first_bad[0].index, vec![1]);
+        assert_eq!(r.first_bad[0].note.as_deref(), Some("the sign of zero differs"));
+    }
+
+    fn transposed(a: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+        let mut b = vec![0f32; rows * cols];
+        for i in 0..rows {
+            for j in 0..cols {
+                b[j * rows + i] = a[i * cols + j];
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn transpose_accepts_the_transpose() {
+        // Non-square, and larger than one 64×64 block of the reference in both directions.
+        for (rows, cols) in [(96usize, 160usize), (1, 7), (130, 65)] {
+            let a = data(rows * cols, 14);
+            let r = transpose(&a, &transposed(&a, rows, cols), rows as u64, cols as u64);
+            assert!(r.passed, "{rows}x{cols}: {r:?}");
+            assert_eq!(r.checked as usize, rows * cols);
+            assert_eq!(r.oracle, "transpose");
+        }
+    }
+
+    #[test]
+    fn transpose_catches_a_copy() {
+        // B holds A's elements in A's order (a copy, not a transpose).
+        let (rows, cols) = (48usize, 80usize);
+        let a = data(rows * cols, 15);
+        let r = transpose(&a, &a, rows as u64, cols as u64);
+        assert!(!r.passed);
+        // The first and the last element are the only ones a copy puts in place.
+        assert_eq!(r.mismatches as usize, rows * cols - 2);
+        assert_eq!(r.first_bad.len(), MAX_REPORTED);
+        // B[0, 0] = A[0, 0] either way; B[0, 1] should be A[1, 0] but holds A[0, 1].
+        assert_eq!(r.first_bad[0].index, vec![0, 1]);
+        assert_eq!((r.first_bad[0].got, r.first_bad[0].want), (f64::from(a[1]), f64::from(a[cols])));
+        // Square: the diagonal survives a copy, nothing else.
+        let sq = data(64 * 64, 16);
+        let r = transpose(&sq, &sq, 64, 64);
+        assert_eq!(r.mismatches, 64 * 64 - 64);
+    }
+
+    #[test]
+    fn transpose_catches_a_swapped_pair_and_an_unwritten_element() {
+        let (rows, cols) = (32usize, 24usize);
+        let a = data(rows * cols, 17);
+        let mut b = transposed(&a, rows, cols);
+        // B is [24, 32]: swap B[3, 9] and B[3, 10]; leave B[20, 31] unwritten.
+        b.swap(3 * rows + 9, 3 * rows + 10);
+        b[20 * rows + 31] = f32::NAN;
+        let r = transpose(&a, &b, rows as u64, cols as u64);
+        assert!(!r.passed);
+        assert_eq!((r.mismatches, r.nonfinite), (3, 1));
+        let at: Vec<_> = r.first_bad.iter().map(|e| e.index.clone()).collect();
+        assert_eq!(at, vec![vec![3, 9], vec![3, 10], vec![20, 31]]);
+        // B[3, 9] wants A[9, 3].
+        assert_eq!(r.first_bad[0].want, f64::from(a[9 * cols + 3]));
+    }
+
+    #[test]
+    fn a_wholly_wrong_output_keeps_only_the_first_bad_elements() {
+        let want = data(10_000, 18);
+        let got: Vec<f32> = want.iter().map(|v| v + 1.0).collect();
+        let r = copy(&want, &got, &[100, 100]);
+        assert_eq!(r.mismatches, 10_000);
+        let at: Vec<_> = r.first_bad.iter().map(|e| e.index.clone()).collect();
+        assert_eq!(at, (0..MAX_REPORTED as u64).map(|j| vec![0, j]).collect::<Vec<_>>());
     }
 
     #[test]

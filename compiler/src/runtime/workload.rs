@@ -22,9 +22,10 @@ pub struct WorkloadSpec {
     /// The kernel this workload is for (checked against the program's `kernel NAME`).
     #[serde(default)]
     pub kernel: Option<String>,
-    /// `matmul_abt`, `kmeans_assign` or `none` (run and time only).
+    /// `matmul_abt`, `kmeans_assign`, `copy`, `transpose` or `none` (run and time only).
     pub oracle: OracleName,
-    /// Oracle role → tensor name (defaults: matmul_abt a=A b=B c=C; kmeans_assign x=X c=C idx=Idx).
+    /// Oracle role → tensor name (defaults: matmul_abt a=A b=B c=C; kmeans_assign x=X c=C idx=Idx;
+    /// copy and transpose input=A output=B).
     #[serde(default)]
     pub args: BTreeMap<String, String>,
     /// Floating-point operations of one launch, an expression over dims (`2 * M * N * K`).
@@ -62,14 +63,24 @@ pub struct WorkloadSpec {
 pub enum OracleName {
     MatmulAbt,
     KmeansAssign,
+    /// B = A, element for element, exactly.
+    Copy,
+    /// B[j, i] = A[i, j], exactly.
+    Transpose,
     None,
 }
+
+/// The dtypes whose output poison (0xFF bytes) is NaN: an element the kernel never writes can
+/// never equal a generated input value, so the exact oracles see it.
+const POISON_IS_NAN: &[DType] = &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2];
 
 impl OracleName {
     pub fn name(self) -> &'static str {
         match self {
             OracleName::MatmulAbt => "matmul_abt",
             OracleName::KmeansAssign => "kmeans_assign",
+            OracleName::Copy => "copy",
+            OracleName::Transpose => "transpose",
             OracleName::None => "none",
         }
     }
@@ -79,13 +90,36 @@ impl OracleName {
         match self {
             OracleName::MatmulAbt => &[("a", "A"), ("b", "B"), ("c", "C")],
             OracleName::KmeansAssign => &[("x", "X"), ("c", "C"), ("idx", "Idx")],
+            OracleName::Copy | OracleName::Transpose => &[("input", "A"), ("output", "B")],
             OracleName::None => &[],
         }
+    }
+
+    /// The role whose tensor the oracle checks (the kernel's result).
+    pub fn output_role(self) -> Option<&'static str> {
+        match self {
+            OracleName::MatmulAbt => Some("c"),
+            OracleName::KmeansAssign => Some("idx"),
+            OracleName::Copy | OracleName::Transpose => Some("output"),
+            OracleName::None => None,
+        }
+    }
+
+    /// Exact oracles define every output element from the inputs alone, so their output is
+    /// always poisoned before the launch, even when the kernel declares it `inout`.
+    pub fn is_exact(self) -> bool {
+        matches!(self, OracleName::Copy | OracleName::Transpose)
+    }
+
+    /// Whether `cake bench --baseline cublas` has a peer GEMM to time for this oracle.
+    pub fn has_cublas_peer(self) -> bool {
+        matches!(self, OracleName::MatmulAbt | OracleName::KmeansAssign)
     }
 
     pub fn default_tolerance(self) -> Tolerance {
         match self {
             OracleName::KmeansAssign => Tolerance::KMEANS,
+            OracleName::Copy | OracleName::Transpose => Tolerance::EXACT,
             _ => Tolerance::MATMUL_BF16,
         }
     }
@@ -199,7 +233,8 @@ impl WorkloadSpec {
     }
 
     /// Check the spec against the program: kernel name, oracle roles (tensor exists, dtype and
-    /// rank fit), inputs and derived inputs, scalars, shapes.
+    /// rank fit, inputs are filled and outputs written), inputs and derived inputs, scalars,
+    /// shapes (and, for `copy` / `transpose`, that the output's shape fits at each of them).
     pub fn validate(&self, m: &Module) -> Result<(), WorkloadError> {
         if let Some(k) = &self.kernel {
             if *k != m.name {
@@ -217,21 +252,23 @@ impl WorkloadSpec {
                 )));
             }
         }
-        // Role checks: (role, rank, dtypes allowed, must be output).
-        let wants: &[(&str, usize, &[DType], bool)] = match self.oracle {
+        // Role checks: (role, lowest and highest rank, dtypes allowed, is the output).
+        let wants: &[(&str, (usize, usize), &[DType], bool)] = match self.oracle {
             OracleName::MatmulAbt => &[
-                ("a", 2, &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2], false),
-                ("b", 2, &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2], false),
-                ("c", 2, &[DType::BF16, DType::F16, DType::F32], true),
+                ("a", (2, 2), &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2], false),
+                ("b", (2, 2), &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2], false),
+                ("c", (2, 2), &[DType::BF16, DType::F16, DType::F32], true),
             ],
             OracleName::KmeansAssign => &[
-                ("x", 3, &[DType::BF16, DType::F16, DType::F32], false),
-                ("c", 3, &[DType::BF16, DType::F16, DType::F32], false),
-                ("idx", 2, &[DType::I32], true),
+                ("x", (3, 3), &[DType::BF16, DType::F16, DType::F32], false),
+                ("c", (3, 3), &[DType::BF16, DType::F16, DType::F32], false),
+                ("idx", (2, 2), &[DType::I32], true),
             ],
+            OracleName::Copy => &[("input", (1, 5), POISON_IS_NAN, false), ("output", (1, 5), POISON_IS_NAN, true)],
+            OracleName::Transpose => &[("input", (2, 2), POISON_IS_NAN, false), ("output", (2, 2), POISON_IS_NAN, true)],
             OracleName::None => &[],
         };
-        for (role, rank, dtypes, output) in wants {
+        for &(role, (lo, hi), dtypes, output) in wants {
             let name = self.role(role);
             let t = tensor(&name).ok_or_else(|| {
                 err(format!(
@@ -239,21 +276,75 @@ impl WorkloadSpec {
                     self.oracle.name()
                 ))
             })?;
-            if t.shape.len() != *rank {
+            if !(lo..=hi).contains(&t.shape.len()) {
+                let expected = if lo == hi { format!("{lo}") } else { format!("{lo} to {hi}") };
                 return Err(err(format!(
-                    "oracle role `{role}`: tensor `{name}` has rank {}, expected {rank}",
+                    "oracle role `{role}`: tensor `{name}` has rank {}, expected {expected}",
                     t.shape.len()
                 )));
             }
             if !dtypes.contains(&t.dtype) {
+                let why = if self.oracle.is_exact() && t.dtype.is_int() {
+                    " (its output poison, -1, is a value the generator draws, so an unwritten element could pass)"
+                } else {
+                    ""
+                };
                 return Err(err(format!(
-                    "oracle role `{role}`: tensor `{name}` is {}, which the oracle does not support",
+                    "oracle role `{role}`: tensor `{name}` is {}, which the oracle does not support{why}",
                     t.dtype
                 )));
             }
-            if *output && t.access == Access::In {
+            if output && t.access == Access::In {
                 return Err(err(format!(
                     "oracle role `{role}`: tensor `{name}` is declared `in`, but the oracle reads it as the output"
+                )));
+            }
+            if !output && t.access == Access::Out {
+                return Err(err(format!(
+                    "oracle role `{role}`: tensor `{name}` is declared `out`, but the oracle reads it as an input (only `in`/`inout` tensors are filled)"
+                )));
+            }
+        }
+        if let Some(out_role) = self.oracle.output_role() {
+            let out = self.role(out_role);
+            for (role, _) in self.oracle.roles().iter().filter(|(r, _)| *r != out_role) {
+                if self.role(role) == out {
+                    return Err(err(format!(
+                        "oracle `{}`: roles `{role}` and `{out_role}` both name tensor `{out}`; the output must be a tensor of its own",
+                        self.oracle.name()
+                    )));
+                }
+            }
+        }
+        if self.oracle.is_exact() {
+            let (input, output) = (self.role("input"), self.role("output"));
+            let (a, b) = (tensor(&input).expect("checked above"), tensor(&output).expect("checked above"));
+            if a.dtype != b.dtype {
+                return Err(err(format!(
+                    "oracle `{}`: input `{input}` is {} but output `{output}` is {}; moving data keeps the dtype",
+                    self.oracle.name(),
+                    a.dtype,
+                    b.dtype
+                )));
+            }
+            if a.shape.len() != b.shape.len() {
+                return Err(err(format!(
+                    "oracle `{}`: input `{input}` has rank {} but output `{output}` rank {}",
+                    self.oracle.name(),
+                    a.shape.len(),
+                    b.shape.len()
+                )));
+            }
+            if self.inputs.contains_key(&output) || self.derive.contains_key(&output) {
+                return Err(err(format!(
+                    "oracle `{}`: output `{output}` is poisoned before the launch, so [inputs] and [derive] cannot fill it",
+                    self.oracle.name()
+                )));
+            }
+            if self.tolerance.is_some() {
+                return Err(err(format!(
+                    "tolerance: oracle `{}` compares every element exactly; a tolerance does not apply",
+                    self.oracle.name()
                 )));
             }
         }
@@ -300,8 +391,10 @@ impl WorkloadSpec {
             return Err(err("shapes: at least one shape is needed"));
         }
         check_shape(m, &self.headline).map_err(|e| err(format!("headline: {e}")))?;
+        self.check_oracle_shapes(m, &self.headline).map_err(|e| err(format!("headline: {e}")))?;
         for (i, s) in self.shapes.iter().enumerate() {
             check_shape(m, s).map_err(|e| err(format!("shapes[{i}]: {e}")))?;
+            self.check_oracle_shapes(m, s).map_err(|e| err(format!("shapes[{i}]: {e}")))?;
         }
         if let Some(f) = &self.flops {
             eval_expr(f, &self.headline).map_err(|e| err(format!("flops: {e}")))?;
@@ -312,12 +405,39 @@ impl WorkloadSpec {
         Ok(())
     }
 
+    /// `copy`: the output has the input's shape; `transpose`: A[R, C] and B[C, R]. At one shape
+    /// that [`check_shape`] accepted.
+    fn check_oracle_shapes(&self, m: &Module, shape: &Shape) -> Result<(), String> {
+        if !self.oracle.is_exact() {
+            return Ok(());
+        }
+        let dims: Vec<i64> = m.dims.iter().map(|(_, d)| shape.get(&d.name).copied().unwrap_or(0)).collect();
+        let concrete = |name: &str| -> Result<Vec<i64>, String> {
+            let t = m.tensors.iter().map(|(_, t)| t).find(|t| t.name == name).ok_or(format!("no tensor `{name}`"))?;
+            t.shape.iter().map(|s| s.eval(&dims).ok_or(format!("the shape of `{name}` overflows"))).collect()
+        };
+        let (input, output) = (self.role("input"), self.role("output"));
+        let (a, b) = (concrete(&input)?, concrete(&output)?);
+        let want = match self.oracle {
+            OracleName::Transpose => a.iter().rev().copied().collect(),
+            _ => a.clone(),
+        };
+        if b != want {
+            return Err(format!(
+                "oracle `{}`: input `{input}` is {a:?}, so output `{output}` must be {want:?}, but it is {b:?}",
+                self.oracle.name()
+            ));
+        }
+        Ok(())
+    }
+
     /// The distribution of every filled input (derived ones excluded), with `dist` overriding.
     pub fn input_dists(&self, m: &Module, dist: Option<Dist>) -> BTreeMap<String, (Dist, f64)> {
         m.tensors
             .iter()
             .map(|(_, t)| t)
             .filter(|t| t.access != Access::Out && !self.derive.contains_key(&t.name))
+            .filter(|t| !(self.oracle.is_exact() && t.name == self.role("output")))
             .map(|t| {
                 let spec = self.inputs.get(&t.name);
                 let d = dist.or(spec.map(|s| s.dist)).unwrap_or(Dist::Normal);
@@ -595,5 +715,88 @@ mod validation_tests {
         assert_eq!(d.keys().collect::<Vec<_>>(), vec!["X"]);
         assert_eq!(d["X"].0, Dist::Ties);
         assert_eq!(w.input_dists(&m, Some(Dist::Uniform))["X"].0, Dist::Uniform);
+    }
+}
+
+#[cfg(test)]
+mod exact_oracle_tests {
+    use super::*;
+
+    const PROGRAM: &str = "kernel k target sm_90a\n\ndim R multiple_of 64\ndim C multiple_of 64\n\nin A: bf16[R, C]\nout B: bf16[R, C]\nout BT: bf16[C, R]\ninout D: bf16[R, C]\nout F: f32[R, C]\nin A3: bf16[R, C, 64]\nout B3: bf16[R, C, 64]\nin I: i32[R, C]\nout J: i32[R, C]\n\ngrid tiles[r = R / 64]\n\nrole all: warp 0..4\n\non all {\n    for t in tiles {\n    }\n}\n";
+
+    fn module() -> Module {
+        let out = crate::check::check_source(PROGRAM);
+        out.module.unwrap_or_else(|| panic!("{:?}", out.diagnostics))
+    }
+
+    /// A spec for `oracle` with the headline R=128, C=64 (not square) and a square shape.
+    fn spec(oracle: &str, extra: &str) -> Result<(), WorkloadError> {
+        let text = format!(
+            "oracle = \"{oracle}\"\nheadline = {{ R = 128, C = 64 }}\nshapes = [{{ R = 64, C = 64 }}]\n{extra}"
+        );
+        WorkloadSpec::from_toml_str("t.toml", &text)?.validate(&module())
+    }
+
+    #[test]
+    fn copy_and_transpose_specs_validate() {
+        spec("copy", "").unwrap();
+        spec("copy", "args = { input = \"A3\", output = \"B3\" }\n").unwrap();
+        spec("copy", "args = { output = \"D\" }\n").unwrap();
+        spec("transpose", "args = { output = \"BT\" }\n").unwrap();
+        let w = WorkloadSpec::from_toml_str(
+            "t.toml",
+            "oracle = \"transpose\"\nheadline = { R = 64, C = 64 }\nshapes = [{ R = 64, C = 64 }]\n",
+        )
+        .unwrap();
+        assert_eq!((w.role("input"), w.role("output")), ("A".to_string(), "B".to_string()));
+        assert_eq!(w.tolerance(), Tolerance::EXACT);
+        assert_eq!(OracleName::Copy.name(), "copy");
+        assert_eq!(OracleName::Transpose.output_role(), Some("output"));
+        assert!(!OracleName::Copy.has_cublas_peer() && !OracleName::Transpose.has_cublas_peer());
+    }
+
+    #[test]
+    fn misfits_of_copy_and_transpose_are_named() {
+        let e = |oracle: &str, extra: &str| spec(oracle, extra).unwrap_err().0;
+        let m = e("transpose", "");
+        assert!(m.contains("headline: oracle `transpose`: input `A` is [128, 64], so output `B` must be [64, 128], but it is [128, 64]"), "{m}");
+        let m = e("copy", "args = { output = \"BT\" }\n");
+        assert!(m.contains("headline: oracle `copy`: input `A` is [128, 64], so output `BT` must be [128, 64]"), "{m}");
+        let m = e("copy", "args = { output = \"F\" }\n");
+        assert!(m.contains("input `A` is bf16 but output `F` is f32"), "{m}");
+        let m = e("copy", "args = { output = \"B3\" }\n");
+        assert!(m.contains("input `A` has rank 2 but output `B3` rank 3"), "{m}");
+        let m = e("transpose", "args = { input = \"A3\", output = \"B3\" }\n");
+        assert!(m.contains("role `input`: tensor `A3` has rank 3, expected 2"), "{m}");
+        let m = e("copy", "args = { input = \"I\", output = \"J\" }\n");
+        assert!(m.contains("tensor `I` is i32, which the oracle does not support (its output poison"), "{m}");
+        let m = e("copy", "args = { input = \"B\", output = \"D\" }\n");
+        assert!(m.contains("role `input`: tensor `B` is declared `out`"), "{m}");
+        let m = e("copy", "args = { output = \"A\" }\n");
+        assert!(m.contains("role `output`: tensor `A` is declared `in`"), "{m}");
+        let m = e("copy", "args = { input = \"D\", output = \"D\" }\n");
+        assert!(m.contains("roles `input` and `output` both name tensor `D`"), "{m}");
+        let m = e("copy", "args = { output = \"D\" }\n[inputs]\nD = { dist = \"ties\" }\n");
+        assert!(m.contains("output `D` is poisoned before the launch"), "{m}");
+        let m = e("copy", "[tolerance]\natol = 0.01\n");
+        assert!(m.contains("compares every element exactly"), "{m}");
+        let m = e("copy", "args = { a = \"A\" }\n");
+        assert!(m.contains("oracle `copy` has no role `a` (roles: input, output)"), "{m}");
+        let m = e("transpose", "args = { output = \"Q\" }\n");
+        assert!(m.contains("role `output` names tensor `Q`, which the program does not declare"), "{m}");
+    }
+
+    #[test]
+    fn an_inout_output_of_copy_is_not_filled() {
+        let w = WorkloadSpec::from_toml_str(
+            "t.toml",
+            "oracle = \"copy\"\nargs = { output = \"D\" }\nheadline = { R = 64, C = 64 }\nshapes = [{ R = 64, C = 64 }]\n",
+        )
+        .unwrap();
+        let d = w.input_dists(&module(), None);
+        assert!(d.contains_key("A") && !d.contains_key("D"), "{d:?}");
+        // Under another oracle an inout tensor is filled.
+        let n = WorkloadSpec { oracle: OracleName::None, args: BTreeMap::new(), ..w };
+        assert!(n.input_dists(&module(), None).contains_key("D"));
     }
 }
