@@ -363,6 +363,17 @@ fn knn_topk_family_builds() {
     family_builds("knn-topk", &["names a read-only window", "*(const float*)(QN + "]);
 }
 
+/// Row reductions over per-warp windows (a butterfly across the warp) into per-warp running
+/// state that every lane holds whole.
+#[test]
+fn row_families_build() {
+    let butterfly = "for (int cake_o = 16; cake_o > 0; cake_o /= 2) cake_v = ";
+    family_builds("softmax", &[butterfly, "float m[1];  // f32[1] per warp: the whole fragment in every thread of its scope"]);
+    family_builds("row-reduce", &[butterfly]);
+    family_builds("rmsnorm", &[butterfly]);
+    family_builds("layernorm", &[butterfly]);
+}
+
 /// Layout-free elementwise rows: `let` names of global windows, stores split over each warp's lanes.
 #[test]
 fn elementwise_family_builds() {

@@ -555,3 +555,79 @@ on store {
     let e = lower_src(src).expect_err("must refuse");
     assert_eq!(e.code, "L006", "{e}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Row windows: reductions split over a warp's lanes, per-warp state every lane holds whole.
+
+#[test]
+fn softmax_cuda() {
+    let src = corpus_case("softmax/sm_90a-bf16-c1024-w8x4");
+    let l = lower::lower_with(&validated(&src), &LowerOptions::with_source("softmax.cake", &src)).unwrap_or_else(|e| panic!("{e}"));
+    insta::assert_snapshot!("softmax_cuda", l.cuda);
+}
+
+const ROW_SUM: &str = "kernel t target sm_90a
+dim R multiple_of 8
+const C = 256
+in X: f32[R, C]
+out Out: f32[R]
+grid tiles[r = R / 8]
+role rows: warp 0..8
+on rows {
+    reg acc: f32[1] per warp
+    for t in tiles {
+        WINDOW
+        VALUE
+        store(Out[t.r * 8 + rows.warp :+ 1], acc)
+    }
+}
+";
+
+fn row_sum(window: &str, value: &str) -> String {
+    ROW_SUM.replace("WINDOW", window).replace("VALUE", value)
+}
+
+#[test]
+fn a_row_reduction_is_split_over_the_warp_and_every_lane_gets_the_result() {
+    let src = row_sum("let x = X[t.r * 8 + rows.warp, :]", "acc = reduce_sum(x * x, axis=0)");
+    let l = lower_src(&src).unwrap_or_else(|e| panic!("{e}"));
+    assert!(l.cuda.contains("for (int cake_e = cake_t; cake_e < 256; cake_e += 32) {"), "{}", l.cuda);
+    assert!(l.cuda.contains("cake_v = cake_v + x_e * x_e;"), "{}", l.cuda);
+    assert!(l.cuda.contains("for (int cake_o = 16; cake_o > 0; cake_o /= 2) cake_v = cake_v + __shfl_xor_sync(0xffffffffu, cake_v, cake_o);"), "{}", l.cuda);
+    // The one-element store of the per-warp result: one lane of the warp writes it.
+    assert!(l.cuda.contains("for (int cake_e = cake_t; cake_e < 1; cake_e += 32) {"), "{}", l.cuda);
+}
+
+#[test]
+fn a_row_max_starts_from_minus_infinity() {
+    let src = row_sum("let x = X[t.r * 8 + rows.warp, :]", "acc = reduce_max(x, axis=0)");
+    let l = lower_src(&src).unwrap_or_else(|e| panic!("{e}"));
+    assert!(l.cuda.contains("float cake_v = __int_as_float(0xff800000);"), "{}", l.cuda);
+    assert!(l.cuda.contains("cake_v = fmaxf(cake_v, x_e);"), "{}", l.cuda);
+}
+
+#[test]
+fn a_reduction_over_a_window_the_whole_role_shares_is_refused() {
+    // Without `rows.warp` every warp of the role reads the same row: no per-warp split exists.
+    let src = row_sum("let x = X[t.r * 8, :]", "acc = reduce_sum(x, axis=0)");
+    let e = lower_src(&src).expect_err("must refuse");
+    assert_eq!(e.code, "L001", "{e}");
+    assert!(e.message.contains("a reduction over a window several warps read together"), "{e}");
+}
+
+#[test]
+fn an_arg_reduction_over_a_window_is_refused() {
+    let src = ROW_SUM.replace("reg acc: f32[1] per warp", "reg acc: i32[1] per warp").replace("out Out: f32[R]", "out Out: i32[R]");
+    let src = src.replace("WINDOW", "let x = X[t.r * 8 + rows.warp, :]").replace("VALUE", "acc = reduce_argmax(x, axis=0)");
+    let e = lower_src(&src).expect_err("must refuse");
+    assert_eq!(e.code, "L001", "{e}");
+    assert!(e.message.contains("`reduce_argmax` over a value without a register layout"), "{e}");
+}
+
+#[test]
+fn a_let_name_for_a_value_with_a_reduction_inside_is_refused() {
+    // A name of a layout-free value is re-read at every use: the reduction would run per element.
+    let src = row_sum("let x = X[t.r * 8 + rows.warp, :]\n        let d = x - reduce_max(x, axis=0)", "acc = reduce_sum(d, axis=0)");
+    let e = lower_src(&src).expect_err("must refuse");
+    assert_eq!(e.code, "L007", "{e}");
+}

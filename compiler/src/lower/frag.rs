@@ -311,7 +311,11 @@ impl<'a> Lw<'a> {
                     Layout::Acc { m_tiles: (*r / 16) as u32, n_tiles: (*c / 8) as u32, wg: false }
                 }
                 (Some(Scope::Warp), [r]) if r % 16 == 0 => Layout::Rows { m_tiles: (*r / 16) as u32, wg: false },
-                _ => return Err(bad("the lowering knows the wgmma/mma.sync accumulator, row-vector and operand layouts")),
+                // Small per-thread arrays and per-warp running state: every thread holds it all.
+                (None | Some(Scope::Thread) | Some(Scope::Warp), dims) if (1..=layout::UNIFORM_MAX).contains(&dims.iter().product::<i64>()) => {
+                    Layout::Uniform { n: dims.iter().product::<i64>() as u32 }
+                }
+                _ => return Err(bad("the lowering knows the wgmma/mma.sync accumulator, row-vector and operand layouts, and whole small fragments (per thread or warp, at most 32 elements)")),
             };
             if a_ops.contains(&l) && b_ops.contains(&l) {
                 return Err(bad("used as both the A and the B operand of mma_sync"));
@@ -335,10 +339,19 @@ impl<'a> Lw<'a> {
         if !matches!(ex.ty, Type::Frag { .. }) {
             return Ok(None);
         }
+        // Operands in one thread layout (scalars broadcast into any). A layout whose threads each
+        // hold the whole fragment keeps only values of its own size: a larger value made from it
+        // and windows has no register layout (it is computed element by element where used).
+        let elements: i64 = match &ex.ty {
+            Type::Frag { shape, .. } => shape.iter().product(),
+            _ => 1,
+        };
         let merge = |ls: Vec<Option<Layout>>| -> Result<Option<Layout>, LowerError> {
             let mut out: Option<Layout> = None;
+            let mut scalar = false;
             for l in ls.into_iter().flatten() {
                 if l == Layout::Scalar {
+                    scalar = true;
                     continue;
                 }
                 match out {
@@ -353,7 +366,8 @@ impl<'a> Lw<'a> {
                     }
                 }
             }
-            Ok(out)
+            let out = out.or(scalar.then_some(Layout::Scalar));
+            Ok(out.filter(|l| !l.whole_in_each_thread() || i64::from(l.regs()) == elements))
         };
         Ok(match &ex.kind {
             ExprKind::Local(l) if self.aliases.contains_key(l) => self.layout_of(self.aliases[l])?,
@@ -369,7 +383,11 @@ impl<'a> Lw<'a> {
             ExprKind::Call(c) if c.op.starts_with("reduce_") => {
                 let x = c.args.first().copied().flatten().ok_or_else(|| LowerError::new("L001", "reduce without operand", span))?;
                 let axis = c.args.get(1).copied().flatten().and_then(|a| self.m.const_value(a)).unwrap_or(-1);
-                let lx = self.layout_of(x)?.ok_or_else(|| unsupported("a reduction over a non-fragment", span))?;
+                let Some(lx) = self.layout_of(x)? else {
+                    // A value without a register layout (windows, and math on them): the threads
+                    // that read it split it and combine their parts, so each ends with the result.
+                    return Ok(Some(Layout::Scalar));
+                };
                 Some(lx.reduced(axis).ok_or_else(|| {
                     unsupported(format!("reduction over axis {axis} of the {}", lx.describe()), span)
                         .with_note("only axis 1 of an accumulator (a row reduction inside each lane quad) is lowered")
@@ -482,13 +500,15 @@ impl<'a> Lw<'a> {
     /// it: an integer `min` over columns, branch-free, with one shuffle per butterfly step. NaN
     /// equals nothing and `fminf` / `fmaxf` skip it, so a NaN never wins and an all-NaN row finds
     /// no column (index 0).
-    fn reduction(&mut self, e: Handle<Expr>, name: &str, temps: &mut Vec<(Handle<Expr>, String)>) -> Result<(), LowerError> {
+    pub(crate) fn reduction(&mut self, e: Handle<Expr>, name: &str, temps: &mut Vec<(Handle<Expr>, String)>) -> Result<(), LowerError> {
         let m = self.m;
         let span = self.expr_span(e);
         let ExprKind::Call(c) = &m.exprs[e].kind else { unreachable!() };
         let x = c.args.first().copied().flatten().ok_or_else(|| LowerError::new("L001", "reduce without operand", span))?;
         self.materialize_reductions(x, temps)?;
-        let lx = self.layout_of(x)?.ok_or_else(|| unsupported("a reduction over a non-fragment", span))?;
+        let Some(lx) = self.layout_of(x)? else {
+            return self.distributed_reduction(e, x, name, temps);
+        };
         let out = self.layout_of(e)?.expect("reduction layout");
         let Layout::Acc { n_tiles, .. } = lx else {
             return Err(unsupported(format!("a reduction over the {}", lx.describe()), span));
@@ -653,7 +673,9 @@ impl<'a> Lw<'a> {
         let m = self.m;
         let span = self.expr_span(e);
         if let Some((_, t)) = temps.iter().find(|(x, _)| *x == e) {
-            return Ok(format!("{t}[{i}]"));
+            // A reduction each thread holds whole (one value) broadcasts into any layout.
+            let one_value = !matches!(m.exprs[e].ty, Type::Frag { .. }) || self.layout_of(e)? == Some(Layout::Scalar);
+            return Ok(if one_value { format!("{t}[0]") } else { format!("{t}[{i}]") });
         }
         if let ExprKind::Local(l) = m.exprs[e].kind {
             if let Some(v) = self.aliases.get(&l).copied() {
@@ -704,7 +726,7 @@ impl<'a> Lw<'a> {
                 let ll = self.layouts.get(l).copied();
                 let name = self.local_name(*l);
                 match ll {
-                    Some(Layout::Scalar) => format!("{name}[0]"),
+                    Some(Layout::Scalar | Layout::Uniform { n: 1 }) => format!("{name}[0]"),
                     Some(x) if x == lay && self.packed.contains(l) => {
                         self.need(Helper::UnpackF16x2);
                         format!("cake_f16x2_get({name}[({i}) / 2], ({i}) % 2)")
@@ -992,7 +1014,9 @@ impl<'a> Lw<'a> {
 
     pub(crate) fn store(&mut self, dst: Handle<Expr>, src: Handle<Expr>, span: Span) -> Result<(), LowerError> {
         let m = self.m;
-        let Some(lay) = self.layout_of(src)? else {
+        let Some(lay) = self.layout_of(src)?.filter(|l| !l.whole_in_each_thread()) else {
+            // Values without a register layout, and those every thread holds whole: the threads
+            // that store the same window split its elements.
             return self.store_distributed(dst, src, span);
         };
         if matches!(m.exprs[dst].ty, Type::Shared { .. }) {

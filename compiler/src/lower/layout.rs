@@ -15,6 +15,9 @@
 //!   two per 32-bit register: A `[16·m_tiles, 16·k_tiles]` has 4 registers per (m, k) tile, B
 //!   `[8·n_tiles, 16·k_tiles]` (K-major, our `b[N, K]`) has 2 per (n, k) tile.
 //! * [`Layout::Scalar`] — a rank-0 fragment: one value per thread.
+//! * [`Layout::Uniform`] — a small fragment (at most [`UNIFORM_MAX`] elements) held whole by every
+//!   thread of its scope, element `i` (row-major) in register `i`: a per-thread array, or per-warp
+//!   running state (a row's max and sum) that warp-wide reductions give every lane alike.
 
 use crate::ir::DType;
 
@@ -25,7 +28,11 @@ pub(crate) enum Layout {
     MmaA { m_tiles: u32, k_tiles: u32 },
     MmaB { n_tiles: u32, k_tiles: u32 },
     Scalar,
+    Uniform { n: u32 },
 }
+
+/// The most elements a [`Layout::Uniform`] fragment holds (registers per thread).
+pub(crate) const UNIFORM_MAX: i64 = 32;
 
 impl Layout {
     /// Registers (array elements) per thread.
@@ -36,6 +43,7 @@ impl Layout {
             Layout::MmaA { m_tiles, k_tiles } => m_tiles * k_tiles * 4,
             Layout::MmaB { n_tiles, k_tiles } => n_tiles * k_tiles * 2,
             Layout::Scalar => 1,
+            Layout::Uniform { n } => n,
         }
     }
 
@@ -54,7 +62,13 @@ impl Layout {
             Layout::MmaA { m_tiles, k_tiles } => vec![16 * m_tiles as i64, 16 * k_tiles as i64],
             Layout::MmaB { n_tiles, k_tiles } => vec![8 * n_tiles as i64, 16 * k_tiles as i64],
             Layout::Scalar => vec![],
+            Layout::Uniform { n } => vec![i64::from(n)],
         }
+    }
+
+    /// Whether every thread holds every element (so any element is a register of any thread).
+    pub fn whole_in_each_thread(self) -> bool {
+        matches!(self, Layout::Scalar | Layout::Uniform { .. })
     }
 
     pub fn describe(self) -> String {
@@ -80,6 +94,7 @@ impl Layout {
                 format!("mma.sync B operand layout ({n_tiles}×{k_tiles} tiles of 8×16), {} packed registers", self.regs())
             }
             Layout::Scalar => "one value per thread".into(),
+            Layout::Uniform { n } => format!("the whole fragment in every thread of its scope, {n} registers"),
         }
     }
 

@@ -287,6 +287,9 @@ pub(crate) struct Lw<'a> {
     aliases: HashMap<Handle<Local>, Handle<Expr>>,
     /// Inside a layout-free store: the C temporaries holding the current element of each name.
     alias_temps: HashMap<Handle<Local>, String>,
+    /// Inside a layout-free store or reduction: the C arrays of the reductions its value contains
+    /// (each computed before the element loop, one value every thread holds).
+    flat_reductions: Vec<(Handle<Expr>, String)>,
     local_names: HashMap<Handle<Local>, String>,
     scale_flags: HashMap<Handle<Local>, String>,
     tile_axes: HashMap<Handle<Local>, Vec<String>>,
@@ -374,6 +377,7 @@ impl<'a> Lw<'a> {
             packed: std::collections::HashSet::new(),
             aliases: HashMap::new(),
             alias_temps: HashMap::new(),
+            flat_reductions: Vec::new(),
             local_names: HashMap::new(),
             scale_flags: HashMap::new(),
             tile_axes: HashMap::new(),
@@ -1656,9 +1660,9 @@ impl<'a> Lw<'a> {
             ExprKind::Inf => "__int_as_float(0x7f800000)".into(),
             ExprKind::Local(l) => match &m.locals[*l].kind {
                 LocalKind::Tile => return Err(unsupported("a tile used as a value", span)),
-                LocalKind::Reg => {
+                LocalKind::Reg | LocalKind::Let if self.layouts.contains_key(l) || m.locals[*l].kind == LocalKind::Reg => {
                     let lay = self.layouts.get(l).copied();
-                    if lay == Some(Layout::Scalar) {
+                    if matches!(lay, Some(Layout::Scalar | Layout::Uniform { n: 1 })) {
                         format!("{}[0]", self.local_name(*l))
                     } else {
                         return Err(LowerError::new("L007", format!("fragment `{}` used where a scalar is expected", m.locals[*l].name), span));
@@ -1689,7 +1693,7 @@ impl<'a> Lw<'a> {
             }
             ExprKind::Call(call) => {
                 let dtype = ex.ty.dtype();
-                self.scalar_call(call, dtype, span)?
+                self.scalar_call(e, call, dtype, span)?
             }
             _ => return Err(unsupported(format!("this expression as a scalar value (type {})", ex.ty), span)),
         })
@@ -1733,7 +1737,18 @@ impl<'a> Lw<'a> {
         }
     }
 
-    fn scalar_call(&mut self, call: &OpCall, dtype: Option<DType>, span: Span) -> Result<String, LowerError> {
+    fn scalar_call(&mut self, e: Handle<Expr>, call: &OpCall, dtype: Option<DType>, span: Span) -> Result<String, LowerError> {
+        if call.op.starts_with("reduce_") {
+            // A reduction to one value (a row window's sum, say): computed here, before the
+            // statement that uses it, unless the enclosing element loop computed it ahead.
+            if let Some((_, t)) = self.flat_reductions.iter().find(|(x, _)| *x == e) {
+                return Ok(format!("{t}[0]"));
+            }
+            let name = self.fresh("red");
+            let mut temps = Vec::new();
+            self.reduction(e, &name, &mut temps)?;
+            return Ok(format!("{name}[0]"));
+        }
         let args: Vec<Handle<Expr>> = call.args.iter().flatten().copied().collect();
         let mut a = Vec::new();
         for x in &args {

@@ -177,10 +177,16 @@ impl<'a> Lw<'a> {
         let mut ok = true;
         self.walk_expr(value, &mut |x| match &m.exprs[x].kind {
             ExprKind::Smem(_) | ExprKind::View(_) => ok = false,
+            // A name is re-read at every use: a reduction would run again for every element.
+            ExprKind::Call(c) if c.op.starts_with("reduce_") => ok = false,
             ExprKind::Tensor(t) if m.tensors[*t].access != crate::syntax::ast::Access::In => ok = false,
             ExprKind::Local(l) => {
                 let local = &m.locals[*l];
-                if local.kind == LocalKind::Reg || (local.kind == LocalKind::Let && !self.aliases.contains_key(l) && !matches!(local.ty, Type::Scalar(_) | Type::Literal { .. })) {
+                // A `let` every thread holds whole cannot change while it is in scope.
+                let whole_let = local.kind == LocalKind::Let && self.layouts.get(l).is_some_and(|lay| lay.whole_in_each_thread());
+                if local.kind == LocalKind::Reg
+                    || (local.kind == LocalKind::Let && !whole_let && !self.aliases.contains_key(l) && !matches!(local.ty, Type::Scalar(_) | Type::Literal { .. }))
+                {
                     ok = false;
                 }
             }
@@ -222,7 +228,31 @@ impl<'a> Lw<'a> {
             other => return Err(unsupported(format!("this value ({other}) in a store"), span)),
         }
         Ok(match &ex.kind {
-            ExprKind::Local(l) => return Err(LowerError::new("L007", format!("`{}` has no thread layout here", m.locals[*l].name), span)),
+            ExprKind::Local(l) => {
+                let name = self.local_name(*l);
+                return match self.layouts.get(l).copied() {
+                    // Every thread holds it whole: broadcast by NumPy rules into the window.
+                    Some(Layout::Scalar) => Ok(format!("{name}[0]")),
+                    Some(Layout::Uniform { n }) => {
+                        let Type::Frag { shape: fs, .. } = &ex.ty else { unreachable!("a fragment") };
+                        let fi = flat_broadcast(fs, shape, idx, span)?;
+                        let mut flat = Vec::new();
+                        for (d, ix) in fi.iter().enumerate() {
+                            let inner: i64 = fs[d + 1..].iter().product();
+                            if ix != "0" {
+                                flat.push(if inner == 1 { ix.clone() } else { format!("{inner} * {}", paren(ix)) });
+                            }
+                        }
+                        let _ = n;
+                        Ok(if flat.is_empty() { format!("{name}[0]") } else { format!("{name}[{}]", flat.join(" + ")) })
+                    }
+                    _ => Err(LowerError::new("L007", format!("`{}` has no thread layout here", m.locals[*l].name), span)),
+                };
+            }
+            ExprKind::Call(c) if c.op.starts_with("reduce_") => match self.flat_reductions.iter().find(|(x, _)| *x == e) {
+                Some((_, t)) if !matches!(ex.ty, Type::Frag { .. }) || self.layout_of(e)? == Some(Layout::Scalar) => format!("{t}[0]"),
+                _ => return Err(unsupported("a reduction inside an element-by-element expression", span)),
+            },
             ExprKind::Unary(op, a) => {
                 let ca = self.flat_elem(*a, shape, idx)?;
                 super::unary_c(*op, &ca, self.alias_prec(*a))
@@ -292,19 +322,35 @@ impl<'a> Lw<'a> {
         });
     }
 
-    /// `store(dst, src)` of a value without a register layout: the threads that compute the same
-    /// window (a warp when it depends on `R.warp`, a warpgroup on `R.warpgroup`, else the role)
-    /// split its elements round-robin.
-    pub(crate) fn store_distributed(&mut self, dst: Handle<Expr>, src: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+    /// The shape of a value without a register layout (through `let` names of windows).
+    fn value_shape(&mut self, e: Handle<Expr>, span: Span) -> Result<Vec<i64>, LowerError> {
         let m = self.m;
-        let rh = self.role.as_ref().map(|r| r.h).ok_or_else(|| unsupported("a store outside a role", span))?;
+        if let ExprKind::Local(l) = m.exprs[e].kind {
+            if let Some(v) = self.aliases.get(&l).copied() {
+                return self.value_shape(v, span);
+            }
+        }
+        Ok(match &m.exprs[e].ty {
+            Type::Frag { shape, .. } | Type::Shared { shape, .. } => shape.clone(),
+            Type::Global { .. } => self.global_ref(e)?.dims.iter().filter_map(|d| d.len).collect(),
+            other => return Err(unsupported(format!("a reduction over a {other}"), span)),
+        })
+    }
+
+    /// The threads that evaluate the same layout-free values `exprs` (a warp when they depend on
+    /// `R.warp`, a warpgroup on `R.warpgroup`, else the role): their count, the C index of the
+    /// calling thread among them, and how to say so.
+    fn element_split(&self, exprs: &[Handle<Expr>], span: Span) -> Result<(Unit, u32, String, &'static str), LowerError> {
+        let m = self.m;
+        let rh = self.role.as_ref().map(|r| r.h).ok_or_else(|| unsupported("element-by-element work outside a role", span))?;
         let role = &m.roles[rh];
         let mut fields = Vec::new();
-        self.role_fields(dst, &mut fields);
-        self.role_fields(src, &mut fields);
+        for e in exprs {
+            self.role_fields(*e, &mut fields);
+        }
         if fields.contains(&Field::Lane) {
-            return Err(LowerError::new("L007", "a store whose window depends on the lane has no thread layout", span)
-                .with_note("store a register fragment, or index the window by warp or warpgroup"));
+            return Err(LowerError::new("L007", "a value whose window depends on the lane has no thread layout", span)
+                .with_note("use a register fragment, or index the window by warp or warpgroup"));
         }
         let unit = if fields.contains(&Field::Warp) {
             Unit::Warp
@@ -326,22 +372,19 @@ impl<'a> Lw<'a> {
         if unit == Unit::Warpgroup && role.unit == RoleUnit::Warp && (role.warps().start % 4 != 0 || role.warps().end % 4 != 0) {
             return Err(unsupported("`.warpgroup` of a warp role that does not cover whole warpgroups", span));
         }
-        // The destination window.
-        let (shape, dtype): (Vec<i64>, DType) = match &m.exprs[dst].ty {
-            Type::Shared { shape, dtype, .. } => (shape.clone(), *dtype),
-            Type::Global { dtype, .. } => {
-                let g = self.global_ref(dst)?;
-                (g.dims.iter().filter_map(|d| d.len).collect(), *dtype)
-            }
-            other => return Err(unsupported(format!("a store into a {other}"), span)),
-        };
+        // A role of one warp is a warp.
+        let unit = if n == 32 { Unit::Warp } else { unit };
+        Ok((unit, n, tid, what))
+    }
+
+    /// Open the loop over a window's elements (`shape`, row-major) split round-robin over `n`
+    /// threads, and bind the element of every `let` name `values` read; returns the C coordinates
+    /// of the element. The caller closes the loop and then calls [`Lw::end_elements`].
+    fn begin_elements(&mut self, shape: &[i64], n: u32, tid: &str, what: &str, values: &[Handle<Expr>]) -> Result<Vec<String>, LowerError> {
+        let m = self.m;
         let total: i64 = shape.iter().product();
-        if total <= 0 {
-            return Ok(());
-        }
         let per = (total as u64).div_ceil(u64::from(n));
-        self.w.open("{");
-        self.w.line(format!("// {} elements, split round-robin over {what} ({n})", total));
+        self.w.line(format!("// {total} elements, split round-robin over {what} ({n})"));
         self.w.line(format!("const int cake_t = {tid};"));
         if per <= 16 {
             self.w.line("#pragma unroll");
@@ -366,18 +409,110 @@ impl<'a> Lw<'a> {
                 idx.push("0".to_string());
             }
         }
-        // Each `let` name the value reads, once per element, in dependency order.
+        // Each `let` name the values read, once per element, in dependency order.
         let mut names = Vec::new();
-        self.aliases_read(src, &mut names);
+        for v in values {
+            self.aliases_read(*v, &mut names);
+        }
         for l in names {
             let v = self.aliases[&l];
-            let c = self.flat_elem(v, &shape, &idx)?;
+            let c = self.flat_elem(v, shape, &idx)?;
             let cty = m.exprs[v].ty.dtype().and_then(layout::scalar_ctype).unwrap_or("float");
             let ln = self.local_name(l);
             let name = self.derived(&format!("{ln}_e"));
             self.w.line(format!("const {cty} {name} = {};", strip_parens(&c)));
             self.alias_temps.insert(l, name);
         }
+        Ok(idx)
+    }
+
+    fn end_elements(&mut self) {
+        self.alias_temps.clear();
+    }
+
+    /// The reductions inside a layout-free value, computed ahead of its element loop (their C
+    /// arrays go to `flat_reductions`, which the caller restores afterwards).
+    fn reductions_ahead(&mut self, value: Handle<Expr>) -> Result<Vec<(Handle<Expr>, String)>, LowerError> {
+        let mut temps = Vec::new();
+        self.materialize_reductions(value, &mut temps)?;
+        Ok(std::mem::replace(&mut self.flat_reductions, temps))
+    }
+
+    /// A reduction (sum, min, max) over the only axis of a value without a register layout (a
+    /// row window and math on it): the threads that read the same window (see
+    /// [`Lw::element_split`]; a warp) each fold the elements they take round-robin, then combine
+    /// across the warp by `shfl.sync.bfly`; every lane ends with the result in `name[0]`.
+    pub(crate) fn distributed_reduction(&mut self, e: Handle<Expr>, x: Handle<Expr>, name: &str, _temps: &mut Vec<(Handle<Expr>, String)>) -> Result<(), LowerError> {
+        let m = self.m;
+        let span = self.expr_span(e);
+        let ExprKind::Call(c) = &m.exprs[e].kind else { unreachable!("a reduction call") };
+        let op = c.op.as_str();
+        if !matches!(op, "reduce_sum" | "reduce_min" | "reduce_max") {
+            return Err(unsupported(format!("`{op}` over a value without a register layout"), span)
+                .with_note("sum, min and max reduce row windows; arg-reductions need a register fragment (an accumulator)"));
+        }
+        let shape = self.value_shape(x, span)?;
+        if shape.len() != 1 {
+            return Err(unsupported(format!("a reduction over a {}-D value without a register layout", shape.len()), span)
+                .with_note("reduce a 1-D window (one row), e.g. X[r, :]"));
+        }
+        let (unit, n, tid, what) = self.element_split(&[x], span)?;
+        if unit != Unit::Warp {
+            return Err(unsupported("a reduction over a window several warps read together", span)
+                .with_note("index the window by the role's warp (`R.warp`) so each warp reduces its own row"));
+        }
+        let xd = m.exprs[x].ty.dtype().ok_or_else(|| unsupported("reduction operand dtype", span))?;
+        let out_d = m.exprs[e].ty.dtype().unwrap_or(xd);
+        let cty = layout::scalar_ctype(out_d).ok_or_else(|| unsupported(format!("reducing {out_d} values"), span))?;
+        let float = xd.is_float();
+        let (identity, combine): (&str, fn(&str, &str, bool) -> String) = match (op, float) {
+            ("reduce_sum", _) => ("0", |a, b, _| format!("{a} + {b}")),
+            ("reduce_max", true) => ("__int_as_float(0xff800000)", |a, b, _| format!("fmaxf({a}, {b})")),
+            ("reduce_min", true) => ("__int_as_float(0x7f800000)", |a, b, _| format!("fminf({a}, {b})")),
+            ("reduce_max", false) => ("(-2147483647 - 1)", |a, b, _| format!("max({a}, {b})")),
+            (_, false) => ("2147483647", |a, b, _| format!("min({a}, {b})")),
+            _ => unreachable!("checked above"),
+        };
+        let saved = self.reductions_ahead(x)?;
+        self.w.line(format!("{cty} {name}[1];  // {op} over axis 0 of {} elements: every lane of the warp holds the result", shape[0]));
+        self.w.open("{");
+        self.w.line(format!("{cty} cake_v = {identity};"));
+        let idx = self.begin_elements(&shape, n, &tid, what, &[x])?;
+        let v = self.flat_elem(x, &shape, &idx)?;
+        self.w.line(format!("cake_v = {};", combine("cake_v", strip_parens(&v), float)));
+        self.w.close("}");
+        self.end_elements();
+        self.w.line("// the other elements live in the other lanes of the warp");
+        self.w.line("#pragma unroll");
+        self.w.line(format!("for (int cake_o = 16; cake_o > 0; cake_o /= 2) cake_v = {};", combine("cake_v", "__shfl_xor_sync(0xffffffffu, cake_v, cake_o)", float)));
+        self.w.line(format!("{name}[0] = cake_v;"));
+        self.w.close("}");
+        self.flat_reductions = saved;
+        Ok(())
+    }
+
+    /// `store(dst, src)` of a value without a register layout: the threads that compute the same
+    /// window (a warp when it depends on `R.warp`, a warpgroup on `R.warpgroup`, else the role)
+    /// split its elements round-robin.
+    pub(crate) fn store_distributed(&mut self, dst: Handle<Expr>, src: Handle<Expr>, span: Span) -> Result<(), LowerError> {
+        let m = self.m;
+        let (_, n, tid, what) = self.element_split(&[dst, src], span)?;
+        // The destination window.
+        let (shape, dtype): (Vec<i64>, DType) = match &m.exprs[dst].ty {
+            Type::Shared { shape, dtype, .. } => (shape.clone(), *dtype),
+            Type::Global { dtype, .. } => {
+                let g = self.global_ref(dst)?;
+                (g.dims.iter().filter_map(|d| d.len).collect(), *dtype)
+            }
+            other => return Err(unsupported(format!("a store into a {other}"), span)),
+        };
+        let total: i64 = shape.iter().product();
+        if total <= 0 {
+            return Ok(());
+        }
+        let saved = self.reductions_ahead(src)?;
+        self.w.open("{");
+        let idx = self.begin_elements(&shape, n, &tid, what, &[src])?;
         // A window of the stored dtype is copied bit for bit; a cast to the stored dtype happens
         // in the store's own conversion.
         let mut raw = src;
@@ -398,7 +533,7 @@ impl<'a> Lw<'a> {
         } else {
             self.flat_elem(value, &shape, &idx)
         };
-        self.alias_temps.clear();
+        self.end_elements();
         let v = v?;
         let v = strip_parens(&v).to_string();
         let stored = match dtype {
@@ -443,6 +578,7 @@ impl<'a> Lw<'a> {
         }
         self.w.close("}");
         self.w.close("}");
+        self.flat_reductions = saved;
         Ok(())
     }
 }
