@@ -8,6 +8,9 @@
 //!   set with one rule's predicate negated, loaded from a directory at run time, makes the gate
 //!   exit non-zero and list the regressed cases.
 //! - shards merge into the full run; `--bless` rewrites expectations in place, keeping comments.
+//! - `every_workload_fits_its_program`: without a GPU, every case's `[workload]` validates against
+//!   its program (oracle roles, dtypes, shapes and `multiple_of`) and its TMA tensor maps meet the
+//!   driver's limits at every workload shape — what the gpu tier would otherwise find on the H200.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -225,4 +228,49 @@ fn bless_rewrites_expectations_in_place() {
     let code = gate(&["--root", s(&root), "--tier", "static", "-o", s(&dir.join("r.json")), "--report", s(&dir.join("r.md"))]);
     assert_eq!(code, 0, "the blessed expectation holds");
     let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_workload_fits_its_program() {
+    use cake::runtime::workload::{OracleName, WorkloadSpec};
+    let corpus = cake::corpus::Corpus::load(repo().join("corpus")).expect("the corpus loads");
+    assert!(corpus.errors.is_empty(), "{:?}", corpus.errors);
+    let mut checked = std::collections::BTreeMap::<String, (usize, usize)>::new();
+    for case in &corpus.cases {
+        let gpu = case.manifest.tiers.contains(&Tier::Gpu);
+        let exact = match case.family.as_str() {
+            "tma-copy" => Some(OracleName::Copy),
+            "tma-transpose" => Some(OracleName::Transpose),
+            _ => None,
+        };
+        let Some(w) = &case.manifest.workload else {
+            assert!(!gpu, "{}: the gpu tier without a workload", case.id);
+            assert!(exact.is_none(), "{}: every copy and transpose case has a workload", case.id);
+            continue;
+        };
+        let spec: WorkloadSpec = toml::Value::Table(w.clone()).try_into().unwrap_or_else(|e| panic!("{}: {e}", case.id));
+        let checked_src = cake::check::check_source(&case.source);
+        let module = checked_src.module.as_ref().unwrap_or_else(|| panic!("{}: no module", case.id));
+        spec.validate(module).unwrap_or_else(|e| panic!("{}: the workload does not fit the program: {e}", case.id));
+        let v = checked_src.validated.as_ref().unwrap_or_else(|| panic!("{}: the program does not verify", case.id));
+        let launch = cake::lower::lower(v).unwrap_or_else(|e| panic!("{}: {e}", case.id)).launch;
+        for shape in spec.shapes.iter().chain(std::iter::once(&spec.headline)) {
+            let maps = cake::runtime::job::concrete_tensor_maps(&launch, shape).unwrap_or_else(|e| panic!("{} at {shape:?}: {e:?}", case.id));
+            for m in maps {
+                // cudaMalloc returns 256-byte aligned pointers.
+                m.validate(0x7f00_0000_0000).unwrap_or_else(|e| panic!("{} at {shape:?}: {e:?}", case.id));
+            }
+        }
+        let n = checked.entry(case.family.clone()).or_default();
+        n.0 += 1;
+        n.1 += usize::from(gpu);
+        if let Some(o) = exact {
+            assert_eq!(spec.oracle, o, "{}", case.id);
+            assert_eq!(gpu, case.manifest.target == "sm_90a", "{}: the gpu tier is for the sm_90a instances (the H200's)", case.id);
+        }
+    }
+    for family in ["tma-copy", "tma-transpose", "gemm-sm90-ws", "kmeans-assign"] {
+        assert!(checked.get(family).is_some_and(|n| n.1 > 0), "{family}: no gpu-tier case checked: {checked:?}");
+    }
+    println!("workloads checked (cases, of which gpu tier): {checked:?}");
 }
