@@ -148,10 +148,12 @@ impl CompileBounds {
 
 /// `[workload]`: how the GPU tier runs the case — the GPU runtime's workload spec
 /// (`cake::runtime::workload::WorkloadSpec`, documented in `compiler/src/runtime/README.md`):
-/// `oracle` (`matmul_abt`, `kmeans_assign`, `copy`, `transpose`, `none`), `headline` and `shapes` (values of the
-/// program's `dim`s), per-input distributions (`inputs`), derived inputs (`derive`), `scalars`,
-/// `tolerance` (`rtol`, `atol`, `samples`) and `seed`. Kept as a table here and parsed by the
-/// runtime, so the corpus and `cake run` share one format.
+/// `oracle` (`matmul_abt`, `kmeans_assign`, `copy`, `transpose`, `softmax`, `row_reduce`,
+/// `rmsnorm`, `layernorm`, `none`), `headline` and `shapes` (values of the program's `dim`s),
+/// per-input distributions (`inputs`), derived inputs (`derive`), `scalars`, `tolerance` (`rtol`,
+/// `atol`, `samples`), `reduce` (`row_reduce`) and `seed`. Kept as a table here and parsed by the
+/// runtime, so the corpus and `cake run` share one format. An instance's `workload = { ... }`
+/// merges key by key over the family's `[workload]` (e.g. one `reduce` per instance).
 pub type Workload = toml::Table;
 
 /// One case's manifest (a `<case>.toml`, or a family's defaults merged with one `[[instance]]`).
@@ -712,5 +714,35 @@ mod tests {
         assert!(warnings.is_empty());
         let unused: toml::Table = "id = \"y\"\nvars = { Q = 1 }".parse().unwrap();
         assert!(expand_instance(&defaults, &unused, "no vars").unwrap_err().contains("used neither"));
+    }
+
+    #[test]
+    fn an_instance_workload_merges_over_the_family_workload() {
+        // The family's [workload] (oracle, shapes, scalars) with one key per instance: row_reduce's
+        // `reduce`. The merged table is a workload spec; without the instance's key it is not one
+        // the runtime accepts (validation wants `reduce`), and a misspelt key is refused.
+        let defaults: toml::Table = r#"
+            target = "sm_90a"
+            tiers = ["static", "compile", "gpu"]
+            [workload]
+            oracle = "row_reduce"
+            headline = { R = 4096 }
+            shapes = [{ R = 64 }]
+            scalars = { s = 1.0 }
+        "#
+        .parse()
+        .unwrap();
+        let inst: toml::Table = "id = \"x\"\nvars = { K = \"max\" }\nworkload = { reduce = \"{{K}}\" }".parse().unwrap();
+        let (m, _, _, warnings) = expand_instance(&defaults, &inst, "no placeholders").unwrap();
+        assert!(warnings.is_empty());
+        let w = m.workload.expect("merged");
+        assert_eq!(w.get("reduce").and_then(|v| v.as_str()), Some("max"));
+        assert_eq!(w.get("oracle").and_then(|v| v.as_str()), Some("row_reduce"));
+        assert!(w.get("shapes").is_some() && w.get("scalars").is_some(), "the family's keys stay: {w:?}");
+        let spec: crate::runtime::workload::WorkloadSpec = toml::Value::Table(w).try_into().unwrap();
+        assert_eq!(spec.reduce, Some(crate::runtime::oracle::RowReduce::Max));
+        let typo: toml::Table = "id = \"y\"\nworkload = { reduction = \"max\" }".parse().unwrap();
+        let e = expand_instance(&defaults, &typo, "t").unwrap_err();
+        assert!(e.contains("[workload] is not a workload spec") && e.contains("reduction"), "{e}");
     }
 }

@@ -490,9 +490,11 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     let wl = &job.workload;
     let derived = wl.derived().map_err(|e| RunError::new("workload", e.to_string()))?;
     let seed = job.seed;
-    // The output of an exact oracle (copy, transpose) is poisoned even when `inout`: every one of
-    // its elements must be written, and generated values could match by chance.
-    let poisoned_output = wl.oracle.is_exact().then(|| wl.role("output"));
+    // The output of an oracle that checks every element (copy, transpose, the row kernels') is
+    // poisoned even when `inout`: every one of its elements must be written, and generated values
+    // could match by chance.
+    let poisoned_output =
+        wl.oracle.output_role().filter(|_| wl.oracle.checks_every_element()).map(|r| wl.role(r));
     // Inputs first (derived ones after their sources).
     for (ti, t) in tensors.iter_mut().enumerate() {
         if t.access == "out" || derived.contains_key(&t.name) || poisoned_output.as_ref() == Some(&t.name) {
@@ -658,8 +660,8 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
 
     stage(res, "check");
     let mut rng = Rng::stream(seed, 0xC0FFEE, 0);
-    let tol = wl.tolerance();
     let find = |name: &str| tensors.iter().find(|t| t.name == name);
+    let tol = wl.tolerance(wl.oracle.output_role().and_then(|r| find(&wl.role(r))).map(|t| t.dtype));
     let mut downloaded: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for t in tensors.iter().filter(|t| t.access != "in") {
         downloaded.insert(t.name.clone(), gpu.download(t.buf.as_ref().expect("allocated"), &t.name)?);
@@ -771,6 +773,9 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
                 _ => oracle::copy(ah, &got, &b.shape),
             });
         }
+        OracleName::Softmax | OracleName::RowReduce | OracleName::Rmsnorm | OracleName::Layernorm => {
+            res.checks.push(check_row_kernel(job, &tensors, &downloaded, tol)?)
+        }
         OracleName::None => {
             res.notes.push("no oracle: outputs checked for unwritten (non-finite) elements only".into())
         }
@@ -827,7 +832,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
                     let (x, c) = (find(&wl.role("x")).unwrap(), find(&wl.role("c")).unwrap());
                     Some((x, c, x.shape[0], x.shape[1], c.shape[1], x.shape[2], "cublas distance GEMM X·Cᵀ (no argmin)"))
                 }
-                OracleName::Copy | OracleName::Transpose | OracleName::None => None,
+                _ => None,
             };
             match peer {
                 None => res.notes.push(format!("baseline cublas has no peer GEMM for the {} oracle; no baseline timed", wl.oracle.name())),
@@ -850,6 +855,78 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     }
     stage(res, "done");
     Ok(())
+}
+
+/// The row kernels' check (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`): the role tensors'
+/// shapes are checked again here (the spec was validated against the program, not against the
+/// launch spec), then every output element is compared with the fp64 reference computed from the
+/// inputs as uploaded (their values rounded to their dtypes) and `eps` as the kernel receives it
+/// (rounded to its scalar's dtype).
+fn check_row_kernel(
+    job: &Job,
+    tensors: &[Tensor],
+    downloaded: &BTreeMap<String, Vec<u8>>,
+    tol: oracle::Tolerance,
+) -> Result<CheckReport, RunError> {
+    let wl = &job.workload;
+    let name = wl.oracle.name();
+    let bad = |m: String| RunError::new("workload", format!("{name}: {m}"));
+    let find = |role: &str| {
+        let t = wl.role(role);
+        tensors.iter().find(|x| x.name == t).ok_or_else(|| bad(format!("role `{role}` names `{t}`, no tensor of the kernel")))
+    };
+    let input = |role: &str| -> Result<&[f32], RunError> {
+        let t = find(role)?;
+        t.host.as_deref().ok_or_else(|| bad(format!("`{}` (role `{role}`) is not a filled input", t.name)))
+    };
+    let x = find("x")?;
+    let [rows, cols] = x.shape[..] else {
+        return Err(bad(format!("`{}` is {:?}, not a matrix", x.name, x.shape)));
+    };
+    let out = find(wl.oracle.output_role().ok_or_else(|| bad("no output role".into()))?)?;
+    let want_out: Vec<u64> = if wl.oracle == OracleName::RowReduce { vec![rows] } else { vec![rows, cols] };
+    if out.shape != want_out {
+        return Err(bad(format!("`{}` is {:?}, not {want_out:?}", out.name, out.shape)));
+    }
+    for role in wl.oracle.roles().iter().map(|(r, _)| *r).filter(|r| ["w", "b"].contains(r)) {
+        let t = find(role)?;
+        if t.shape != [cols] {
+            return Err(bad(format!("`{}` (role `{role}`) is {:?}, not [{cols}]", t.name, t.shape)));
+        }
+    }
+    let bytes = downloaded
+        .get(&out.name)
+        .ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", out.name)))?;
+    let got = convert::decode_all_f32(out.dtype, bytes);
+    let eps = || -> Result<f64, RunError> {
+        let s = wl.role("eps");
+        let v = *wl.scalars.get(&s).ok_or_else(|| bad(format!("no value for scalar `{s}`")))?;
+        let dtype = job
+            .launch
+            .params
+            .iter()
+            .find_map(|p| match p {
+                ParamSpec::Scalar { name, dtype, .. } if *name == s => DType::parse(dtype),
+                _ => None,
+            })
+            .ok_or_else(|| bad(format!("the kernel has no float scalar parameter `{s}`")))?;
+        // The value the kernel receives: rounded to the scalar's dtype, as the launch stores it.
+        let mut b = [0u8; 8];
+        let w = dtype.size_bytes() as usize;
+        convert::store(dtype, v, &mut b[..w]);
+        Ok(convert::load(dtype, &b[..w]))
+    };
+    let xh = input("x")?;
+    Ok(match wl.oracle {
+        OracleName::Softmax => oracle::softmax(xh, &got, rows, cols, tol),
+        OracleName::RowReduce => {
+            let op = wl.reduce.ok_or_else(|| bad("the workload names no `reduce`".into()))?;
+            oracle::row_reduce(op, xh, &got, rows, cols, tol)
+        }
+        OracleName::Rmsnorm => oracle::rmsnorm(xh, input("w")?, &got, rows, cols, eps()?, tol),
+        OracleName::Layernorm => oracle::layernorm(xh, input("w")?, input("b")?, &got, rows, cols, eps()?, tol),
+        other => return Err(bad(format!("`{}` is not a row kernel's oracle", other.name()))),
+    })
 }
 
 /// Warm up, then time `repeats` runs of `launch`, each after writing the flush buffer (outside

@@ -14,6 +14,14 @@
 //! - `copy`: B = A element for element (same shape, rank 1–5), and `transpose`: B[j, i] = A[i, j]
 //!   for A[R, C], B[C, R]. Every element is compared, exactly ([`Tolerance::EXACT`]: equal values,
 //!   and the same sign of zero): moving data must not change a bit of a value.
+//! - Row kernels, every element against an fp64 reference computed from the same (rounded)
+//!   inputs the GPU reads, under the `matmul_abt` rule with a tolerance chosen from the output's
+//!   dtype ([`Tolerance::ROW_BF16`], [`Tolerance::ROW_F16`], [`Tolerance::ROW_F32`]):
+//!   - `softmax`: Y[r, :] = exp(X[r, :] − max) / Σ exp(X[r, :] − max);
+//!   - `row_reduce`: Out[r] = one reduction of X[r, :] ([`RowReduce`]: sum, mean, max, min,
+//!     sqnorm, l2norm, absmax);
+//!   - `rmsnorm`: Y = X · (mean(X²) + eps)^-½ · W;
+//!   - `layernorm`: Y = (X − mean) · (var + eps)^-½ · W + B (population variance).
 //! - [`compare_full`]: element-wise comparison of a whole output against another implementation
 //!   (cuBLAS for GEMM; the input itself for `copy` and `transpose`), same rule as `matmul_abt`, or
 //!   exact equality under [`Tolerance::EXACT`].
@@ -24,6 +32,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::rng::{sample_indices, Rng};
+use crate::ir::DType;
 
 /// JSON has no NaN or infinity: serde_json writes them as `null`, and refuses `null` for an
 /// `f64`. Reports carry non-finite numbers exactly when something is wrong (an unwritten element
@@ -52,6 +61,35 @@ impl Tolerance {
     /// Data movement (`copy`, `transpose`): every element equals its reference exactly, the sign
     /// of a zero included; nothing is sampled.
     pub const EXACT: Tolerance = Tolerance { rtol: 0.0, atol: 0.0, samples: 0 };
+    /// Row kernels (softmax, row reductions, RMSNorm, LayerNorm: f32 math) with a bf16 output.
+    /// Rounding to bf16 (8 significant bits) moves a value by at most 2^-8 ≈ 3.9e-3 of itself; the
+    /// f32 math adds about 1e-6. rtol = 4.5e-3 ≈ 1.15 × 2^-8, so an element two bf16 ulps off (at
+    /// least 1.5 ulps, ≥ 5.9e-3 of the exact value) fails wherever it is a tenth of the RMS or more.
+    /// atol (× the RMS of the reference) covers the f32 error of values near zero, where
+    /// LayerNorm's centering and bias cancel. Every element is checked (`samples` unused).
+    pub const ROW_BF16: Tolerance = Tolerance { rtol: 4.5e-3, atol: 1e-4, samples: 0 };
+    /// Row kernels with an f16 output: rounding to f16 (11 significant bits) moves a value by at
+    /// most 2^-11 ≈ 4.9e-4 of itself; rtol = 1e-3 leaves as much again. atol = 1e-3 × RMS covers
+    /// f16's subnormal spacing (2^-24) at the smallest softmax outputs (the RMS of a softmax row of
+    /// C normal values is about 1.65 / C, and 2^-25 < 1e-3 × 1.65 / 32768).
+    pub const ROW_F16: Tolerance = Tolerance { rtol: 1e-3, atol: 1e-3, samples: 0 };
+    /// Row kernels with an f32 output: no output rounding to speak of (2^-24); what remains is the
+    /// f32 math — `__expf` (2 + 1.17·|x| ulp: about 1e-6 of the value for the exponents that
+    /// matter), `rsqrtf` (2 ulp), and sums of up to 64 Ki terms accumulated per lane, then across
+    /// the warp (about 1e-6 of the RMS of the results, where terms cancel). rtol = 2e-5 and
+    /// atol = 1e-5 × RMS leave a margin of about ten.
+    pub const ROW_F32: Tolerance = Tolerance { rtol: 2e-5, atol: 1e-5, samples: 0 };
+
+    /// The row kernels' tolerance for an output of `dtype`: [`Tolerance::ROW_F32`] for f32,
+    /// [`Tolerance::ROW_F16`] for f16, [`Tolerance::ROW_BF16`] otherwise (the loosest; the
+    /// workload refuses other output dtypes).
+    pub fn for_row_output(dtype: DType) -> Tolerance {
+        match dtype {
+            DType::F32 => Tolerance::ROW_F32,
+            DType::F16 => Tolerance::ROW_F16,
+            _ => Tolerance::ROW_BF16,
+        }
+    }
 
     /// No tolerance at all: [`Comparer`] then demands equality, sign of zero included.
     pub fn is_exact(&self) -> bool {
@@ -75,8 +113,9 @@ pub struct BadElement {
 /// What a comparison found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckReport {
-    /// `matmul_abt`, `kmeans_assign`, `copy`, `transpose`, `cublas` (full comparison against
-    /// cuBLAS) or `written` (an output no oracle checks, scanned for unwritten elements).
+    /// `matmul_abt`, `kmeans_assign`, `copy`, `transpose`, `softmax`, `row_reduce`, `rmsnorm`,
+    /// `layernorm`, `cublas` (full comparison against cuBLAS) or `written` (an output no oracle
+    /// checks, scanned for unwritten elements).
     pub oracle: String,
     pub tolerance: Tolerance,
     /// Elements (or points) compared against the reference.
@@ -338,6 +377,176 @@ pub fn transpose(a: &[f32], b: &[f32], rows: u64, cols: u64) -> CheckReport {
         }
     }
     compare_full("transpose", b, &want, &[cols, rows], Tolerance::EXACT)
+}
+
+/// Which reduction `row_reduce` checks: the workload's `reduce` key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowReduce {
+    /// Σ x
+    Sum,
+    /// Σ x / C
+    Mean,
+    /// max x
+    Max,
+    /// min x
+    Min,
+    /// Σ x² (the squared L2 norm)
+    Sqnorm,
+    /// √(Σ x²)
+    L2norm,
+    /// max |x|
+    Absmax,
+}
+
+impl RowReduce {
+    pub const ALL: [RowReduce; 7] = [
+        RowReduce::Sum,
+        RowReduce::Mean,
+        RowReduce::Max,
+        RowReduce::Min,
+        RowReduce::Sqnorm,
+        RowReduce::L2norm,
+        RowReduce::Absmax,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RowReduce::Sum => "sum",
+            RowReduce::Mean => "mean",
+            RowReduce::Max => "max",
+            RowReduce::Min => "min",
+            RowReduce::Sqnorm => "sqnorm",
+            RowReduce::L2norm => "l2norm",
+            RowReduce::Absmax => "absmax",
+        }
+    }
+
+    /// The reduction of one row, in fp64.
+    pub fn of(self, row: &[f32]) -> f64 {
+        let v = row.iter().map(|&x| f64::from(x));
+        match self {
+            RowReduce::Sum => v.sum(),
+            RowReduce::Mean => v.sum::<f64>() / row.len() as f64,
+            RowReduce::Max => v.fold(f64::NEG_INFINITY, f64::max),
+            RowReduce::Min => v.fold(f64::INFINITY, f64::min),
+            RowReduce::Sqnorm => dot_f64(row, row),
+            RowReduce::L2norm => dot_f64(row, row).sqrt(),
+            RowReduce::Absmax => v.map(f64::abs).fold(0.0, f64::max),
+        }
+    }
+}
+
+/// An fp64 reference of `rows` rows of `width` values each, row `r` written by `f(r, row)`, the
+/// rows spread over all cores.
+fn per_row(rows: usize, width: usize, f: impl Fn(usize, &mut [f64]) + Sync) -> Vec<f64> {
+    let mut out = vec![0f64; rows * width];
+    if rows == 0 || width == 0 {
+        return out;
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, rows);
+    let per = rows.div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        for (ci, chunk) in out.chunks_mut(per * width).enumerate() {
+            s.spawn(move || {
+                for (i, row) in chunk.chunks_mut(width).enumerate() {
+                    f(ci * per + i, row);
+                }
+            });
+        }
+    });
+    out
+}
+
+/// Compare every element of `got` with an fp64 reference (`shape` outermost first), under the
+/// `matmul_abt` rule with `atol` relative to the RMS of the whole reference.
+fn compare_ref(name: &str, got: &[f32], want: &[f64], shape: &[u64], tol: Tolerance) -> CheckReport {
+    assert_eq!(got.len(), want.len(), "{name}: the output and its reference differ in length");
+    let rms = if want.is_empty() { 0.0 } else { (want.iter().map(|v| v * v).sum::<f64>() / want.len() as f64).sqrt() };
+    let mut cmp = Comparer::new(name, tol, rms);
+    for (flat, (&g, &w)) in got.iter().zip(want).enumerate() {
+        cmp.add(|| unflatten(flat as u64, shape), f64::from(g), w);
+    }
+    cmp.finish(got)
+}
+
+/// `softmax`: Y[r, :] = exp(X[r, :] − m) / Σ exp(X[r, :] − m), m = max X[r, :], for row-major
+/// X and Y of `rows` × `cols`; every element is compared.
+pub fn softmax(x: &[f32], y: &[f32], rows: u64, cols: u64, tol: Tolerance) -> CheckReport {
+    let (r, c) = (rows as usize, cols as usize);
+    assert_eq!(x.len(), r * c, "X has R·C elements");
+    assert_eq!(y.len(), r * c, "Y has R·C elements");
+    let want = per_row(r, c, |i, out| {
+        let row = &x[i * c..(i + 1) * c];
+        let m = row.iter().map(|&v| f64::from(v)).fold(f64::NEG_INFINITY, f64::max);
+        let mut s = 0.0;
+        for (o, &v) in out.iter_mut().zip(row) {
+            *o = (f64::from(v) - m).exp();
+            s += *o;
+        }
+        for o in out.iter_mut() {
+            *o /= s;
+        }
+    });
+    compare_ref("softmax", y, &want, &[rows, cols], tol)
+}
+
+/// `row_reduce`: Out[r] = `op` over X[r, :], for row-major X of `rows` × `cols`; every row is
+/// compared.
+pub fn row_reduce(op: RowReduce, x: &[f32], out: &[f32], rows: u64, cols: u64, tol: Tolerance) -> CheckReport {
+    let (r, c) = (rows as usize, cols as usize);
+    assert_eq!(x.len(), r * c, "X has R·C elements");
+    assert_eq!(out.len(), r, "Out has R elements");
+    let want = per_row(r, 1, |i, o| o[0] = op.of(&x[i * c..(i + 1) * c]));
+    compare_ref("row_reduce", out, &want, &[rows], tol)
+}
+
+/// `rmsnorm`: Y[r, j] = X[r, j] · W[j] / √(Σ X[r, :]² / C + eps), every element compared. `eps` is
+/// the value the kernel receives (rounded to its scalar's dtype by the caller).
+pub fn rmsnorm(x: &[f32], w: &[f32], y: &[f32], rows: u64, cols: u64, eps: f64, tol: Tolerance) -> CheckReport {
+    let (r, c) = (rows as usize, cols as usize);
+    assert_eq!(x.len(), r * c, "X has R·C elements");
+    assert_eq!(w.len(), c, "W has C elements");
+    assert_eq!(y.len(), r * c, "Y has R·C elements");
+    let want = per_row(r, c, |i, out| {
+        let row = &x[i * c..(i + 1) * c];
+        let inv = 1.0 / (dot_f64(row, row) / c as f64 + eps).sqrt();
+        for ((o, &v), &g) in out.iter_mut().zip(row).zip(w) {
+            *o = f64::from(v) * inv * f64::from(g);
+        }
+    });
+    compare_ref("rmsnorm", y, &want, &[rows, cols], tol)
+}
+
+/// `layernorm`: Y[r, j] = (X[r, j] − μ) · W[j] / √(σ² + eps) + B[j], with μ and the population
+/// variance σ² of X[r, :] (two passes, fp64); every element compared.
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm(
+    x: &[f32],
+    w: &[f32],
+    b: &[f32],
+    y: &[f32],
+    rows: u64,
+    cols: u64,
+    eps: f64,
+    tol: Tolerance,
+) -> CheckReport {
+    let (r, c) = (rows as usize, cols as usize);
+    assert_eq!(x.len(), r * c, "X has R·C elements");
+    assert_eq!(w.len(), c, "W has C elements");
+    assert_eq!(b.len(), c, "B has C elements");
+    assert_eq!(y.len(), r * c, "Y has R·C elements");
+    let want = per_row(r, c, |i, out| {
+        let row = &x[i * c..(i + 1) * c];
+        let mu = row.iter().map(|&v| f64::from(v)).sum::<f64>() / c as f64;
+        let var = row.iter().map(|&v| (f64::from(v) - mu).powi(2)).sum::<f64>() / c as f64;
+        let inv = 1.0 / (var + eps).sqrt();
+        for (((o, &v), &g), &bb) in out.iter_mut().zip(row).zip(w).zip(b) {
+            *o = (f64::from(v) - mu) * inv * f64::from(g) + f64::from(bb);
+        }
+    });
+    compare_ref("layernorm", y, &want, &[rows, cols], tol)
 }
 
 /// Flat row-major index → multi-index (outermost first).
@@ -771,6 +980,276 @@ mod tests {
         assert_eq!(r.mismatches, 10_000);
         let at: Vec<_> = r.first_bad.iter().map(|e| e.index.clone()).collect();
         assert_eq!(at, (0..MAX_REPORTED as u64).map(|j| vec![0, j]).collect::<Vec<_>>());
+    }
+
+    // ---- row kernels: softmax, row_reduce, rmsnorm, layernorm
+
+    /// `v` rounded to `dtype` (what a kernel's store, or the input generator, makes of it).
+    fn rounded(dtype: DType, v: f32) -> f32 {
+        let mut b = [0u8; 4];
+        let n = dtype.size_bytes() as usize;
+        crate::runtime::convert::store(dtype, f64::from(v), &mut b[..n]);
+        crate::runtime::convert::load(dtype, &b[..n]) as f32
+    }
+
+    /// Normal data rounded to `dtype`, as the GPU reads it.
+    fn inputs(dtype: DType, len: usize, seed: u64) -> Vec<f32> {
+        data(len, seed).into_iter().map(|v| rounded(dtype, v)).collect()
+    }
+
+    /// What a kernel computes: f32 math, row by row, each result stored as `out` (an
+    /// implementation of its own, in f32, not the oracle's fp64).
+    fn kernel_rows(x: &[f32], cols: usize, out: DType, f: impl Fn(&[f32]) -> Vec<f32>) -> Vec<f32> {
+        x.chunks(cols).flat_map(|row| f(row)).map(|v| rounded(out, v)).collect()
+    }
+
+    fn softmax_f32(row: &[f32]) -> Vec<f32> {
+        let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let e: Vec<f32> = row.iter().map(|&v| (v - m).exp()).collect();
+        let s: f32 = e.iter().sum();
+        e.iter().map(|v| v / s).collect()
+    }
+
+    fn reduce_f32(op: RowReduce, row: &[f32]) -> f32 {
+        match op {
+            RowReduce::Sum => row.iter().sum(),
+            RowReduce::Mean => row.iter().sum::<f32>() / row.len() as f32,
+            RowReduce::Max => row.iter().copied().fold(f32::NEG_INFINITY, f32::max),
+            RowReduce::Min => row.iter().copied().fold(f32::INFINITY, f32::min),
+            RowReduce::Sqnorm => row.iter().map(|v| v * v).sum(),
+            RowReduce::L2norm => row.iter().map(|v| v * v).sum::<f32>().sqrt(),
+            RowReduce::Absmax => row.iter().map(|v| v.abs()).fold(0.0, f32::max),
+        }
+    }
+
+    fn rmsnorm_f32(row: &[f32], w: &[f32], eps: f32) -> Vec<f32> {
+        let ms = row.iter().map(|v| v * v).sum::<f32>() / row.len() as f32;
+        let inv = 1.0 / (ms + eps).sqrt();
+        row.iter().zip(w).map(|(v, g)| v * inv * g).collect()
+    }
+
+    /// LayerNorm in f32, dividing the squared deviations by `div` (C: population variance).
+    fn layernorm_f32(row: &[f32], w: &[f32], b: &[f32], eps: f32, div: f32) -> Vec<f32> {
+        let mu = row.iter().sum::<f32>() / row.len() as f32;
+        let var = row.iter().map(|v| (v - mu) * (v - mu)).sum::<f32>() / div;
+        let inv = 1.0 / (var + eps).sqrt();
+        row.iter().zip(w).zip(b).map(|((v, g), bb)| (v - mu) * inv * g + bb).collect()
+    }
+
+    /// A correct output passes, every element checked; each of three faults fails with its index:
+    /// row 2 holding row 5's result, two neighbours of row 3 swapped, and one element of row 6 left
+    /// unwritten (the NaN poison). `width` is the output's row length (1: one value per row).
+    fn catches_the_usual_faults(good: &[f32], width: usize, check: impl Fn(&[f32]) -> CheckReport) {
+        let index = |flat: usize| {
+            if width == 1 {
+                vec![flat as u64]
+            } else {
+                vec![(flat / width) as u64, (flat % width) as u64]
+            }
+        };
+        let r = check(good);
+        assert!(r.passed, "{r:?}");
+        assert_eq!((r.checked as usize, r.mismatches, r.nonfinite), (good.len(), 0, 0));
+        assert!(r.max_err_over_tol <= 1.0);
+
+        let mut wrong_row = good.to_vec();
+        wrong_row.copy_within(5 * width..6 * width, 2 * width);
+        let r = check(&wrong_row);
+        assert!(!r.passed, "row 2 holds row 5's result: {r:?}");
+        assert!(r.first_bad.iter().all(|e| e.index[0] == 2), "{:?}", r.first_bad);
+        assert!(r.mismatches as usize * 2 > width, "most of the row is wrong: {r:?}");
+
+        let (a, b) = if width == 1 { (3, 4) } else { (3 * width + 1, 3 * width + 2) };
+        let mut swapped = good.to_vec();
+        swapped.swap(a, b);
+        let r = check(&swapped);
+        assert!(!r.passed);
+        assert_eq!((r.mismatches, r.nonfinite), (2, 0), "{r:?}");
+        let at: Vec<_> = r.first_bad.iter().map(|e| e.index.clone()).collect();
+        assert_eq!(at, vec![index(a), index(b)]);
+        assert_eq!(r.first_bad[0].got, f64::from(good[b]));
+
+        let mut unwritten = good.to_vec();
+        let hole = 6 * width + width / 2;
+        unwritten[hole] = f32::NAN;
+        let r = check(&unwritten);
+        assert!(!r.passed);
+        assert_eq!((r.mismatches, r.nonfinite), (1, 1), "{r:?}");
+        assert_eq!(r.first_bad.len(), 1);
+        assert_eq!(r.first_bad[0].index, index(hole));
+        assert!(r.first_bad[0].got.is_nan() && r.first_bad[0].want.is_finite());
+    }
+
+    const ROW_DTYPES: [DType; 3] = [DType::BF16, DType::F16, DType::F32];
+
+    #[test]
+    fn row_tolerances_follow_the_output_dtype() {
+        assert_eq!(Tolerance::for_row_output(DType::BF16), Tolerance::ROW_BF16);
+        assert_eq!(Tolerance::for_row_output(DType::F16), Tolerance::ROW_F16);
+        assert_eq!(Tolerance::for_row_output(DType::F32), Tolerance::ROW_F32);
+        // Tighter as the output gets more precise; half an ulp of each format fits its rtol.
+        assert!(Tolerance::ROW_F32.rtol < Tolerance::ROW_F16.rtol && Tolerance::ROW_F16.rtol < Tolerance::ROW_BF16.rtol);
+        assert!(2f64.powi(-8) < Tolerance::ROW_BF16.rtol && Tolerance::ROW_BF16.rtol < 1.5 * 2f64.powi(-8));
+        assert!(2f64.powi(-11) < Tolerance::ROW_F16.rtol && Tolerance::ROW_F16.rtol < 2f64.powi(-8));
+        assert!(!Tolerance::ROW_F32.is_exact());
+    }
+
+    #[test]
+    fn softmax_accepts_f32_math_in_every_output_dtype_and_catches_faults() {
+        let (rows, cols) = (16usize, 96usize);
+        for dt in ROW_DTYPES {
+            let x = inputs(dt, rows * cols, 21);
+            let y = kernel_rows(&x, cols, dt, softmax_f32);
+            let tol = Tolerance::for_row_output(dt);
+            catches_the_usual_faults(&y, cols, |y| softmax(&x, y, rows as u64, cols as u64, tol));
+            assert_eq!(softmax(&x, &y, rows as u64, cols as u64, tol).oracle, "softmax");
+        }
+    }
+
+    #[test]
+    fn softmax_rejects_what_is_not_a_softmax() {
+        let (rows, cols) = (8usize, 64usize);
+        let x = inputs(DType::F32, rows * cols, 22);
+        let check = |y: &[f32]| softmax(&x, y, rows as u64, cols as u64, Tolerance::ROW_F32);
+        // exp without the division by the sum; a sum over the wrong axis (the column).
+        let unnormalized = kernel_rows(&x, cols, DType::F32, |r| {
+            let m = r.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            r.iter().map(|&v| (v - m).exp()).collect()
+        });
+        assert!(!check(&unnormalized).passed);
+        let mut by_column = vec![0f32; rows * cols];
+        for j in 0..cols {
+            let col: Vec<f32> = (0..rows).map(|i| x[i * cols + j]).collect();
+            for (i, v) in softmax_f32(&col).into_iter().enumerate() {
+                by_column[i * cols + j] = v;
+            }
+        }
+        assert!(!check(&by_column).passed);
+    }
+
+    #[test]
+    fn output_rounding_within_the_format_passes_and_two_ulps_fail() {
+        let (rows, cols) = (8usize, 64usize);
+        let x = inputs(DType::BF16, rows * cols, 23);
+        let mut y = kernel_rows(&x, cols, DType::BF16, softmax_f32);
+        let check = |y: &[f32], tol| softmax(&x, y, rows as u64, cols as u64, tol);
+        let r = check(&y, Tolerance::ROW_BF16);
+        assert!(r.passed && r.rel_l2_err > 1e-4, "bf16 rounding shows, within tolerance: {r:?}");
+        // The same bf16 output is far outside the f32 tolerance.
+        assert!(!check(&y, Tolerance::ROW_F32).passed);
+        // Two bf16 ulps off, at the largest element of row 4 (above the RMS).
+        let j = (0..cols).max_by(|&a, &b| y[4 * cols + a].total_cmp(&y[4 * cols + b])).unwrap();
+        let i = 4 * cols + j;
+        y[i] = f32::from_bits(y[i].to_bits() + (2 << 16));
+        let r = check(&y, Tolerance::ROW_BF16);
+        assert_eq!((r.passed, r.mismatches), (false, 1));
+        assert_eq!(r.first_bad[0].index, vec![4, j as u64]);
+        // f32: 1e-4 relative off one element fails.
+        let x = inputs(DType::F32, rows * cols, 24);
+        let mut y = kernel_rows(&x, cols, DType::F32, softmax_f32);
+        assert!(check_f32(&x, &y, rows, cols).passed);
+        y[cols + 3] *= 1.0 + 1e-4;
+        let r = check_f32(&x, &y, rows, cols);
+        assert_eq!((r.passed, r.mismatches), (false, 1));
+        assert_eq!(r.first_bad[0].index, vec![1, 3]);
+    }
+
+    fn check_f32(x: &[f32], y: &[f32], rows: usize, cols: usize) -> CheckReport {
+        softmax(x, y, rows as u64, cols as u64, Tolerance::ROW_F32)
+    }
+
+    #[test]
+    fn row_reduce_accepts_each_reduction_and_catches_faults() {
+        let (rows, cols) = (12usize, 200usize);
+        for dt in ROW_DTYPES {
+            let x = inputs(dt, rows * cols, 25);
+            for op in RowReduce::ALL {
+                let out = kernel_rows(&x, cols, DType::F32, |r| vec![reduce_f32(op, r)]);
+                catches_the_usual_faults(&out, 1, |o| row_reduce(op, &x, o, rows as u64, cols as u64, Tolerance::ROW_F32));
+            }
+        }
+    }
+
+    #[test]
+    fn row_reduce_tells_the_reductions_apart() {
+        let (rows, cols) = (16usize, 64usize);
+        let x = inputs(DType::BF16, rows * cols, 26);
+        for got in RowReduce::ALL {
+            let out = kernel_rows(&x, cols, DType::F32, |r| vec![reduce_f32(got, r)]);
+            for want in RowReduce::ALL {
+                let r = row_reduce(want, &x, &out, rows as u64, cols as u64, Tolerance::ROW_F32);
+                assert_eq!(r.passed, got == want, "{} checked as {}: {r:?}", got.name(), want.name());
+            }
+        }
+        // f64 reference values: the mean divides by C; absmax is the magnitude.
+        assert_eq!(RowReduce::Mean.of(&[1.0, 2.0, 6.0]), 3.0);
+        assert_eq!(RowReduce::Absmax.of(&[1.0, -7.0, 6.0]), 7.0);
+        assert_eq!(RowReduce::L2norm.of(&[3.0, -4.0]), 5.0);
+        assert_eq!(RowReduce::Min.of(&[3.0, -4.0]), -4.0);
+    }
+
+    #[test]
+    fn rmsnorm_accepts_f32_math_in_every_output_dtype_and_catches_faults() {
+        let (rows, cols) = (16usize, 128usize);
+        let eps = 1e-5f32;
+        for dt in ROW_DTYPES {
+            let x = inputs(dt, rows * cols, 27);
+            // A bf16 gain, as one corpus instance has it (any rounded values are fine).
+            let w: Vec<f32> = data(cols, 28).into_iter().map(|v| rounded(DType::BF16, 1.0 + 0.5 * v)).collect();
+            let y = kernel_rows(&x, cols, dt, |r| rmsnorm_f32(r, &w, eps));
+            let tol = Tolerance::for_row_output(dt);
+            catches_the_usual_faults(&y, cols, |y| rmsnorm(&x, &w, y, rows as u64, cols as u64, f64::from(eps), tol));
+        }
+    }
+
+    #[test]
+    fn rmsnorm_needs_the_gain_and_eps() {
+        let (rows, cols) = (8usize, 64usize);
+        let x = inputs(DType::F32, rows * cols, 29);
+        let w: Vec<f32> = data(cols, 30).into_iter().map(|v| 1.0 + 0.5 * v).collect();
+        let check = |x: &[f32], y: &[f32], eps: f32| rmsnorm(x, &w, y, rows as u64, cols as u64, f64::from(eps), Tolerance::ROW_F32);
+        let ones = vec![1f32; cols];
+        let no_gain = kernel_rows(&x, cols, DType::F32, |r| rmsnorm_f32(r, &ones, 1e-5));
+        assert!(!check(&x, &no_gain, 1e-5).passed);
+        // Rows of small values (mean square 1e-6): eps = 1e-6 halves the normalizer, and a kernel
+        // that drops it is caught.
+        let small: Vec<f32> = x.iter().map(|v| v * 1e-3).collect();
+        let with_eps = kernel_rows(&small, cols, DType::F32, |r| rmsnorm_f32(r, &w, 1e-6));
+        let without = kernel_rows(&small, cols, DType::F32, |r| rmsnorm_f32(r, &w, 0.0));
+        assert!(check(&small, &with_eps, 1e-6).passed);
+        assert!(!check(&small, &without, 1e-6).passed);
+    }
+
+    #[test]
+    fn layernorm_accepts_f32_math_in_every_output_dtype_and_catches_faults() {
+        let (rows, cols) = (16usize, 160usize);
+        let eps = 1e-5f32;
+        for dt in ROW_DTYPES {
+            // Rows with an offset, so the centering matters.
+            let x: Vec<f32> = inputs(dt, rows * cols, 31).into_iter().map(|v| rounded(dt, v + 3.0)).collect();
+            let w: Vec<f32> = data(cols, 32).into_iter().map(|v| 1.0 + 0.5 * v).collect();
+            let b: Vec<f32> = data(cols, 33).into_iter().map(|v| 0.1 * v).collect();
+            let y = kernel_rows(&x, cols, dt, |r| layernorm_f32(r, &w, &b, eps, cols as f32));
+            let tol = Tolerance::for_row_output(dt);
+            catches_the_usual_faults(&y, cols, |y| layernorm(&x, &w, &b, y, rows as u64, cols as u64, f64::from(eps), tol));
+        }
+    }
+
+    #[test]
+    fn layernorm_uses_the_population_variance_and_the_bias() {
+        let (rows, cols) = (8usize, 64usize);
+        let x = inputs(DType::BF16, rows * cols, 34);
+        let w: Vec<f32> = data(cols, 35).into_iter().map(|v| 1.0 + 0.5 * v).collect();
+        let b: Vec<f32> = data(cols, 36).into_iter().map(|v| 0.5 * v).collect();
+        let zeros = vec![0f32; cols];
+        let check = |y: &[f32]| layernorm(&x, &w, &b, y, rows as u64, cols as u64, 1e-5, Tolerance::ROW_BF16);
+        let good = kernel_rows(&x, cols, DType::BF16, |r| layernorm_f32(r, &w, &b, 1e-5, cols as f32));
+        assert!(check(&good).passed);
+        // The sample variance (÷ (C − 1)) scales every output by √(63/64): 0.8 %, over bf16's 0.5 %.
+        let sample = kernel_rows(&x, cols, DType::BF16, |r| layernorm_f32(r, &w, &b, 1e-5, cols as f32 - 1.0));
+        assert!(!check(&sample).passed);
+        let no_bias = kernel_rows(&x, cols, DType::BF16, |r| layernorm_f32(r, &w, &zeros, 1e-5, cols as f32));
+        assert!(!check(&no_bias).passed);
     }
 
     #[test]
