@@ -591,11 +591,24 @@ fn row_sum(window: &str, value: &str) -> String {
 fn a_row_reduction_is_split_over_the_warp_and_every_lane_gets_the_result() {
     let src = row_sum("let x = X[t.r * 8 + rows.warp, :]", "acc = reduce_sum(x * x, axis=0)");
     let l = lower_src(&src).unwrap_or_else(|e| panic!("{e}"));
-    assert!(l.cuda.contains("for (int cake_e = cake_t; cake_e < 256; cake_e += 32) {"), "{}", l.cuda);
+    // f32 rows of 256, 4-aligned: each lane takes 4 consecutive elements per step, one 16-byte load.
+    assert!(l.cuda.contains("for (int cake_e0 = cake_t * 4; cake_e0 < 256; cake_e0 += 128) {"), "{}", l.cuda);
+    assert!(l.cuda.contains("const uint4 cake_v0 = *(const uint4*)(X + (long long)(t_r * 8 + rows_warp) * X_stride0 + cake_e0);"), "{}", l.cuda);
+    assert!(l.cuda.contains("const float x_e = ((const float*)&cake_v0)[cake_j];"), "{}", l.cuda);
     assert!(l.cuda.contains("cake_v = cake_v + x_e * x_e;"), "{}", l.cuda);
     assert!(l.cuda.contains("for (int cake_o = 16; cake_o > 0; cake_o /= 2) cake_v = cake_v + __shfl_xor_sync(0xffffffffu, cake_v, cake_o);"), "{}", l.cuda);
     // The one-element store of the per-warp result: one lane of the warp writes it.
     assert!(l.cuda.contains("for (int cake_e = cake_t; cake_e < 1; cake_e += 32) {"), "{}", l.cuda);
+}
+
+#[test]
+fn a_row_window_off_the_vector_grid_is_read_one_element_at_a_time() {
+    // Rows start at `rows.warp` columns: no provable 16-byte alignment, so no vector loads.
+    let src = ROW_SUM.replace("const C = 256", "const C = 260").replace("VALUE", "acc = reduce_sum(x, axis=0)");
+    let src = src.replace("WINDOW", "let x = X[t.r * 8 + rows.warp, rows.warp :+ 256]");
+    let l = lower_src(&src).unwrap_or_else(|e| panic!("{e}"));
+    assert!(l.cuda.contains("for (int cake_e = cake_t; cake_e < 256; cake_e += 32) {"), "{}", l.cuda);
+    assert!(!l.cuda.contains("uint4"), "{}", l.cuda);
 }
 
 #[test]
@@ -630,4 +643,18 @@ fn a_let_name_for_a_value_with_a_reduction_inside_is_refused() {
     let src = row_sum("let x = X[t.r * 8 + rows.warp, :]\n        let d = x - reduce_max(x, axis=0)", "acc = reduce_sum(d, axis=0)");
     let e = lower_src(&src).expect_err("must refuse");
     assert_eq!(e.code, "L007", "{e}");
+}
+
+#[test]
+fn a_vector_that_could_straddle_the_end_of_the_tensor_is_not_used() {
+    // Windows of 256 from a 256-multiple start, but the tensor's length C is only known to be
+    // even: the last vector of a window could run past its end.
+    let src = ROW_SUM.replace("const C = 256", "dim C multiple_of 2\nin V: f32[C]").replace("VALUE", "acc = reduce_sum(x, axis=0)");
+    let src = src.replace("WINDOW", "let x = V[rows.warp * 256 :+ 256]");
+    let l = lower_src(&src).unwrap_or_else(|e| panic!("{e}"));
+    assert!(l.cuda.contains("for (int cake_e = cake_t; cake_e < 256; cake_e += 32) {"), "{}", l.cuda);
+    assert!(!l.cuda.contains("uint4"), "{}", l.cuda);
+    // The same with C a multiple of 4: one 16-byte load per step.
+    let l = lower_src(&src.replace("dim C multiple_of 2", "dim C multiple_of 4")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(l.cuda.contains("uint4 cake_v0"), "{}", l.cuda);
 }

@@ -290,6 +290,10 @@ pub(crate) struct Lw<'a> {
     /// Inside a layout-free store or reduction: the C arrays of the reductions its value contains
     /// (each computed before the element loop, one value every thread holds).
     flat_reductions: Vec<(Handle<Expr>, String)>,
+    /// Inside a vectorized element loop: the global windows loaded whole vectors at a time (C
+    /// name of the vector register) and the loop's shape (see `Lw::begin_elements`).
+    vector_reads: Vec<(Handle<Expr>, String)>,
+    element_loop: Option<window::ElementLoop>,
     local_names: HashMap<Handle<Local>, String>,
     scale_flags: HashMap<Handle<Local>, String>,
     tile_axes: HashMap<Handle<Local>, Vec<String>>,
@@ -378,6 +382,8 @@ impl<'a> Lw<'a> {
             aliases: HashMap::new(),
             alias_temps: HashMap::new(),
             flat_reductions: Vec::new(),
+            vector_reads: Vec::new(),
+            element_loop: None,
             local_names: HashMap::new(),
             scale_flags: HashMap::new(),
             tile_axes: HashMap::new(),

@@ -17,12 +17,38 @@ enum Unit {
     Role,
 }
 
+/// An open element loop (see [`Lw::begin_elements`]): `vector` consecutive elements per thread
+/// and step (1: one at a time).
+#[derive(Clone, Debug)]
+pub(crate) struct ElementLoop {
+    vector: u32,
+}
+
+/// The C type of `bytes` (4, 8 or 16) loaded or stored as one access.
+fn vector_ctype(bytes: u64) -> &'static str {
+    match bytes {
+        16 => "uint4",
+        8 => "uint2",
+        _ => "unsigned",
+    }
+}
+
 impl<'a> Lw<'a> {
     /// C: element `idx` (one C index per dimension of the window's shape) of a shared or global
     /// window, widened to its register type (16-bit floats to f32). Global reads outside the
     /// tensor give 0.
     pub(crate) fn window_elem(&mut self, e: Handle<Expr>, idx: &[String], span: Span) -> Result<String, LowerError> {
         let Some(dtype) = self.m.exprs[e].ty.dtype() else { return Err(unsupported("reading an untyped window", span)) };
+        if let Some(bits) = self.vector_elem(e, dtype) {
+            return Ok(match dtype {
+                DType::BF16 => format!("__uint_as_float((unsigned){bits} << 16)"),
+                DType::F16 => {
+                    self.need(Helper::UnpackF16x2);
+                    format!("cake_f16x2_get({bits}, 0)")
+                }
+                _ => bits,
+            });
+        }
         let (ptr, guards) = self.window_ptr(e, idx, span)?;
         let v = self.load_c(dtype, &ptr, span)?;
         Ok(if guards.is_empty() { v } else { format!("({} ? {v} : 0)", guards.join(" && ")) })
@@ -31,6 +57,9 @@ impl<'a> Lw<'a> {
     /// C: element `idx` of a window in its storage type (bits unchanged), 0 outside the tensor.
     fn window_raw(&mut self, e: Handle<Expr>, idx: &[String], span: Span) -> Result<String, LowerError> {
         let Some(dtype) = self.m.exprs[e].ty.dtype() else { return Err(unsupported("reading an untyped window", span)) };
+        if let Some(bits) = self.vector_elem(e, dtype) {
+            return Ok(bits);
+        }
         let (ptr, guards) = self.window_ptr(e, idx, span)?;
         let v = format!("*(const {}*)({ptr})", layout::mem_ctype(dtype));
         Ok(if guards.is_empty() { v } else { format!("({} ? {v} : 0)", guards.join(" && ")) })
@@ -377,38 +406,173 @@ impl<'a> Lw<'a> {
         Ok((unit, n, tid, what))
     }
 
+    /// Element `cake_j` of a window loaded as a vector in the open element loop, in its storage
+    /// type (bits unchanged).
+    fn vector_elem(&self, e: Handle<Expr>, dtype: DType) -> Option<String> {
+        let (_, name) = self.vector_reads.iter().find(|(x, _)| *x == e)?;
+        Some(format!("((const {}*)&{name})[cake_j]", layout::mem_ctype(dtype)))
+    }
+
+    /// The memory windows an element loop over `values` reads, as `flat_elem` reaches them
+    /// (through `let` names; not into reductions, which are computed ahead).
+    fn windows_read(&self, e: Handle<Expr>, out: &mut Vec<Handle<Expr>>) {
+        let m = self.m;
+        match &m.exprs[e].kind {
+            ExprKind::Local(l) => {
+                if let Some(v) = self.aliases.get(l) {
+                    self.windows_read(*v, out);
+                }
+                return;
+            }
+            ExprKind::Call(c) if c.op.starts_with("reduce_") => return,
+            _ => {}
+        }
+        if matches!(m.exprs[e].ty, Type::Global { .. } | Type::Shared { .. }) {
+            if !out.contains(&e) {
+                out.push(e);
+            }
+            return;
+        }
+        match &m.exprs[e].kind {
+            ExprKind::Unary(_, a) => self.windows_read(*a, out),
+            ExprKind::Binary(_, a, b) => {
+                self.windows_read(*a, out);
+                self.windows_read(*b, out);
+            }
+            ExprKind::Call(c) => {
+                for a in c.args.iter().flatten() {
+                    self.windows_read(*a, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Elements per thread and step for an element loop over a 1-D `shape` split over `threads`:
+    /// the widest access (up to 16 bytes) that every global window involved — `reads`, and `dst`
+    /// when it is global — can make as one aligned load or store. Each must run along its
+    /// tensor's innermost dimension over exactly the loop's extent, from a start and with row
+    /// strides that are provable multiples of the vector; anything else (a shared window, a
+    /// broadcast, an odd dtype) keeps one element per step.
+    fn vector_width(&mut self, shape: &[i64], threads: u32, reads: &[Handle<Expr>], dst: Option<Handle<Expr>>) -> Result<u32, LowerError> {
+        let m = self.m;
+        if shape.len() != 1 || (reads.is_empty() && dst.is_none()) {
+            return Ok(1);
+        }
+        let mut width = 16u64;
+        let mut globals = Vec::new();
+        for &e in reads.iter().chain(dst.iter()) {
+            if !matches!(m.exprs[e].ty, Type::Global { .. }) {
+                return Ok(1);
+            }
+            let Some(dtype) = m.exprs[e].ty.dtype() else { return Ok(1) };
+            if !matches!(dtype, DType::BF16 | DType::F16 | DType::F32 | DType::I32 | DType::U32) {
+                return Ok(1);
+            }
+            width = width.min(16 / dtype.size_bytes());
+            globals.push((e, dtype));
+        }
+        let v = width as i64;
+        if v < 2 || shape[0] % (v * i64::from(threads)) != 0 {
+            return Ok(1);
+        }
+        for (e, _) in globals {
+            let g = self.global_ref(e)?;
+            let td = &m.tensors[g.tensor];
+            let rank = td.shape.len();
+            let windowed: Vec<usize> = g.dims.iter().enumerate().filter(|(_, d)| d.len.is_some()).map(|(i, _)| i).collect();
+            // A start on the vector grid, and an extent on it too: a vector lies wholly inside the
+            // row or wholly outside (so one bounds check per vector is exact).
+            if windowed != [rank - 1]
+                || g.dims[rank - 1].len != Some(shape[0])
+                || g.dims[rank - 1].start_mult % v != 0
+                || super::size_multiple(m, &td.shape[rank - 1]) % v != 0
+            {
+                return Ok(1);
+            }
+            for (d, gd) in g.dims.iter().enumerate().take(rank - 1) {
+                let stride_mult = td.shape[d + 1..].iter().fold(1i64, |acc, s| acc.saturating_mul(super::size_multiple(m, s)));
+                if gd.start_mult != 0 && gd.start_mult.saturating_mul(stride_mult) % v != 0 && stride_mult % v != 0 {
+                    return Ok(1);
+                }
+            }
+        }
+        Ok(v as u32)
+    }
+
     /// Open the loop over a window's elements (`shape`, row-major) split round-robin over `n`
     /// threads, and bind the element of every `let` name `values` read; returns the C coordinates
-    /// of the element. The caller closes the loop and then calls [`Lw::end_elements`].
-    fn begin_elements(&mut self, shape: &[i64], n: u32, tid: &str, what: &str, values: &[Handle<Expr>]) -> Result<Vec<String>, LowerError> {
+    /// of the element. Where every global window involved allows it (see [`Lw::vector_width`]),
+    /// each thread takes `V` consecutive elements per step: one vector load per window, then an
+    /// inner loop over the `V` elements. Close with [`Lw::end_elements`].
+    fn begin_elements(&mut self, shape: &[i64], n: u32, tid: &str, what: &str, values: &[Handle<Expr>], dst: Option<Handle<Expr>>) -> Result<Vec<String>, LowerError> {
         let m = self.m;
         let total: i64 = shape.iter().product();
-        let per = (total as u64).div_ceil(u64::from(n));
-        self.w.line(format!("// {total} elements, split round-robin over {what} ({n})"));
-        self.w.line(format!("const int cake_t = {tid};"));
-        if per <= 16 {
+        let mut reads = Vec::new();
+        for v in values {
+            self.windows_read(*v, &mut reads);
+        }
+        let vector = self.vector_width(shape, n, &reads, dst)?;
+        self.element_loop = Some(ElementLoop { vector });
+        let idx = if vector > 1 {
+            self.w.line(format!("// {total} elements, {vector} consecutive ones per thread and step, split round-robin over {what} ({n})"));
+            self.w.line(format!("const int cake_t = {tid};"));
+            // Not unrolled: the vector loads of every step would be hoisted together (and, in an
+            // unrolled loop over row chunks, those of every chunk), spilling registers.
+            self.w.line("#pragma unroll 1");
+            self.w.open(format!("for (int cake_e0 = cake_t * {vector}; cake_e0 < {total}; cake_e0 += {}) {{", n * vector));
+            for (k, e) in reads.iter().enumerate() {
+                let dtype = m.exprs[*e].ty.dtype().expect("checked by vector_width");
+                let bytes = u64::from(vector) * dtype.size_bytes();
+                let vty = vector_ctype(bytes);
+                let span = self.expr_span(*e);
+                let (ptr, guards) = self.window_ptr(*e, &["cake_e0".to_string()], span)?;
+                let name = format!("cake_v{k}");
+                if guards.is_empty() {
+                    self.w.line(format!("const {vty} {name} = *(const {vty}*)({ptr});  // {vector} elements in one {bytes}-byte load"));
+                } else {
+                    self.w.line(format!("{vty} {name} = {{}};  // {vector} elements in one {bytes}-byte load (zero outside the tensor)"));
+                    self.w.line(format!("if ({}) {name} = *(const {vty}*)({ptr});", guards.join(" && ")));
+                }
+                self.vector_reads.push((*e, name));
+            }
+            if let Some(d) = dst.filter(|d| matches!(m.exprs[*d].ty, Type::Global { .. })) {
+                let dtype = m.exprs[d].ty.dtype().expect("checked by vector_width");
+                self.w.line(format!("{} cake_out[{vector}];  // the elements of one vector store", layout::mem_ctype(dtype)));
+            }
             self.w.line("#pragma unroll");
-        }
-        self.w.open(format!("for (int cake_e = cake_t; cake_e < {total}; cake_e += {n}) {{"));
-        // Coordinates of element cake_e, last dimension fastest.
-        let mut idx = Vec::new();
-        for d in 0..shape.len() {
-            let inner: i64 = shape[d + 1..].iter().product();
-            let mut c = if inner == 1 { "cake_e".to_string() } else { format!("cake_e / {inner}") };
-            if d > 0 {
-                c = format!("{} % {}", paren(&c), shape[d]);
+            self.w.open(format!("for (int cake_j = 0; cake_j < {vector}; ++cake_j) {{"));
+            self.w.line("const int cake_i0 = cake_e0 + cake_j;");
+            vec!["cake_i0".to_string()]
+        } else {
+            let per = (total as u64).div_ceil(u64::from(n));
+            self.w.line(format!("// {total} elements, split round-robin over {what} ({n})"));
+            self.w.line(format!("const int cake_t = {tid};"));
+            if per <= 16 {
+                self.w.line("#pragma unroll");
             }
-            if shape[d] == 1 {
-                c = "0".to_string();
+            self.w.open(format!("for (int cake_e = cake_t; cake_e < {total}; cake_e += {n}) {{"));
+            // Coordinates of element cake_e, last dimension fastest.
+            let mut idx = Vec::new();
+            for d in 0..shape.len() {
+                let inner: i64 = shape[d + 1..].iter().product();
+                let mut c = if inner == 1 { "cake_e".to_string() } else { format!("cake_e / {inner}") };
+                if d > 0 {
+                    c = format!("{} % {}", paren(&c), shape[d]);
+                }
+                if shape[d] == 1 {
+                    c = "0".to_string();
+                }
+                let name = format!("cake_i{d}");
+                if c != "0" {
+                    self.w.line(format!("const int {name} = {c};"));
+                    idx.push(name);
+                } else {
+                    idx.push("0".to_string());
+                }
             }
-            let name = format!("cake_i{d}");
-            if c != "0" {
-                self.w.line(format!("const int {name} = {c};"));
-                idx.push(name);
-            } else {
-                idx.push("0".to_string());
-            }
-        }
+            idx
+        };
         // Each `let` name the values read, once per element, in dependency order.
         let mut names = Vec::new();
         for v in values {
@@ -426,8 +590,28 @@ impl<'a> Lw<'a> {
         Ok(idx)
     }
 
-    fn end_elements(&mut self) {
+    /// Whether the open element loop stores through a vector (`cake_out`, then one store).
+    fn vector_store(&self) -> bool {
+        self.element_loop.as_ref().is_some_and(|l| l.vector > 1)
+    }
+
+    /// Close the element loop `begin_elements` opened; `store` (a vectorized global store's
+    /// destination and dtype) writes `cake_out` after the inner loop.
+    fn end_elements(&mut self, store: Option<(Handle<Expr>, DType)>, span: Span) -> Result<(), LowerError> {
         self.alias_temps.clear();
+        self.vector_reads.clear();
+        let lp = self.element_loop.take().expect("an open element loop");
+        self.w.close("}");
+        if lp.vector > 1 {
+            if let Some((dst, dtype)) = store {
+                let (ptr, guards) = self.window_ptr(dst, &["cake_e0".to_string()], span)?;
+                let vty = vector_ctype(u64::from(lp.vector) * dtype.size_bytes());
+                let st = format!("*({vty}*)({ptr}) = *(const {vty}*)cake_out;");
+                self.w.line(if guards.is_empty() { st } else { format!("if ({}) {st}", guards.join(" && ")) });
+            }
+            self.w.close("}");
+        }
+        Ok(())
     }
 
     /// The reductions inside a layout-free value, computed ahead of its element loop (their C
@@ -477,11 +661,10 @@ impl<'a> Lw<'a> {
         self.w.line(format!("{cty} {name}[1];  // {op} over axis 0 of {} elements: every lane of the warp holds the result", shape[0]));
         self.w.open("{");
         self.w.line(format!("{cty} cake_v = {identity};"));
-        let idx = self.begin_elements(&shape, n, &tid, what, &[x])?;
+        let idx = self.begin_elements(&shape, n, &tid, what, &[x], None)?;
         let v = self.flat_elem(x, &shape, &idx)?;
         self.w.line(format!("cake_v = {};", combine("cake_v", strip_parens(&v), float)));
-        self.w.close("}");
-        self.end_elements();
+        self.end_elements(None, span)?;
         self.w.line("// the other elements live in the other lanes of the warp");
         self.w.line("#pragma unroll");
         self.w.line(format!("for (int cake_o = 16; cake_o > 0; cake_o /= 2) cake_v = {};", combine("cake_v", "__shfl_xor_sync(0xffffffffu, cake_v, cake_o)", float)));
@@ -512,7 +695,7 @@ impl<'a> Lw<'a> {
         }
         let saved = self.reductions_ahead(src)?;
         self.w.open("{");
-        let idx = self.begin_elements(&shape, n, &tid, what, &[src])?;
+        let idx = self.begin_elements(&shape, n, &tid, what, &[src], Some(dst))?;
         // A window of the stored dtype is copied bit for bit; a cast to the stored dtype happens
         // in the store's own conversion.
         let mut raw = src;
@@ -533,7 +716,6 @@ impl<'a> Lw<'a> {
         } else {
             self.flat_elem(value, &shape, &idx)
         };
-        self.end_elements();
         let v = v?;
         let v = strip_parens(&v).to_string();
         let stored = match dtype {
@@ -550,12 +732,14 @@ impl<'a> Lw<'a> {
             DType::F8E4M3 | DType::F8E5M2 => return Err(unsupported(format!("storing {dtype} values"), span)),
             _ => v,
         };
+        let vector_store = self.vector_store() && matches!(m.exprs[dst].ty, Type::Global { .. });
         match &m.exprs[dst].ty {
             Type::Shared { .. } => {
                 let addr = self.smem_elem_addr(dst, &idx, span)?;
                 let st = self.st_shared(dtype, &addr, &stored, span)?;
                 self.w.line(st);
             }
+            _ if vector_store => self.w.line(format!("cake_out[cake_j] = {stored};")),
             _ => {
                 let g = self.global_ref(dst)?;
                 let base = self.gbase_c(&g);
@@ -576,7 +760,7 @@ impl<'a> Lw<'a> {
                 self.w.line(format!("if ({}) *({ptr}) = {stored};", guards.join(" && ")));
             }
         }
-        self.w.close("}");
+        self.end_elements(vector_store.then_some((dst, dtype)), span)?;
         self.w.close("}");
         self.flat_reductions = saved;
         Ok(())
