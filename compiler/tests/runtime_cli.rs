@@ -158,6 +158,118 @@ fn copy_and_transpose_workloads_run_through_the_cli() {
     }
 }
 
+/// The row kernels' corpus families (family, oracle).
+const ROW_FAMILIES: [(&str, &str); 4] =
+    [("softmax", "softmax"), ("row-reduce", "row_reduce"), ("rmsnorm", "rmsnorm"), ("layernorm", "layernorm")];
+
+/// The reduction a row-reduce instance computes, read from its template variables (INIT, STEP,
+/// RESULT) independently of the `reduce` its workload declares.
+fn reduction_of(vars: &std::collections::BTreeMap<String, String>) -> &'static str {
+    let (init, step, result) = (vars["INIT"].as_str(), vars["STEP"].as_str(), vars["RESULT"].as_str());
+    match (init, step, result) {
+        ("0.0", "acc + reduce_sum(x, axis=0)", "acc") => "sum",
+        ("0.0", "acc + reduce_sum(x, axis=0)", "acc / C") => "mean",
+        ("-inf", "max(acc, reduce_max(x, axis=0))", "acc") => "max",
+        ("inf", "min(acc, reduce_min(x, axis=0))", "acc") => "min",
+        ("0.0", "acc + reduce_sum(x * x, axis=0)", "acc") => "sqnorm",
+        ("0.0", "acc + reduce_sum(x * x, axis=0)", "sqrt(acc)") => "l2norm",
+        ("0.0", "max(acc, reduce_max(abs(x), axis=0))", "acc") => "absmax",
+        other => panic!("a row reduction this test does not know: {other:?}"),
+    }
+}
+
+/// Every case of the row kernels' families carries its oracle's workload, which validates against
+/// its program (roles, dtypes, shapes and `multiple_of` of every instance's BR, `eps`); the gpu
+/// tier is declared exactly for the sm_90a instances (the H200's); each row-reduce instance's
+/// `reduce` is the reduction its template variables compute; and every run shape stays small.
+#[test]
+fn row_kernel_workloads_fit_their_programs() {
+    use cake::corpus::Tier;
+    use cake::runtime::workload::WorkloadSpec;
+    let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
+    for (family, oracle) in ROW_FAMILIES {
+        let cases: Vec<_> = corpus.cases.iter().filter(|c| c.family == family).collect();
+        assert!(cases.len() >= 8, "{family}: {} cases", cases.len());
+        let mut gpu = 0;
+        for case in cases {
+            let w = case.manifest.workload.as_ref().unwrap_or_else(|| panic!("{}: no [workload]", case.id));
+            let spec: WorkloadSpec = toml::Value::Table(w.clone()).try_into().unwrap_or_else(|e| panic!("{}: {e}", case.id));
+            assert_eq!(spec.oracle.name(), oracle, "{}", case.id);
+            let checked = cake::check::check_source(&case.source);
+            let module = checked.module.as_ref().unwrap_or_else(|| panic!("{}: no module", case.id));
+            spec.validate(module).unwrap_or_else(|e| panic!("{}: the workload does not fit the program: {e}", case.id));
+            let on_h200 = case.manifest.target == "sm_90a";
+            assert_eq!(case.has_tier(Tier::Gpu), on_h200, "{}: the gpu tier is for the sm_90a instances", case.id);
+            gpu += usize::from(on_h200);
+            if family == "row-reduce" {
+                assert_eq!(spec.reduce.map(|r| r.name()), Some(reduction_of(&case.vars)), "{}", case.id);
+            }
+            // A gpu-tier case stays well under a second: at most 40 M elements per run shape for
+            // the CPU reference.
+            let cols: i64 = case.vars["C"].parse().unwrap();
+            for s in spec.shapes.iter().filter(|_| on_h200) {
+                assert!(s["R"] * cols <= 40 << 20, "{}: R = {} × C = {cols} is no small shape", case.id, s["R"]);
+            }
+        }
+        assert!(gpu > 0, "{family}: no gpu-tier case");
+    }
+}
+
+/// The row kernels' oracles through the CLI on one sm_90a corpus instance each, with the family's
+/// workload: `cake run` validates, builds and runs them (skipped without a GPU, every element
+/// checked with one); `cake bench --baseline cublas` is a usage error (no peer GEMM).
+#[test]
+fn row_kernel_workloads_run_through_the_cli() {
+    let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (family, oracle) in ROW_FAMILIES {
+        let c = corpus
+            .cases
+            .iter()
+            .find(|c| c.family == family && c.manifest.target == "sm_90a")
+            .unwrap_or_else(|| panic!("no sm_90a case in {family}"));
+        let program = dir.path().join(format!("{oracle}.cake"));
+        let workload = dir.path().join(format!("{oracle}.workload.toml"));
+        std::fs::write(&program, &c.source).unwrap();
+        std::fs::write(&workload, toml::to_string(c.manifest.workload.as_ref().unwrap()).unwrap()).unwrap();
+        let (p, w) = (program.to_str().unwrap(), workload.to_str().unwrap());
+        let ev = evidence();
+        let evs = ev.path().to_str().unwrap();
+        let (code, _, stderr) = cake(&["bench", p, "--workload", w, "--baseline", "cublas", "--evidence", evs]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains("needs a workload with a peer GEMM") && stderr.contains(oracle), "{stderr}");
+        let (code, stdout, stderr) = cake(&["run", p, "--workload", w, "--evidence", evs]);
+        let recs = read_records(ev.path()).unwrap();
+        let no_nvrtc = code == 1 && recs.iter().any(|(_, r)| r.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00")));
+        if no_nvrtc {
+            // The workload was accepted; the build needs the CUDA toolchain: one build record.
+            assert_eq!(recs.len(), 1, "{stderr}");
+            assert_eq!(recs[0].1.workload.as_ref().unwrap().oracle, oracle);
+            eprintln!("SKIP (no NVRTC): {}", c.id);
+            continue;
+        }
+        assert_eq!(recs.len(), 2, "one record per workload shape\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        for (_, rec) in &recs {
+            assert_eq!(rec.workload.as_ref().unwrap().oracle, oracle);
+            match code {
+                3 => assert_eq!(rec.error.as_ref().unwrap().class, "no_gpu", "{stderr}"),
+                0 => {
+                    assert_eq!(rec.verdict.name(), "pass");
+                    let check = rec.checks.iter().find(|k| k.oracle == oracle).expect("the oracle's check");
+                    let cols: u64 = c.vars["C"].parse().unwrap();
+                    let rows = rec.shape["R"] as u64;
+                    let elements = if oracle == "row_reduce" { rows } else { rows * cols };
+                    assert_eq!((check.checked, check.mismatches, check.nonfinite), (elements, 0, 0));
+                }
+                _ => panic!("{}: exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}", c.id),
+            }
+        }
+        if code == 3 {
+            eprintln!("SKIP (no GPU): {}", c.id);
+        }
+    }
+}
+
 #[test]
 fn a_rejected_program_runs_only_unverified() {
     let ev = evidence();
