@@ -1000,7 +1000,7 @@ mod tests {
     /// What a kernel computes: f32 math, row by row, each result stored as `out` (an
     /// implementation of its own, in f32, not the oracle's fp64).
     fn kernel_rows(x: &[f32], cols: usize, out: DType, f: impl Fn(&[f32]) -> Vec<f32>) -> Vec<f32> {
-        x.chunks(cols).flat_map(|row| f(row)).map(|v| rounded(out, v)).collect()
+        x.chunks(cols).flat_map(f).map(|v| rounded(out, v)).collect()
     }
 
     fn softmax_f32(row: &[f32]) -> Vec<f32> {
@@ -1088,7 +1088,8 @@ mod tests {
         assert_eq!(Tolerance::for_row_output(DType::F16), Tolerance::ROW_F16);
         assert_eq!(Tolerance::for_row_output(DType::F32), Tolerance::ROW_F32);
         // Tighter as the output gets more precise; half an ulp of each format fits its rtol.
-        assert!(Tolerance::ROW_F32.rtol < Tolerance::ROW_F16.rtol && Tolerance::ROW_F16.rtol < Tolerance::ROW_BF16.rtol);
+        let rtols = [Tolerance::ROW_F32, Tolerance::ROW_F16, Tolerance::ROW_BF16].map(|t| t.rtol);
+        assert!(rtols.windows(2).all(|w| w[0] < w[1]), "{rtols:?}");
         assert!(2f64.powi(-8) < Tolerance::ROW_BF16.rtol && Tolerance::ROW_BF16.rtol < 1.5 * 2f64.powi(-8));
         assert!(2f64.powi(-11) < Tolerance::ROW_F16.rtol && Tolerance::ROW_F16.rtol < 2f64.powi(-8));
         assert!(!Tolerance::ROW_F32.is_exact());
