@@ -593,6 +593,10 @@ fn a_row_reduction_is_split_over_the_warp_and_every_lane_gets_the_result() {
     let l = lower_src(&src).unwrap_or_else(|e| panic!("{e}"));
     // f32 rows of 256, 4-aligned: each lane takes 4 consecutive elements per step, one 16-byte load.
     assert!(l.cuda.contains("for (int cake_e0 = cake_t * 4; cake_e0 < 256; cake_e0 += 128) {"), "{}", l.cuda);
+    // Both steps unrolled (up to 4 are, so several loads are in flight).
+    let before_loop = l.cuda.split("for (int cake_e0").next().unwrap_or_default();
+    assert_eq!(before_loop.lines().last().map(str::trim), Some(""), "{}", l.cuda);
+    assert!(before_loop.trim_end().ends_with("#pragma unroll 2"), "{}", l.cuda);
     assert!(l.cuda.contains("const uint4 cake_v0 = *(const uint4*)(X + (long long)(t_r * 8 + rows_warp) * X_stride0 + cake_e0);"), "{}", l.cuda);
     assert!(l.cuda.contains("const float x_e = ((const float*)&cake_v0)[cake_j];"), "{}", l.cuda);
     assert!(l.cuda.contains("cake_v = cake_v + x_e * x_e;"), "{}", l.cuda);

@@ -294,6 +294,9 @@ pub(crate) struct Lw<'a> {
     /// name of the vector register) and the loop's shape (see `Lw::begin_elements`).
     vector_reads: Vec<(Handle<Expr>, String)>,
     element_loop: Option<window::ElementLoop>,
+    /// How many copies of the current statement unrolling the enclosing loops makes (1 outside
+    /// unrolled loops): the element loops size their own unrolling by it.
+    unrolled_copies: i64,
     local_names: HashMap<Handle<Local>, String>,
     scale_flags: HashMap<Handle<Local>, String>,
     tile_axes: HashMap<Handle<Local>, Vec<String>>,
@@ -384,6 +387,7 @@ impl<'a> Lw<'a> {
             flat_reductions: Vec::new(),
             vector_reads: Vec::new(),
             element_loop: None,
+            unrolled_copies: 1,
             local_names: HashMap::new(),
             scale_flags: HashMap::new(),
             tile_axes: HashMap::new(),
@@ -1313,14 +1317,24 @@ impl<'a> Lw<'a> {
                     // A loop of nothing but wgmmas: one fence before it covers every iteration.
                     self.wgmma_fence_for(body);
                 }
-                match (unroll, trips) {
-                    (Some(n), _) => self.w.line(format!("#pragma unroll {n}")),
-                    (None, Some(t)) if t <= 16 => self.w.line("#pragma unroll"),
-                    _ => {}
-                }
+                let copies = match (unroll, trips) {
+                    (Some(n), _) => {
+                        self.w.line(format!("#pragma unroll {n}"));
+                        i64::from(*n)
+                    }
+                    (None, Some(t)) if t <= 16 => {
+                        self.w.line("#pragma unroll");
+                        t.max(1)
+                    }
+                    _ => 1,
+                };
                 self.w.open(format!("for (int {name} = {lo_c}; {name} < {hi_c}; ++{name}) {{"));
                 self.wg_fenced = wgmma_only_loop;
-                self.block(body)?;
+                let outer_copies = self.unrolled_copies;
+                self.unrolled_copies = outer_copies.saturating_mul(copies);
+                let body_result = self.block(body);
+                self.unrolled_copies = outer_copies;
+                body_result?;
                 self.w.set_span(Some(span));
                 self.w.close("}");
                 self.wg_fenced = wgmma_only_loop;
