@@ -8,7 +8,7 @@
 # 1. `cake corpus gate --tier gpu` over every case that lists the gpu tier, classified against the
 #    committed corpus/results/gpu-h200.json (new cases show as new-pass / new-fail); the results
 #    go to $OUT/gpu-h200.json (commit it as corpus/results/gpu-h200.json) and $OUT/gpu-h200.md.
-# 2. `cake bench` of three corpus row kernels (softmax, rmsnorm, layernorm; bf16, C = 4096) at
+# 2. `cake bench` of corpus row kernels (softmax, rmsnorm persistent and not, layernorm; bf16, C = 4096) at
 #    R = ROWS (default 16384), each output checked by its fp64 oracle, then
 #    benchmarks/torch_peer.py timing torch's op at the same shape (CUDA events after an L2 flush,
 #    median of 20, as `cake bench`). Lines `bench ...` and `torch {...}` go to $OUT/rows.txt.
@@ -49,6 +49,7 @@ while IFS='|' read -r case oracle op extra; do
 done <<'CASES'
 softmax/sm_90a-bf16-c4096-w4x2|softmax|softmax|
 rmsnorm/sm_90a-bf16-c4096-w4x2-p|rmsnorm|rmsnorm|scalars = { eps = 1e-5 }
+rmsnorm/sm_90a-bf16-c4096-w8x2-wbf16|rmsnorm|rmsnorm|scalars = { eps = 1e-5 }
 layernorm/sm_90a-bf16-c4096-w4x2-p|layernorm|layernorm|scalars = { eps = 1e-5 }
 CASES
 tar -C "$W" -czf "$OUT/rows-evidence.tar.gz" evidence 2>/dev/null || true
