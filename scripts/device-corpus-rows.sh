@@ -44,7 +44,7 @@ while IFS='|' read -r case oracle op extra; do
   printf 'oracle = "%s"\nheadline = { R = %s }\nshapes = [{ R = %s }]\n%s\n' "$oracle" "$ROWS" "$ROWS" "$extra" >"$W/$name.workload.toml"
   timeout 120 "$CAKE" bench "$W/$name.cake" --workload "$W/$name.workload.toml" --baseline none \
     --evidence "$W/evidence" 2>&1 | tee "$W/$name.log" | tail -n 6
-  echo "bench $case: $(grep -E 'ms' "$W/$name.log" | tail -n 2 | tr -s ' ' | tr '\n' ' ')" >>"$OUT/rows.txt"
+  echo "bench $case: $(grep -E '^R=' "$W/$name.log" | tr -s ' ')" >>"$OUT/rows.txt"
   echo "torch $(python3 benchmarks/torch_peer.py "$op" --rows "$ROWS" --cols 4096 --dtype bf16 2>&1 | tail -n 1)" | tee -a "$OUT/rows.txt"
 done <<'CASES'
 softmax/sm_90a-bf16-c4096-w4x2|softmax|softmax|
