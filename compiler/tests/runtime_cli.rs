@@ -112,6 +112,21 @@ fn bad_shapes_and_workloads_are_usage_errors() {
     assert!(read_records(ev.path()).unwrap().is_empty(), "usage errors write no records");
 }
 
+/// Write `source` and `workload` into `dir` as `ORACLE.cake` / `ORACLE.workload.toml`, and check
+/// that `cake bench --baseline cublas` refuses them (an oracle with no peer GEMM: exit 2, no
+/// record). Returns the two paths.
+fn program_without_a_peer(dir: &std::path::Path, source: &str, oracle: &str, workload: &str, evs: &str) -> (String, String) {
+    let program = dir.join(format!("{oracle}.cake"));
+    let workload_path = dir.join(format!("{oracle}.workload.toml"));
+    std::fs::write(&program, source).unwrap();
+    std::fs::write(&workload_path, workload).unwrap();
+    let (p, w) = (program.to_str().unwrap().to_string(), workload_path.to_str().unwrap().to_string());
+    let (code, _, stderr) = cake(&["bench", &p, "--workload", &w, "--baseline", "cublas", "--evidence", evs]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("needs a workload with a peer GEMM") && stderr.contains(oracle), "{stderr}");
+    (p, w)
+}
+
 /// The copy and transpose oracles through the CLI, on corpus programs: `cake run` builds and runs
 /// them (skipped without a GPU, checked exactly with one); `cake bench --baseline cublas` is a
 /// usage error, since there is no peer GEMM to time.
@@ -121,21 +136,11 @@ fn copy_and_transpose_workloads_run_through_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     for (case, oracle) in [("tma-copy/sm_90a-bf16-128x64-s4-sw128", "copy"), ("tma-transpose/sm_90a-bf16-64x64-s2-w4", "transpose")] {
         let c = corpus.cases.iter().find(|c| c.id == case).unwrap_or_else(|| panic!("no case {case}"));
-        let program = dir.path().join(format!("{oracle}.cake"));
-        let workload = dir.path().join(format!("{oracle}.workload.toml"));
-        std::fs::write(&program, &c.source).unwrap();
-        std::fs::write(
-            &workload,
-            format!("oracle = \"{oracle}\"\nheadline = {{ R = 1024, C = 512 }}\nshapes = [{{ R = 256, C = 128 }}]\n"),
-        )
-        .unwrap();
-        let (p, w) = (program.to_str().unwrap(), workload.to_str().unwrap());
+        let workload = format!("oracle = \"{oracle}\"\nheadline = {{ R = 1024, C = 512 }}\nshapes = [{{ R = 256, C = 128 }}]\n");
         let ev = evidence();
         let evs = ev.path().to_str().unwrap();
-        let (code, _, stderr) = cake(&["bench", p, "--workload", w, "--baseline", "cublas", "--evidence", evs]);
-        assert_eq!(code, 2, "{stderr}");
-        assert!(stderr.contains("needs a workload with a peer GEMM") && stderr.contains(oracle), "{stderr}");
-        let (code, stdout, stderr) = cake(&["run", p, "--workload", w, "--dist", "normal", "--evidence", evs]);
+        let (p, w) = program_without_a_peer(dir.path(), &c.source, oracle, &workload, evs);
+        let (code, stdout, stderr) = cake(&["run", &p, "--workload", &w, "--dist", "normal", "--evidence", evs]);
         let recs = read_records(ev.path()).unwrap();
         assert_eq!(recs.len(), 1, "stdout:\n{stdout}\nstderr:\n{stderr}");
         let rec = &recs[0].1;
@@ -228,17 +233,11 @@ fn row_kernel_workloads_run_through_the_cli() {
             .iter()
             .find(|c| c.family == family && c.manifest.target == "sm_90a")
             .unwrap_or_else(|| panic!("no sm_90a case in {family}"));
-        let program = dir.path().join(format!("{oracle}.cake"));
-        let workload = dir.path().join(format!("{oracle}.workload.toml"));
-        std::fs::write(&program, &c.source).unwrap();
-        std::fs::write(&workload, toml::to_string(c.manifest.workload.as_ref().unwrap()).unwrap()).unwrap();
-        let (p, w) = (program.to_str().unwrap(), workload.to_str().unwrap());
+        let workload = toml::to_string(c.manifest.workload.as_ref().unwrap()).unwrap();
         let ev = evidence();
         let evs = ev.path().to_str().unwrap();
-        let (code, _, stderr) = cake(&["bench", p, "--workload", w, "--baseline", "cublas", "--evidence", evs]);
-        assert_eq!(code, 2, "{stderr}");
-        assert!(stderr.contains("needs a workload with a peer GEMM") && stderr.contains(oracle), "{stderr}");
-        let (code, stdout, stderr) = cake(&["run", p, "--workload", w, "--evidence", evs]);
+        let (p, w) = program_without_a_peer(dir.path(), &c.source, oracle, &workload, evs);
+        let (code, stdout, stderr) = cake(&["run", &p, "--workload", &w, "--evidence", evs]);
         let recs = read_records(ev.path()).unwrap();
         let no_nvrtc = code == 1 && recs.iter().any(|(_, r)| r.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00")));
         if no_nvrtc {
