@@ -816,12 +816,16 @@ impl<'a> Walker<'a, '_> {
                         call.op, axis
                     ));
                 }
-                let groups = self.groups_of(&m.exprs[e].ty);
+                // A reduction to one value (a row window, as lowered by lower/window.rs): each warp
+                // reduces its own row, every lane folding its share in order, then a 5-step
+                // butterfly; every lane ends with the result.
+                let to_one_value = !matches!(m.exprs[e].ty, Type::Frag { .. });
+                let (groups, lanes) = if to_one_value { (self.groups(Scope::Warp), 32.0) } else { (self.groups_of(&m.exprs[e].ty), lanes) };
                 let rows = numel_out * lanes * groups;
                 let steps = lanes.log2();
                 let group_threads = match &m.exprs[e].ty {
                     Type::Frag { scope, .. } => f64::from(scope.unwrap_or(self.unit_scope()).threads()),
-                    _ => 1.0,
+                    _ => 32.0,
                 };
                 let rows_per_thread = (rows / groups / group_threads).max(1.0);
                 // Elements of one row in one thread, and the depth of the tree that folds them.
