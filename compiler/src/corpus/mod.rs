@@ -149,11 +149,12 @@ impl CompileBounds {
 /// `[workload]`: how the GPU tier runs the case — the GPU runtime's workload spec
 /// (`cake::runtime::workload::WorkloadSpec`, documented in `compiler/src/runtime/README.md`):
 /// `oracle` (`matmul_abt`, `kmeans_assign`, `copy`, `transpose`, `softmax`, `row_reduce`,
-/// `rmsnorm`, `layernorm`, `none`), `headline` and `shapes` (values of the program's `dim`s),
-/// per-input distributions (`inputs`), derived inputs (`derive`), `scalars`, `tolerance` (`rtol`,
-/// `atol`, `samples`), `reduce` (`row_reduce`) and `seed`. Kept as a table here and parsed by the
-/// runtime, so the corpus and `cake run` share one format. An instance's `workload = { ... }`
-/// merges key by key over the family's `[workload]` (e.g. one `reduce` per instance).
+/// `rmsnorm`, `layernorm`, `elementwise`, `none`), `headline` and `shapes` (values of the
+/// program's `dim`s), per-input distributions (`inputs`), derived inputs (`derive`), `scalars`,
+/// `tolerance` (`rtol`, `atol`, `samples`), `reduce` (`row_reduce`), `expr` (`elementwise`) and
+/// `seed`. Kept as a table here and parsed by the runtime, so the corpus and `cake run` share one
+/// format. An instance's `workload = { ... }` merges key by key over the family's `[workload]`
+/// (e.g. one `reduce` or `expr` per instance).
 pub type Workload = toml::Table;
 
 /// One case's manifest (a `<case>.toml`, or a family's defaults merged with one `[[instance]]`).

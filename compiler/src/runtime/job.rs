@@ -333,6 +333,11 @@ impl Tensor {
 
 /// Generate `len` values of `dist` for tensor number `index`, stored as `dtype` bytes, in parallel.
 pub fn generate(dtype: DType, len: usize, dist: Dist, scale: f64, seed: u64, index: u64) -> Vec<u8> {
+    generate_shifted(dtype, len, dist, scale, 0.0, seed, index)
+}
+
+/// [`generate`], with `offset` added to every value after the scale, before the rounding.
+pub fn generate_shifted(dtype: DType, len: usize, dist: Dist, scale: f64, offset: f64, seed: u64, index: u64) -> Vec<u8> {
     let w = dtype.size_bytes() as usize;
     let mut bytes = vec![0u8; len * w];
     let chunks: Vec<(usize, &mut [u8])> = bytes.chunks_mut(GEN_CHUNK * w).enumerate().collect();
@@ -351,6 +356,9 @@ pub fn generate(dtype: DType, len: usize, dist: Dist, scale: f64, seed: u64, ind
                     let n = out.len() / w;
                     let mut rng = Rng::stream(seed, index, ci as u64);
                     dist.fill(&mut rng, scale, &mut vals[..n]);
+                    if offset != 0.0 {
+                        vals[..n].iter_mut().for_each(|v| *v += offset);
+                    }
                     for (v, o) in vals[..n].iter().zip(out.chunks_exact_mut(w)) {
                         convert::store(dtype, *v, o);
                     }
@@ -503,13 +511,18 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         let spec = wl.inputs.get(&t.name);
         let dist = job.dist.or(spec.map(|s| s.dist)).unwrap_or(Dist::Normal);
         let scale = spec.and_then(|s| s.scale).unwrap_or(1.0);
+        let offset = spec.and_then(|s| s.offset).unwrap_or(0.0);
         stage(res, &format!("generate `{}` ({dist})", t.name));
-        let bytes = generate(t.dtype, t.elems() as usize, dist, scale, seed, ti as u64);
+        let bytes = generate_shifted(t.dtype, t.elems() as usize, dist, scale, offset, seed, ti as u64);
         t.host = Some(convert::decode_all_f32(t.dtype, &bytes));
         let buf = gpu.alloc(bytes.len(), &t.name)?;
         gpu.upload(&buf, &bytes, &t.name)?;
         t.buf = Some(buf);
-        res.tensors.push(t.facts("input", if scale == 1.0 { dist.name().to_string() } else { format!("{dist}*{scale}") }));
+        let mut fill = if scale == 1.0 { dist.name().to_string() } else { format!("{dist}*{scale}") };
+        if offset != 0.0 {
+            fill = format!("{fill}+{offset}");
+        }
+        res.tensors.push(t.facts("input", fill));
     }
     for (name, d) in &derived {
         stage(res, &format!("derive `{name}`"));
@@ -773,7 +786,11 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
                 _ => oracle::copy(ah, &got, &b.shape),
             });
         }
-        OracleName::Softmax | OracleName::RowReduce | OracleName::Rmsnorm | OracleName::Layernorm => {
+        OracleName::Softmax
+        | OracleName::RowReduce
+        | OracleName::Rmsnorm
+        | OracleName::Layernorm
+        | OracleName::Elementwise => {
             res.checks.push(check_row_kernel(job, &tensors, &downloaded, tol)?)
         }
         OracleName::None => {
@@ -857,7 +874,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     Ok(())
 }
 
-/// The row kernels' check (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`): the role tensors'
+/// The row kernels' check (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`): the role tensors'
 /// shapes are checked again here (the spec was validated against the program, not against the
 /// launch spec), then every output element is compared with the fp64 reference computed from the
 /// inputs as uploaded (their values rounded to their dtypes) and `eps` as the kernel receives it
@@ -888,10 +905,12 @@ fn check_row_kernel(
     if out.shape != want_out {
         return Err(bad(format!("`{}` is {:?}, not {want_out:?}", out.name, out.shape)));
     }
-    for role in wl.oracle.roles().iter().map(|(r, _)| *r).filter(|r| ["w", "b"].contains(r)) {
+    // The other inputs: W and B are [C]; elementwise's Y is X's [R, C].
+    for role in wl.oracle.roles().iter().map(|(r, _)| *r).filter(|r| *r != "x" && Some(*r) != wl.oracle.output_role()) {
         let t = find(role)?;
-        if t.shape != [cols] {
-            return Err(bad(format!("`{}` (role `{role}`) is {:?}, not [{cols}]", t.name, t.shape)));
+        let want: Vec<u64> = if ["w", "b"].contains(&role) { vec![cols] } else { vec![rows, cols] };
+        if t.shape != want {
+            return Err(bad(format!("`{}` (role `{role}`) is {:?}, not {want:?}", t.name, t.shape)));
         }
     }
     let bytes = downloaded
@@ -925,6 +944,10 @@ fn check_row_kernel(
         }
         OracleName::Rmsnorm => oracle::rmsnorm(xh, input("w")?, &got, rows, cols, eps()?, tol),
         OracleName::Layernorm => oracle::layernorm(xh, input("w")?, input("b")?, &got, rows, cols, eps()?, tol),
+        OracleName::Elementwise => {
+            let expr = wl.element_expr().map_err(|e| bad(format!("expr: {e}")))?;
+            oracle::elementwise(&expr, xh, input("y")?, input("w")?, &got, rows, cols, tol)
+        }
         other => return Err(bad(format!("`{}` is not a row kernel's oracle", other.name()))),
     })
 }

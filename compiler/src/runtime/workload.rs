@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::oracle::{RowReduce, Tolerance};
+use super::oracle::{ElementExpr, RowReduce, Tolerance};
 use super::rng::Dist;
 use crate::ir::{DType, Module};
 use crate::syntax::ast::Access;
@@ -23,16 +23,21 @@ pub struct WorkloadSpec {
     #[serde(default)]
     pub kernel: Option<String>,
     /// `matmul_abt`, `kmeans_assign`, `copy`, `transpose`, `softmax`, `row_reduce`, `rmsnorm`,
-    /// `layernorm` or `none` (run and time only).
+    /// `layernorm`, `elementwise` or `none` (run and time only).
     pub oracle: OracleName,
     /// Oracle role → tensor name (defaults: matmul_abt a=A b=B c=C; kmeans_assign x=X c=C idx=Idx;
     /// copy and transpose input=A output=B; softmax x=X y=Y; row_reduce x=X out=Out; rmsnorm
-    /// x=X w=W y=Y, and the scalar eps=eps; layernorm x=X w=W b=Bias y=Y eps=eps).
+    /// x=X w=W y=Y, and the scalar eps=eps; layernorm x=X w=W b=Bias y=Y eps=eps; elementwise
+    /// x=X y=Y w=W z=Z).
     #[serde(default)]
     pub args: BTreeMap<String, String>,
     /// `row_reduce` only: which reduction of each row the kernel computes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reduce: Option<RowReduce>,
+    /// `elementwise` only: Z = f(x, y, w), the expression the oracle evaluates per element
+    /// ([`ElementExpr`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expr: Option<String>,
     /// Floating-point operations of one launch, an expression over dims (`2 * M * N * K`).
     #[serde(default)]
     pub flops: Option<String>,
@@ -80,6 +85,8 @@ pub enum OracleName {
     Rmsnorm,
     /// Y = (X − mean) · (var + eps)^-½ · W + B, row by row.
     Layernorm,
+    /// Z[r, c] = f(X[r, c], Y[r, c], W[c]), f the spec's `expr`.
+    Elementwise,
     None,
 }
 
@@ -101,6 +108,7 @@ impl OracleName {
             OracleName::RowReduce => "row_reduce",
             OracleName::Rmsnorm => "rmsnorm",
             OracleName::Layernorm => "layernorm",
+            OracleName::Elementwise => "elementwise",
             OracleName::None => "none",
         }
     }
@@ -115,6 +123,7 @@ impl OracleName {
             OracleName::RowReduce => &[("x", "X"), ("out", "Out")],
             OracleName::Rmsnorm => &[("x", "X"), ("w", "W"), ("y", "Y")],
             OracleName::Layernorm => &[("x", "X"), ("w", "W"), ("b", "Bias"), ("y", "Y")],
+            OracleName::Elementwise => &[("x", "X"), ("y", "Y"), ("w", "W"), ("z", "Z")],
             OracleName::None => &[],
         }
     }
@@ -136,6 +145,7 @@ impl OracleName {
             OracleName::Copy | OracleName::Transpose => Some("output"),
             OracleName::Softmax | OracleName::Rmsnorm | OracleName::Layernorm => Some("y"),
             OracleName::RowReduce => Some("out"),
+            OracleName::Elementwise => Some("z"),
             OracleName::None => None,
         }
     }
@@ -153,10 +163,18 @@ impl OracleName {
         self.is_exact() || self.is_row_kernel()
     }
 
-    /// The row kernels' oracles (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`): fp64
-    /// references of every element, tolerances by output dtype.
+    /// The row kernels' oracles (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, and
+    /// `elementwise` over rows [R, C]): fp64 references of every element, tolerances by output
+    /// dtype.
     pub fn is_row_kernel(self) -> bool {
-        matches!(self, OracleName::Softmax | OracleName::RowReduce | OracleName::Rmsnorm | OracleName::Layernorm)
+        matches!(
+            self,
+            OracleName::Softmax
+                | OracleName::RowReduce
+                | OracleName::Rmsnorm
+                | OracleName::Layernorm
+                | OracleName::Elementwise
+        )
     }
 
     /// Whether `cake bench --baseline cublas` has a peer GEMM to time for this oracle.
@@ -192,6 +210,10 @@ pub struct InputSpec {
     /// Multiplies every value (default 1).
     #[serde(default)]
     pub scale: Option<f64>,
+    /// Added to every value after the scale, before the rounding to the tensor's dtype (default
+    /// 0): `dist = "uniform", scale = 0.5, offset = 1.0` draws from [0.5, 1.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<f64>,
 }
 
 fn default_dist() -> Dist {
@@ -341,6 +363,12 @@ impl WorkloadSpec {
                 ("b", (1, 1), ROW_FLOATS, false),
                 ("y", (2, 2), ROW_FLOATS, true),
             ],
+            OracleName::Elementwise => &[
+                ("x", (2, 2), ROW_FLOATS, false),
+                ("y", (2, 2), ROW_FLOATS, false),
+                ("w", (1, 1), &[DType::F32], false),
+                ("z", (2, 2), ROW_FLOATS, true),
+            ],
             OracleName::None => &[],
         };
         for &(role, (lo, hi), dtypes, output) in wants {
@@ -391,6 +419,16 @@ impl WorkloadSpec {
                 }
             }
         }
+        if self.oracle == OracleName::Elementwise {
+            // x and y are distinct operands of the graph: one tensor in both roles would test a
+            // kernel that reads one input twice.
+            let (x, y) = (self.role("x"), self.role("y"));
+            if x == y {
+                return Err(err(format!(
+                    "oracle `elementwise`: roles `x` and `y` both name tensor `{x}`; each role needs a tensor of its own"
+                )));
+            }
+        }
         if self.oracle.is_exact() {
             let (input, output) = (self.role("input"), self.role("output"));
             let (a, b) = (tensor(&input).expect("checked above"), tensor(&output).expect("checked above"));
@@ -434,6 +472,12 @@ impl WorkloadSpec {
                 return Err(err(format!(
                     "inputs.{name}: tensor `{name}` is `out`; only `in`/`inout` tensors are filled"
                 )));
+            }
+            let spec = &self.inputs[name];
+            for (key, v) in [("scale", spec.scale), ("offset", spec.offset)] {
+                if v.is_some_and(|v| !v.is_finite()) {
+                    return Err(err(format!("inputs.{name}.{key}: must be a finite number")));
+                }
             }
         }
         for (name, d) in self.derived()? {
@@ -485,7 +529,7 @@ impl WorkloadSpec {
     }
 
     /// The row kernels' own checks, after the role checks: `reduce` is given exactly for
-    /// `row_reduce`; a full check samples nothing; softmax keeps X's dtype; `eps` names a float
+    /// `row_reduce`, `expr` exactly for `elementwise` (and parses); a full check samples nothing; softmax keeps X's dtype; `eps` names a float
     /// scalar of the program with a finite, non-negative value.
     fn validate_row_kernel(&self, m: &Module) -> Result<(), WorkloadError> {
         let o = self.oracle.name();
@@ -501,6 +545,22 @@ impl WorkloadSpec {
                     r.name()
                 )))
             }
+        }
+        match (self.oracle, &self.expr) {
+            (OracleName::Elementwise, None) => {
+                return Err(err(
+                    "expr: oracle `elementwise` needs `expr = \"...\"`, Z as a function of x, y and w (e.g. \"fma(w, x, y)\")",
+                ));
+            }
+            (OracleName::Elementwise, Some(_)) | (_, None) => {}
+            (_, Some(e)) => {
+                return Err(err(format!(
+                    "expr = \"{e}\": only oracle `elementwise` takes `expr`; this workload's oracle is `{o}`"
+                )))
+            }
+        }
+        if let Some(e) = &self.expr {
+            self.element_expr().map_err(|m| err(format!("expr = \"{e}\": {m}")))?;
         }
         if !self.oracle.is_row_kernel() {
             return Ok(());
@@ -543,7 +603,8 @@ impl WorkloadSpec {
 
     /// The shapes an oracle relates, at one shape that [`check_shape`] accepted: `copy`: the
     /// output has the input's shape; `transpose`: A[R, C] and B[C, R]; `softmax`, `rmsnorm`,
-    /// `layernorm`: Y has X's shape [R, C] and W, B are [C]; `row_reduce`: Out is [R].
+    /// `layernorm`: Y has X's shape [R, C] and W, B are [C]; `row_reduce`: Out is [R];
+    /// `elementwise`: Y and Z have X's shape [R, C] and W is [C].
     fn check_oracle_shapes(&self, m: &Module, shape: &Shape) -> Result<(), String> {
         let (from, relations): (&str, &[&str]) = match self.oracle {
             OracleName::Copy | OracleName::Transpose => ("input", &["output"]),
@@ -551,6 +612,7 @@ impl WorkloadSpec {
             OracleName::RowReduce => ("x", &["out"]),
             OracleName::Rmsnorm => ("x", &["w", "y"]),
             OracleName::Layernorm => ("x", &["w", "b", "y"]),
+            OracleName::Elementwise => ("x", &["y", "w", "z"]),
             _ => return Ok(()),
         };
         let dims: Vec<i64> = m.dims.iter().map(|(_, d)| shape.get(&d.name).copied().unwrap_or(0)).collect();
@@ -605,6 +667,13 @@ impl WorkloadSpec {
                 (t.name.clone(), (d, spec.and_then(|s| s.scale).unwrap_or(1.0)))
             })
             .collect()
+    }
+
+    /// The `elementwise` oracle's expression, parsed: an error when the spec has no `expr` or it
+    /// does not parse.
+    pub fn element_expr(&self) -> Result<ElementExpr, String> {
+        let text = self.expr.as_deref().ok_or("the workload has no `expr`")?;
+        ElementExpr::parse(text).map_err(|e| e.to_string())
     }
 
     pub fn flops_at(&self, shape: &Shape) -> Option<f64> {
@@ -1099,5 +1168,97 @@ mod row_oracle_tests {
         let w = parse("softmax", "args = { y = \"D\" }").unwrap();
         let d = w.input_dists(&module(), None);
         assert!(d.contains_key("X") && !d.contains_key("D"), "{d:?}");
+    }
+}
+
+#[cfg(test)]
+mod elementwise_oracle_tests {
+    use super::*;
+
+    const PROGRAM: &str = "kernel k target sm_90a\n\ndim R multiple_of 32\ndim C multiple_of 64\n\nin X: bf16[R, C]\nin Y: bf16[R, C]\nin Yh: f16[R, C]\nin YT: bf16[C, R]\nin Xi: i32[R, C]\nin W: f32[C]\nin Wb: bf16[C]\nin WR: f32[R]\nout Z: bf16[R, C]\nout Zf: f32[R, C]\nout Z8: f8e4m3[R, C]\nout Out: f32[R]\n\ngrid tiles[r = R / 32]\n\nrole all: warp 0..4\n\non all {\n    for t in tiles {\n    }\n}\n";
+
+    fn module() -> Module {
+        let out = crate::check::check_source(PROGRAM);
+        out.module.unwrap_or_else(|| panic!("{:?}", out.diagnostics))
+    }
+
+    fn parse(oracle: &str, extra: &str) -> Result<WorkloadSpec, WorkloadError> {
+        let text = format!("oracle = \"{oracle}\"\nheadline = {{ R = 64, C = 128 }}\nshapes = [{{ R = 32, C = 64 }}]\n{extra}\n");
+        WorkloadSpec::from_toml_str("t.toml", &text)
+    }
+
+    fn spec(oracle: &str, extra: &str) -> Result<(), WorkloadError> {
+        parse(oracle, extra)?.validate(&module())
+    }
+
+    #[test]
+    fn elementwise_specs_validate() {
+        spec("elementwise", "expr = \"fma(w, x, y)\"").unwrap();
+        spec("elementwise", "expr = \"x * rsqrt(y * y + w)\"\nargs = { y = \"Yh\", z = \"Zf\" }").unwrap();
+        spec("elementwise", "expr = \"x\"\n[inputs]\nW = { dist = \"uniform\", scale = 0.5, offset = 1.0 }").unwrap();
+        let w = parse("elementwise", "expr = \"select(x + y > 0.0, x + y, 0.01 * (x + y)) * w\"").unwrap();
+        assert_eq!(
+            ["x", "y", "w", "z"].map(|r| w.role(r)),
+            ["X", "Y", "W", "Z"].map(String::from),
+            "the default tensor names"
+        );
+        assert_eq!(w.element_expr().unwrap().eval(1.0, 2.0, 3.0), 9.0);
+        assert_eq!(w.tolerance(Some(DType::BF16)), Tolerance::ROW_BF16);
+        assert_eq!(w.tolerance(Some(DType::F32)), Tolerance::ROW_F32);
+        assert!(OracleName::Elementwise.checks_every_element() && !OracleName::Elementwise.has_cublas_peer());
+        assert_eq!(OracleName::Elementwise.output_role(), Some("z"));
+        // Z is poisoned, never filled; X, Y and W are.
+        let d = w.input_dists(&module(), None);
+        assert!(d.contains_key("X") && d.contains_key("Y") && d.contains_key("W") && !d.contains_key("Z"), "{d:?}");
+    }
+
+    #[test]
+    fn misfits_of_elementwise_are_named() {
+        let e = |extra: &str| spec("elementwise", &format!("expr = \"x + y * w\"\n{extra}")).unwrap_err().0;
+        // The expression: required, parsed (coded errors), refused by other oracles.
+        let m = spec("elementwise", "").unwrap_err().0;
+        assert!(m.contains("expr: oracle `elementwise` needs `expr = \"...\"`"), "{m}");
+        let m = spec("elementwise", "expr = \"x + q\"").unwrap_err().0;
+        assert!(m.contains("expr = \"x + q\": column 5: unknown name `q`") && m.contains("[unknown_name]"), "{m}");
+        let m = spec("elementwise", "expr = \"fma(x, y\"").unwrap_err().0;
+        assert!(m.contains("[syntax]"), "{m}");
+        let m = spec("elementwise", "expr = \"x > y\"").unwrap_err().0;
+        assert!(m.contains("[type]"), "{m}");
+        let m = spec("row_reduce", "reduce = \"sum\"\nexpr = \"x\"\nargs = { out = \"Out\" }").unwrap_err().0;
+        assert!(m.contains("only oracle `elementwise` takes `expr`; this workload's oracle is `row_reduce`"), "{m}");
+        let m = spec("elementwise", "expr = \"x\"\nreduce = \"sum\"").unwrap_err().0;
+        assert!(m.contains("only oracle `row_reduce` takes `reduce`"), "{m}");
+        // Ranks and dtypes: W is an f32 vector.
+        let m = e("args = { w = \"Wb\" }");
+        assert!(m.contains("role `w`: tensor `Wb` is bf16, which the oracle does not support"), "{m}");
+        let m = e("args = { w = \"Y\" }");
+        assert!(m.contains("role `w`: tensor `Y` has rank 2, expected 1"), "{m}");
+        let m = e("args = { x = \"Xi\" }");
+        assert!(m.contains("role `x`: tensor `Xi` is i32"), "{m}");
+        let m = e("args = { z = \"Z8\" }");
+        assert!(m.contains("role `z`: tensor `Z8` is f8e4m3"), "{m}");
+        let m = e("args = { z = \"Out\" }");
+        assert!(m.contains("role `z`: tensor `Out` has rank 1, expected 2"), "{m}");
+        // Access and distinct tensors.
+        let m = e("args = { z = \"Y\" }");
+        assert!(m.contains("role `z`: tensor `Y` is declared `in`"), "{m}");
+        let m = e("args = { y = \"Z\" }");
+        assert!(m.contains("role `y`: tensor `Z` is declared `out`"), "{m}");
+        let m = e("args = { y = \"X\" }");
+        assert!(m.contains("roles `x` and `y` both name tensor `X`"), "{m}");
+        let m = e("[inputs]\nZ = { dist = \"ties\" }");
+        assert!(m.contains("oracle `elementwise`: output `Z` is poisoned before the launch"), "{m}");
+        // Shapes, at every workload shape.
+        let m = e("args = { y = \"YT\" }");
+        assert!(m.contains("headline: oracle `elementwise`: `X` (role `x`) is [64, 128], so `YT` (role `y`) must be [64, 128], but it is [128, 64]"), "{m}");
+        let m = e("args = { w = \"WR\" }");
+        assert!(m.contains("so `WR` (role `w`) must be [128], but it is [64]"), "{m}");
+        // Everything is compared; nothing is sampled. Unknown roles.
+        let m = e("[tolerance]\nsamples = 8");
+        assert!(m.contains("tolerance.samples: oracle `elementwise` compares every element"), "{m}");
+        let m = e("args = { out = \"Z\" }");
+        assert!(m.contains("oracle `elementwise` has no role `out` (roles: x, y, w, z)"), "{m}");
+        let m = e("[inputs]\nW = { dist = \"uniform\", offset = nan }");
+        assert!(m.contains("inputs.W.offset: must be a finite number"), "{m}");
     }
 }
