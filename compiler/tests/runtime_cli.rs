@@ -163,9 +163,14 @@ fn copy_and_transpose_workloads_run_through_the_cli() {
     }
 }
 
-/// The row kernels' corpus families (family, oracle).
-const ROW_FAMILIES: [(&str, &str); 4] =
-    [("softmax", "softmax"), ("row-reduce", "row_reduce"), ("rmsnorm", "rmsnorm"), ("layernorm", "layernorm")];
+/// The row kernels' corpus families (family, oracle), the elementwise graphs over rows included.
+const ROW_FAMILIES: [(&str, &str); 5] = [
+    ("softmax", "softmax"),
+    ("row-reduce", "row_reduce"),
+    ("rmsnorm", "rmsnorm"),
+    ("layernorm", "layernorm"),
+    ("elementwise", "elementwise"),
+];
 
 /// The reduction a row-reduce instance computes, read from its template variables (INIT, STEP,
 /// RESULT) independently of the `reduce` its workload declares.
@@ -186,7 +191,8 @@ fn reduction_of(vars: &std::collections::BTreeMap<String, String>) -> &'static s
 /// Every case of the row kernels' families carries its oracle's workload, which validates against
 /// its program (roles, dtypes, shapes and `multiple_of` of every instance's BR, `eps`); the gpu
 /// tier is declared exactly for the sm_90a instances (the H200's); each row-reduce instance's
-/// `reduce` is the reduction its template variables compute; and every run shape stays small.
+/// `reduce` is the reduction its template variables compute; each elementwise instance's `expr`
+/// is exactly the EXPR its program computes (and parses); and every run shape stays small.
 #[test]
 fn row_kernel_workloads_fit_their_programs() {
     use cake::corpus::Tier;
@@ -208,6 +214,12 @@ fn row_kernel_workloads_fit_their_programs() {
             gpu += usize::from(on_h200);
             if family == "row-reduce" {
                 assert_eq!(spec.reduce.map(|r| r.name()), Some(reduction_of(&case.vars)), "{}", case.id);
+            }
+            if family == "elementwise" {
+                let expr = &case.vars["EXPR"];
+                assert_eq!(spec.expr.as_ref(), Some(expr), "{}: the oracle's expr is the program's EXPR", case.id);
+                assert!(case.source.contains(&format!("cast({expr}, ")), "{}: the program stores cast(EXPR, ...)", case.id);
+                spec.element_expr().unwrap_or_else(|e| panic!("{}: {e}", case.id));
             }
             // A gpu-tier case stays well under a second: at most 40 M elements per run shape for
             // the CPU reference.
