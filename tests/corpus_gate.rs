@@ -188,6 +188,21 @@ fn shards_merge_into_the_full_run() {
     let _ = fs::remove_dir_all(&dir);
 }
 
+/// A run of every family merged with a run of some families covers every family (no list);
+/// runs of some families merge into the union of their lists.
+#[test]
+fn merging_a_full_run_keeps_it_full() {
+    let run = |families: &[&str]| {
+        let mut r = GateResults::new(Vec::new());
+        r.families = families.iter().map(|f| f.to_string()).collect();
+        r
+    };
+    let merged = GateResults::merge(vec![run(&[]), run(&["elementwise"])]).unwrap();
+    assert!(merged.families.is_empty(), "{:?}", merged.families);
+    let merged = GateResults::merge(vec![run(&["softmax"]), run(&["elementwise", "softmax"])]).unwrap();
+    assert_eq!(merged.families, ["softmax", "elementwise"]);
+}
+
 #[test]
 fn bless_rewrites_expectations_in_place() {
     let dir = scratch("bless");

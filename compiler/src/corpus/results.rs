@@ -179,6 +179,8 @@ impl GateResults {
         let mut out = GateResults::new(Vec::new());
         let mut seen: BTreeMap<(String, Tier), CaseResult> = BTreeMap::new();
         let mut families: Vec<String> = Vec::new();
+        // A part that asked for every family (no list) makes the union every family too.
+        let every_family = parts.iter().any(|p| p.families.is_empty());
         for (i, part) in parts.into_iter().enumerate() {
             for t in &part.tiers {
                 if !tiers.contains(t) {
@@ -216,7 +218,7 @@ impl GateResults {
         }
         tiers.sort();
         out.tiers = tiers;
-        out.families = families;
+        out.families = if every_family { Vec::new() } else { families };
         out.results = seen.into_values().collect();
         out.sort();
         Ok(out)
