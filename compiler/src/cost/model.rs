@@ -571,7 +571,7 @@ pub(super) fn run(
     let res_tile = max_split([model.tensor_and_issue(tile_work.tensor_ns, issue_tile.iter().sum()), Split::memory(mem_tile.0)]);
     // Roles that hand each other explicit barriers in both directions run in lockstep: their
     // paths add up (over the ring depth), see `barrier_cycles`.
-    let tile_works: Vec<Work> = roles.iter().map(|r| per_tile(r)).collect();
+    let tile_works: Vec<Work> = roles.iter().map(per_tile).collect();
     let cycle_paths: Vec<(Split, f64)> = barrier_cycles(m, &tile_works)
         .into_iter()
         .map(|(x, y, depth)| {

@@ -653,12 +653,13 @@ impl<'a> Lw<'a> {
         let out_d = m.exprs[e].ty.dtype().unwrap_or(xd);
         let cty = layout::scalar_ctype(out_d).ok_or_else(|| unsupported(format!("reducing {out_d} values"), span))?;
         let float = xd.is_float();
-        let (identity, combine): (&str, fn(&str, &str, bool) -> String) = match (op, float) {
-            ("reduce_sum", _) => ("0", |a, b, _| format!("{a} + {b}")),
-            ("reduce_max", true) => ("__int_as_float(0xff800000)", |a, b, _| format!("fmaxf({a}, {b})")),
-            ("reduce_min", true) => ("__int_as_float(0x7f800000)", |a, b, _| format!("fminf({a}, {b})")),
-            ("reduce_max", false) => ("(-2147483647 - 1)", |a, b, _| format!("max({a}, {b})")),
-            (_, false) => ("2147483647", |a, b, _| format!("min({a}, {b})")),
+        type Combine = fn(&str, &str) -> String;
+        let (identity, combine): (&str, Combine) = match (op, float) {
+            ("reduce_sum", _) => ("0", |a, b| format!("{a} + {b}")),
+            ("reduce_max", true) => ("__int_as_float(0xff800000)", |a, b| format!("fmaxf({a}, {b})")),
+            ("reduce_min", true) => ("__int_as_float(0x7f800000)", |a, b| format!("fminf({a}, {b})")),
+            ("reduce_max", false) => ("(-2147483647 - 1)", |a, b| format!("max({a}, {b})")),
+            (_, false) => ("2147483647", |a, b| format!("min({a}, {b})")),
             _ => unreachable!("checked above"),
         };
         let saved = self.reductions_ahead(x)?;
@@ -667,11 +668,11 @@ impl<'a> Lw<'a> {
         self.w.line(format!("{cty} cake_v = {identity};"));
         let idx = self.begin_elements(&shape, n, &tid, what, &[x], None)?;
         let v = self.flat_elem(x, &shape, &idx)?;
-        self.w.line(format!("cake_v = {};", combine("cake_v", strip_parens(&v), float)));
+        self.w.line(format!("cake_v = {};", combine("cake_v", strip_parens(&v))));
         self.end_elements(None, span)?;
         self.w.line("// the other elements live in the other lanes of the warp");
         self.w.line("#pragma unroll");
-        self.w.line(format!("for (int cake_o = 16; cake_o > 0; cake_o /= 2) cake_v = {};", combine("cake_v", "__shfl_xor_sync(0xffffffffu, cake_v, cake_o)", float)));
+        self.w.line(format!("for (int cake_o = 16; cake_o > 0; cake_o /= 2) cake_v = {};", combine("cake_v", "__shfl_xor_sync(0xffffffffu, cake_v, cake_o)")));
         self.w.line(format!("{name}[0] = cake_v;"));
         self.w.close("}");
         self.flat_reductions = saved;
