@@ -123,6 +123,26 @@ fn a_row_window_reduction_chains_one_lanes_share() {
     assert!(path_ms < 0.5 * e.predicted_ms, "role path {path_ms} ms of {} ms predicted", e.predicted_ms);
 }
 
+/// C007: a persistent 4-warp row kernel (thread-level loads, no pipeline) gets the hint on its
+/// `persistent`; the same rows in 8-warp blocks without `persistent` do not.
+#[test]
+fn a_persistent_grid_of_few_warps_in_a_streaming_kernel_is_hinted() {
+    let root = format!("{}/../corpus", env!("CARGO_MANIFEST_DIR"));
+    let corpus = cake::corpus::Corpus::load(&root).expect("corpus loads");
+    let source = |id: &str| corpus.cases.iter().find(|c| c.id == id).expect("the case").source.clone();
+    let dims = shape(&[("R", 16384)]);
+    let src = source("rmsnorm/sm_90a-bf16-c4096-w4x2-p");
+    let e = cost::estimate(&program(&src), sm90(), &dims).expect("estimate");
+    let c007 = e.hints.iter().find(|h| h.code == "C007").unwrap_or_else(|| panic!("{:?}", codes(&e)));
+    assert_eq!(&src[c007.primary.span.start as usize..c007.primary.span.end as usize], "persistent");
+    assert!(c007.message.contains("4 warps"), "{}", c007.message);
+    let e = cost::estimate(&program(&source("rmsnorm/sm_90a-bf16-c4096-w8x2-wbf16")), sm90(), &dims).expect("estimate");
+    assert!(!codes(&e).contains(&"C007"), "{:?}", codes(&e));
+    // A persistent TMA copy of 2 warps keeps its copies in flight through the pipeline.
+    let e = cost::estimate(&program(&source("tma-copy/sm_90a-bf16-128x64-s4-sw128")), sm90(), &shape(&[("R", 8192), ("C", 8192)])).expect("estimate");
+    assert!(!codes(&e).contains(&"C007"), "{:?}", codes(&e));
+}
+
 #[test]
 fn hints_are_hints_with_cost_codes() {
     for e in [gemm(8192, 8192, 1024), gemm(8192, 8192, 64), kmeans(32, 65536, 1024, 128), gemm(256, 256, 8192)] {

@@ -43,6 +43,10 @@ impl Split {
 }
 
 /// The first of the largest (ties keep the earlier: resources are listed before paths).
+/// Warps per SM below which a kernel without tensor-core work is reported as unable to cover
+/// memory latency with a persistent grid (hint C007).
+const MIN_STREAMING_WARPS_PER_SM: u32 = 8;
+
 fn max_split(items: impl IntoIterator<Item = Split>) -> Split {
     items.into_iter().fold(None, |best: Option<Split>, s| match best {
         Some(b) if b.total() >= s.total() => Some(b),
@@ -914,6 +918,29 @@ pub(super) fn run(
                     .with_help("choose a tile shape that gives a multiple of the SM count, or split the last round's tiles (stream-K)"),
                 );
             }
+        }
+    }
+    // C007: a persistent grid of few warps for a kernel without tensor-core work or pipelines
+    // (thread-level loads only). Each SM then
+    // runs one small block, and the loads its few warps keep in flight do not cover memory
+    // latency (H200: a 4-warp persistent RMSNorm 0.144 ms, the same rows with 8-warp blocks,
+    // several per SM, 0.094 ms; benchmarks/RESULTS.md).
+    if let Some((gh, _)) = m.grid.iter().next() {
+        let warps = occ.occupancy.threads_per_block / 32;
+        // (Pipelined kernels keep TMA / cp.async copies in flight whatever their warp count.)
+        if persistent && tile_work.tensor_ns <= 0.0 && m.pipelines.is_empty() && warps < MIN_STREAMING_WARPS_PER_SM && occ.tiles > sms {
+            let span = m.grid.span(gh).attr("persistent");
+            hints.push(
+                hint(
+                    "C007",
+                    format!("a persistent grid runs one block of {warps} warps per SM: too few loads in flight to cover memory latency in a kernel without tensor-core work"),
+                    span,
+                    "one block per SM",
+                )
+                .with_help(format!(
+                    "drop `persistent` (one block per tile, several resident per SM), or give the block at least {MIN_STREAMING_WARPS_PER_SM} warps"
+                )),
+            );
         }
     }
     // C006: memory-bound with operands re-read from DRAM.
