@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""The cost model against the gpu tier's timings: for every case of the given families in a
+corpus gpu results file (default: the families that got the gpu tier on 2026-11-30), predict the
+case's time with `cake cost` at its workload's last shape (the shape whose median `time_us` the
+gpu tier records) and print Spearman, MAPE and the predicted/measured ratio per family.
+
+    cargo build -p cake && python3 scripts/corpus-cost-accuracy.py [RESULTS.json] [FAMILY ...]
+
+Needs Python 3.11 (tomllib). Reads only; nothing is fitted.
+"""
+import json, subprocess, sys
+import tomllib
+
+CAKE = "./target/debug/cake"
+args = sys.argv[1:]
+path = args.pop(0) if args and args[0].endswith(".json") else "corpus/results/gpu-h200.json"
+r = json.load(open(path))
+fams = set(args) or {'tma-copy','tma-transpose','smem-view','softmax','row-reduce','rmsnorm','layernorm','elementwise'}
+rows = []
+tmp = '/tmp/corpus-cost-accuracy.cake'
+for x in r['results']:
+    fam = x['id'].split('/')[0]
+    if fam not in fams or not x['observed'].get('time_us'): continue
+    man = subprocess.run([CAKE,'corpus','show','--manifest',x['id']],capture_output=True,text=True).stdout
+    m = tomllib.loads(man)
+    shape = m['workload']['shapes'][-1]
+    src = subprocess.run([CAKE,'corpus','show',x['id']],capture_output=True,text=True).stdout
+    open(tmp, 'w').write(src)
+    arg = ','.join(f'{k}={v}' for k,v in shape.items())
+    out = subprocess.run([CAKE,'cost',tmp,'--shape',arg,'--message-format','json'],capture_output=True,text=True).stdout
+    try:
+        d = json.loads(out)
+    except Exception:
+        print('no estimate', x['id'], out[:200]); continue
+    rows.append((x['id'], d['predicted_ms']*1e3, x['observed']['time_us'], d['bottleneck']))
+def rank(v):
+    s = sorted(range(len(v)), key=lambda i: v[i]); rk=[0]*len(v)
+    for j,i in enumerate(s): rk[i]=j
+    return rk
+p=[a[1] for a in rows]; q=[a[2] for a in rows]
+rp, rq = rank(p), rank(q); n=len(rows)
+sp = 1 - 6*sum((a-b)**2 for a,b in zip(rp,rq))/(n*(n*n-1))
+mape = sum(abs(a-b)/b for a,b in zip(p,q))/n*100
+by = {}
+for idd,pp,qq,b in rows:
+    f=idd.split('/')[0]; by.setdefault(f,[]).append(pp/qq)
+print(f"n={n} spearman={sp:.3f} mape={mape:.1f}%")
+for f,v in sorted(by.items()):
+    print(f"  {f:14s} n={len(v)} predicted/measured median={sorted(v)[len(v)//2]:.2f} min={min(v):.2f} max={max(v):.2f}")
