@@ -262,8 +262,11 @@ impl<'a> Lw<'a> {
                 return match self.layouts.get(l).copied() {
                     // Every thread holds it whole: broadcast by NumPy rules into the window.
                     Some(Layout::Scalar) => Ok(format!("{name}[0]")),
-                    Some(Layout::Uniform { n }) => {
-                        let Type::Frag { shape: fs, .. } = &ex.ty else { unreachable!("a fragment") };
+                    Some(Layout::Uniform { .. }) => {
+                        let fs: &[i64] = match &ex.ty {
+                            Type::Frag { shape, .. } => shape,
+                            _ => &[],
+                        };
                         let fi = flat_broadcast(fs, shape, idx, span)?;
                         let mut flat = Vec::new();
                         for (d, ix) in fi.iter().enumerate() {
@@ -272,7 +275,6 @@ impl<'a> Lw<'a> {
                                 flat.push(if inner == 1 { ix.clone() } else { format!("{inner} * {}", paren(ix)) });
                             }
                         }
-                        let _ = n;
                         Ok(if flat.is_empty() { format!("{name}[0]") } else { format!("{name}[{}]", flat.join(" + ")) })
                     }
                     _ => Err(LowerError::new("L007", format!("`{}` has no thread layout here", m.locals[*l].name), span)),
