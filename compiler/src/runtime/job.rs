@@ -680,21 +680,25 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         downloaded.insert(t.name.clone(), gpu.download(t.buf.as_ref().expect("allocated"), &t.name)?);
     }
     match wl.oracle {
-        OracleName::MatmulAbt => {
+        OracleName::MatmulAbt | OracleName::GroupedMatmulAbt => {
+            let name = wl.oracle.name();
             let (a, b, c) = (find(&wl.role("a")), find(&wl.role("b")), find(&wl.role("c")));
             let (Some(a), Some(b), Some(c)) = (a, b, c) else {
-                return Err(RunError::new("workload", "matmul_abt: a role names no tensor of the kernel"));
+                return Err(RunError::new("workload", format!("{name}: a role names no tensor of the kernel")));
             };
-            let (m, k, n) = (a.shape[0], a.shape[1], b.shape[0]);
-            if b.shape[1] != k || c.shape != [m, n] {
-                return Err(RunError::new(
-                    "workload",
-                    format!("matmul_abt: shapes A{:?} B{:?} C{:?} do not fit C = A·Bᵀ", a.shape, b.shape, c.shape),
-                ));
-            }
-            let got = convert::decode_all_f32(c.dtype, &downloaded[&c.name]);
-            let (ah, bh) = (a.host.as_ref().expect("input"), b.host.as_ref().expect("input"));
-            res.checks.push(oracle::matmul_abt(ah, bh, &got, m, n, k, tol, &mut rng));
+            let (batch, m, n, k) = gemm_dims(wl.oracle, a, b, c)?;
+            let Some(bytes) = downloaded.get(&c.name) else {
+                return Err(RunError::new("workload", format!("{name}: `{}` is declared `in`, not an output", c.name)));
+            };
+            let got = convert::decode_all_f32(c.dtype, bytes);
+            let (Some(ah), Some(bh)) = (a.host.as_ref(), b.host.as_ref()) else {
+                return Err(RunError::new("workload", format!("{name}: A and B must be filled inputs")));
+            };
+            res.checks.push(match (wl.oracle, c.shape.len()) {
+                (OracleName::GroupedMatmulAbt, _) => oracle::grouped_matmul_abt(ah, bh, &got, batch, m, n, k, tol, &mut rng),
+                (_, 3) => oracle::matmul_abt_batched(ah, bh, &got, batch, m, n, k, tol, &mut rng),
+                _ => oracle::matmul_abt(ah, bh, &got, m, n, k, tol, &mut rng),
+            });
             let same = a.dtype == b.dtype && b.dtype == c.dtype;
             if job.cublas_check && same {
                 stage(res, "check against cuBLAS");
@@ -702,7 +706,8 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
                     Ok(cb) => {
                         let cref = gpu.alloc(c.bytes() as usize, "cuBLAS C")?;
                         gpu.memset(&cref, 0xFF, "cuBLAS C")?;
-                        cb.gemm_abt(
+                        // One GEMM, or a strided batch (equal groups are one to cuBLAS too).
+                        cb.gemm_abt_batched(
                             a.dtype,
                             a.buf.as_ref().unwrap().ptr,
                             b.buf.as_ref().unwrap().ptr,
@@ -710,6 +715,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
                             m,
                             n,
                             k,
+                            batch,
                         )?;
                         gpu.wait("cuBLAS GEMM", timeout)?;
                         let want = convert::decode_all_f32(c.dtype, &gpu.download(&cref, "cuBLAS C")?);
@@ -721,6 +727,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
                 res.notes.push("full comparison with cuBLAS skipped: A, B and C differ in dtype".into());
             }
         }
+        OracleName::Attention => res.checks.push(check_attention(job, &tensors, &downloaded, tol, &mut rng)?),
         OracleName::KmeansAssign => {
             let (x, c, idx) = (find(&wl.role("x")), find(&wl.role("c")), find(&wl.role("idx")));
             let (Some(x), Some(c), Some(idx)) = (x, c, idx) else {
@@ -841,9 +848,15 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
             // The peer GEMM: the workload's own (matmul), or kmeans assign's distance GEMM
             // X·Cᵀ alone — B GEMMs of N×K×D in one strided-batched call, no argmin: a ceiling.
             let peer = match wl.oracle {
-                OracleName::MatmulAbt => {
-                    let (a, b) = (find(&wl.role("a")).unwrap(), find(&wl.role("b")).unwrap());
-                    Some((a, b, 1, a.shape[0], b.shape[0], a.shape[1], "cublas"))
+                OracleName::MatmulAbt | OracleName::GroupedMatmulAbt => {
+                    let (a, b, c) = (find(&wl.role("a")).unwrap(), find(&wl.role("b")).unwrap(), find(&wl.role("c")).unwrap());
+                    let (batch, m, n, k) = gemm_dims(wl.oracle, a, b, c)?;
+                    let name = if wl.oracle == OracleName::GroupedMatmulAbt {
+                        "cublas strided-batched GEMM (the equal groups)"
+                    } else {
+                        "cublas"
+                    };
+                    Some((a, b, batch, m, n, k, name))
                 }
                 OracleName::KmeansAssign => {
                     let (x, c) = (find(&wl.role("x")).unwrap(), find(&wl.role("c")).unwrap());
@@ -917,24 +930,7 @@ fn check_row_kernel(
         .get(&out.name)
         .ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", out.name)))?;
     let got = convert::decode_all_f32(out.dtype, bytes);
-    let eps = || -> Result<f64, RunError> {
-        let s = wl.role("eps");
-        let v = *wl.scalars.get(&s).ok_or_else(|| bad(format!("no value for scalar `{s}`")))?;
-        let dtype = job
-            .launch
-            .params
-            .iter()
-            .find_map(|p| match p {
-                ParamSpec::Scalar { name, dtype, .. } if *name == s => DType::parse(dtype),
-                _ => None,
-            })
-            .ok_or_else(|| bad(format!("the kernel has no float scalar parameter `{s}`")))?;
-        // The value the kernel receives: rounded to the scalar's dtype, as the launch stores it.
-        let mut b = [0u8; 8];
-        let w = dtype.size_bytes() as usize;
-        convert::store(dtype, v, &mut b[..w]);
-        Ok(convert::load(dtype, &b[..w]))
-    };
+    let eps = || scalar_as_received(job, "eps");
     let xh = input("x")?;
     Ok(match wl.oracle {
         OracleName::Softmax => oracle::softmax(xh, &got, rows, cols, tol),
@@ -950,6 +946,95 @@ fn check_row_kernel(
         }
         other => return Err(bad(format!("`{}` is not a row kernel's oracle", other.name()))),
     })
+}
+
+/// The value of the scalar in oracle role `role` as the kernel receives it: the workload's value
+/// rounded to the scalar parameter's dtype, as the launch stores it.
+fn scalar_as_received(job: &Job, role: &str) -> Result<f64, RunError> {
+    let wl = &job.workload;
+    let bad = |m: String| RunError::new("workload", format!("{}: {m}", wl.oracle.name()));
+    let s = wl.role(role);
+    let v = *wl.scalars.get(&s).ok_or_else(|| bad(format!("no value for scalar `{s}`")))?;
+    let dtype = job
+        .launch
+        .params
+        .iter()
+        .find_map(|p| match p {
+            ParamSpec::Scalar { name, dtype, .. } if *name == s => DType::parse(dtype),
+            _ => None,
+        })
+        .filter(|d| d.is_float())
+        .ok_or_else(|| bad(format!("the kernel has no float scalar parameter `{s}`")))?;
+    let mut b = [0u8; 8];
+    let w = dtype.size_bytes() as usize;
+    convert::store(dtype, v, &mut b[..w]);
+    Ok(convert::load(dtype, &b[..w]))
+}
+
+/// The GEMM oracles' operands as a strided batch (batch, M, N, K), from the launch's tensors:
+/// `matmul_abt` A [M, K], B [N, K], C [M, N] (batch 1) or the three with one leading batch dim;
+/// `grouped_matmul_abt` A [G·MG, K], B [G, N, K], C [G·MG, N] (batch G, M = MG). The spec was
+/// validated against the program; this checks the shapes the launch computed.
+fn gemm_dims(oracle: OracleName, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<(u64, u64, u64, u64), RunError> {
+    let misfit = || {
+        RunError::new(
+            "workload",
+            format!(
+                "{}: shapes A{:?} B{:?} C{:?} do not fit {}",
+                oracle.name(),
+                a.shape,
+                b.shape,
+                c.shape,
+                if oracle == OracleName::GroupedMatmulAbt { "C[g·MG + i] = A[g·MG + i]·B[g]ᵀ" } else { "C = A·Bᵀ" }
+            ),
+        )
+    };
+    let dims = match (oracle, &a.shape[..], &b.shape[..]) {
+        (OracleName::GroupedMatmulAbt, &[rows, k], &[g, n, kb]) if g > 0 && rows % g == 0 && kb == k => {
+            (c.shape == [rows, n]).then_some((g, rows / g, n, k))
+        }
+        (OracleName::MatmulAbt, &[m, k], &[n, kb]) if kb == k => (c.shape == [m, n]).then_some((1, m, n, k)),
+        (OracleName::MatmulAbt, &[bt, m, k], &[bb, n, kb]) if kb == k && bb == bt => {
+            (c.shape == [bt, m, n]).then_some((bt, m, n, k))
+        }
+        _ => None,
+    };
+    dims.ok_or_else(misfit)
+}
+
+/// `attention`'s check: Q [BH, SQ, HD], K [BH, SK, HD], VT [BH, HD, SK] and O [BH, SQ, HD] (checked
+/// again against the launch's shapes), `scale` as the kernel receives it; sampled query rows of
+/// every (batch·head) against fp64.
+fn check_attention(
+    job: &Job,
+    tensors: &[Tensor],
+    downloaded: &BTreeMap<String, Vec<u8>>,
+    tol: oracle::Tolerance,
+    rng: &mut Rng,
+) -> Result<CheckReport, RunError> {
+    let wl = &job.workload;
+    let bad = |m: String| RunError::new("workload", format!("attention: {m}"));
+    let find = |role: &str| {
+        let t = wl.role(role);
+        tensors.iter().find(|x| x.name == t).ok_or_else(|| bad(format!("role `{role}` names `{t}`, no tensor of the kernel")))
+    };
+    let (q, k, vt, o) = (find("q")?, find("k")?, find("vt")?, find("o")?);
+    let (&[bh, sq, hd], &[_, sk, _]) = (&q.shape[..], &k.shape[..]) else {
+        return Err(bad(format!("Q{:?} and K{:?} are not [BH, S, HD]", q.shape, k.shape)));
+    };
+    if k.shape != [bh, sk, hd] || vt.shape != [bh, hd, sk] || o.shape != [bh, sq, hd] {
+        return Err(bad(format!(
+            "shapes Q{:?} K{:?} VT{:?} O{:?} do not fit O = softmax(scale·Q·Kᵀ)·V with VT = Vᵀ",
+            q.shape, k.shape, vt.shape, o.shape
+        )));
+    }
+    fn input(t: &Tensor) -> Result<&[f32], RunError> {
+        t.host.as_deref().ok_or_else(|| RunError::new("workload", format!("attention: `{}` is not a filled input", t.name)))
+    }
+    let bytes = downloaded.get(&o.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", o.name)))?;
+    let got = convert::decode_all_f32(o.dtype, bytes);
+    let scale = scalar_as_received(job, "scale")?;
+    Ok(oracle::attention(input(q)?, input(k)?, input(vt)?, &got, bh, sq, sk, hd, scale, tol, rng))
 }
 
 /// Warm up, then time `repeats` runs of `launch`, each after writing the flush buffer (outside

@@ -7,6 +7,13 @@
 //!   origin or a swapped operand shows in either a row or a column. An element passes when
 //!   `|got − ref| ≤ atol·rms(ref) + rtol·|ref|` (atol is relative to the RMS of the reference
 //!   values checked, so one tolerance suits every distribution and K).
+//!   With a leading batch dim ([`matmul_abt_batched`]) every batch entry gets its share of the
+//!   sampled rows and columns (at least one of each).
+//! - `grouped_matmul_abt`: C[g·MG + i] = A[g·MG + i]·B[g]ᵀ, equal groups, sampled per group like
+//!   the batched GEMM ([`grouped_matmul_abt`]).
+//! - `attention`: O = softmax(scale · Q·Kᵀ)·V per (batch·head), sampled query rows against fp64
+//!   over the whole softmax row ([`attention`]; tolerances [`Tolerance::ATTENTION_BF16`],
+//!   [`Tolerance::ATTENTION_F16`]).
 //! - `kmeans_assign`: Idx[b,n] = argmin_k ‖X[b,n,:] − C[b,k,:]‖². The reference is fp64 on
 //!   `samples` random points (first and last included) plus a range check of every index. The
 //!   kernel's choice j is wrong only when `d(j) − d_min > atol + rtol·(‖x‖² + ‖c_j‖²)`: an exact
@@ -86,6 +93,40 @@ impl Tolerance {
     /// atol = 1e-5 × RMS leave a margin of about ten.
     pub const ROW_F32: Tolerance = Tolerance { rtol: 2e-5, atol: 1e-5, samples: 0 };
 
+    /// GEMM with an f16 output and f32 accumulation (`grouped_matmul_abt`'s default for f16): one
+    /// f16 rounding moves a value by at most 2^-11 ≈ 4.9e-4 of itself and the f32 sums add about
+    /// 1e-6; rtol = 2e-3 and atol = 1e-3 × RMS leave a margin of four, and an element off by a
+    /// bf16 rounding step (2^-8 ≈ 3.9e-3 of itself) fails.
+    pub const MATMUL_F16: Tolerance = Tolerance { rtol: 2e-3, atol: 1e-3, samples: 64 };
+    /// Attention with a bf16 output. Besides the output rounding (≤ 2^-9 relative), the kernel
+    /// rounds the probabilities P to bf16 before P·V: each term of a row's weighted sum is off by
+    /// up to 2^-9 of itself, independently, so an output element errs by about 2^-9/√3 ≈ 1.1e-3 of
+    /// the RMS of O (the sum l uses the unrounded P). atol = 1e-2 × RMS is about nine of those;
+    /// rtol = 2e-2 covers the output rounding five times over. A wrong scale, key or head moves
+    /// elements by tens of percent of the RMS. `samples` query rows per (batch·head).
+    pub const ATTENTION_BF16: Tolerance = Tolerance { rtol: 2e-2, atol: 1e-2, samples: 32 };
+    /// Attention with an f16 output: the same two roundings at f16's 2^-11 (P: about 1.4e-4 of
+    /// the RMS; output: ≤ 4.9e-4 of the value); rtol = 2e-3 and atol = 2e-3 × RMS.
+    pub const ATTENTION_F16: Tolerance = Tolerance { rtol: 2e-3, atol: 2e-3, samples: 32 };
+
+    /// `grouped_matmul_abt`'s tolerance for an output of `dtype`: [`Tolerance::MATMUL_F16`] for
+    /// f16, [`Tolerance::MATMUL_BF16`] otherwise.
+    pub fn for_gemm_output(dtype: DType) -> Tolerance {
+        match dtype {
+            DType::F16 => Tolerance::MATMUL_F16,
+            _ => Tolerance::MATMUL_BF16,
+        }
+    }
+
+    /// `attention`'s tolerance for an output of `dtype`: [`Tolerance::ATTENTION_F16`] for f16,
+    /// [`Tolerance::ATTENTION_BF16`] otherwise (the workload refuses other dtypes).
+    pub fn for_attention_output(dtype: DType) -> Tolerance {
+        match dtype {
+            DType::F16 => Tolerance::ATTENTION_F16,
+            _ => Tolerance::ATTENTION_BF16,
+        }
+    }
+
     /// The row kernels' tolerance for an output of `dtype`: [`Tolerance::ROW_F32`] for f32,
     /// [`Tolerance::ROW_F16`] for f16, [`Tolerance::ROW_BF16`] otherwise (the loosest; the
     /// workload refuses other output dtypes).
@@ -119,8 +160,8 @@ pub struct BadElement {
 /// What a comparison found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckReport {
-    /// `matmul_abt`, `kmeans_assign`, `copy`, `transpose`, `softmax`, `row_reduce`, `rmsnorm`,
-    /// `layernorm`, `elementwise`, `cublas` (full comparison against cuBLAS) or `written` (an output no oracle
+    /// `matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `copy`, `transpose`,
+    /// `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`, `cublas` (full comparison against cuBLAS) or `written` (an output no oracle
     /// checks, scanned for unwritten elements).
     pub oracle: String,
     pub tolerance: Tolerance,
@@ -294,7 +335,7 @@ impl Comparer {
     }
 }
 
-/// `matmul_abt`: check C[M,N] = A[M,K]·B[N,K]ᵀ on sampled rows and columns.
+/// `matmul_abt`: check C[M,N] = A[M,K]·B[N,K]ᵀ on sampled rows and columns (indices [i, j]).
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_abt(
     a: &[f32],
@@ -306,39 +347,159 @@ pub fn matmul_abt(
     tol: Tolerance,
     rng: &mut Rng,
 ) -> CheckReport {
-    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
-    assert_eq!(a.len(), mu * ku, "A has M·K elements");
-    assert_eq!(b.len(), nu * ku, "B has N·K elements");
-    assert_eq!(c.len(), mu * nu, "C has M·N elements");
-    let rows = sample_indices(rng, m, tol.samples);
-    let cols = sample_indices(rng, n, tol.samples);
+    abt_check("matmul_abt", a, b, c, 1, m, n, k, tol, rng, |_, i, j| vec![i, j])
+}
+
+/// `matmul_abt` with a leading batch dimension: C[b] = A[b]·B[b]ᵀ for A [BATCH, M, K],
+/// B [BATCH, N, K], C [BATCH, M, N] (each batch entry after the other). Every batch entry gets
+/// its share of the sampled rows and columns (at least one of each); wrong elements are reported
+/// by C's index [b, i, j].
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_abt_batched(
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    batch: u64,
+    m: u64,
+    n: u64,
+    k: u64,
+    tol: Tolerance,
+    rng: &mut Rng,
+) -> CheckReport {
+    abt_check("matmul_abt", a, b, c, batch, m, n, k, tol, rng, |bi, i, j| vec![bi, i, j])
+}
+
+/// `grouped_matmul_abt`: group g multiplies rows [g·MG, (g+1)·MG) of A [G·MG, K] with B[g] (B is
+/// [G, N, K]) into the same rows of C [G·MG, N]. Sampled like [`matmul_abt_batched`] (every
+/// group gets rows and columns); wrong elements are reported by C's index [g·MG + i, j].
+#[allow(clippy::too_many_arguments)]
+pub fn grouped_matmul_abt(
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    groups: u64,
+    mg: u64,
+    n: u64,
+    k: u64,
+    tol: Tolerance,
+    rng: &mut Rng,
+) -> CheckReport {
+    // Equal groups lie in memory exactly like a strided batch: A [G·MG, K] is [G, MG, K].
+    abt_check("grouped_matmul_abt", a, b, c, groups, mg, n, k, tol, rng, |g, i, j| vec![g * mg + i, j])
+}
+
+/// The sampled check shared by the GEMM oracles: `batch` products C_b[M,N] = A_b[M,K]·B_b[N,K]ᵀ,
+/// each operand's entries one after the other. Per entry, ⌈samples / batch⌉ (at least one) random
+/// rows × all columns plus as many random columns × all rows (first and last included when two
+/// or more), fp64; `index(b, i, j)` names an element in the report.
+#[allow(clippy::too_many_arguments)]
+fn abt_check(
+    name: &str,
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    batch: u64,
+    m: u64,
+    n: u64,
+    k: u64,
+    tol: Tolerance,
+    rng: &mut Rng,
+    index: impl Fn(u64, u64, u64) -> Vec<u64>,
+) -> CheckReport {
+    let (bu, mu, nu, ku) = (batch as usize, m as usize, n as usize, k as usize);
+    assert_eq!(a.len(), bu * mu * ku, "{name}: A has BATCH·M·K elements");
+    assert_eq!(b.len(), bu * nu * ku, "{name}: B has BATCH·N·K elements");
+    assert_eq!(c.len(), bu * mu * nu, "{name}: C has BATCH·M·N elements");
+    let per = tol.samples.div_ceil(batch.max(1)).max(1);
+    // (batch entry, sampled rows, sampled columns); one entry's rows then columns, as the
+    // unbatched check always drew them.
+    let picks: Vec<(u64, Vec<u64>, Vec<u64>)> = (0..batch)
+        .map(|e| {
+            let rows = sample_indices(rng, m, per);
+            let cols = sample_indices(rng, n, per);
+            (e, rows, cols)
+        })
+        .collect();
+    let a_row = |e: u64, i: usize| &a[(e as usize * mu + i) * ku..(e as usize * mu + i + 1) * ku];
+    let b_row = |e: u64, j: usize| &b[(e as usize * nu + j) * ku..(e as usize * nu + j + 1) * ku];
+    let row_items: Vec<(u64, u64)> = picks.iter().flat_map(|(e, r, _)| r.iter().map(move |&i| (*e, i))).collect();
+    let col_items: Vec<(u64, u64)> = picks.iter().flat_map(|(e, _, cs)| cs.iter().map(move |&j| (*e, j))).collect();
     // Reference rows (all columns) and columns (all rows), in parallel.
-    let row_refs: Vec<Vec<f64>> = par_map(&rows, |&i| {
-        let ar = &a[i as usize * ku..(i as usize + 1) * ku];
-        (0..nu).map(|j| dot_f64(ar, &b[j * ku..(j + 1) * ku])).collect()
-    });
-    let col_refs: Vec<Vec<f64>> = par_map(&cols, |&j| {
-        let br = &b[j as usize * ku..(j as usize + 1) * ku];
-        (0..mu).map(|i| dot_f64(&a[i * ku..(i + 1) * ku], br)).collect()
-    });
+    let row_refs: Vec<Vec<f64>> =
+        par_map(&row_items, |&(e, i)| (0..nu).map(|j| dot_f64(a_row(e, i as usize), b_row(e, j))).collect());
+    let col_refs: Vec<Vec<f64>> =
+        par_map(&col_items, |&(e, j)| (0..mu).map(|i| dot_f64(a_row(e, i), b_row(e, j as usize))).collect());
     let count = (row_refs.len() * nu + col_refs.len() * mu) as f64;
     let sumsq: f64 = row_refs.iter().chain(&col_refs).flatten().map(|v| v * v).sum();
     let rms = if count > 0.0 { (sumsq / count).sqrt() } else { 0.0 };
-    let mut cmp = Comparer::new("matmul_abt", tol, rms);
-    for (&i, r) in rows.iter().zip(&row_refs) {
+    let mut cmp = Comparer::new(name, tol, rms);
+    let at = |e: u64, i: usize, j: usize| c[(e as usize * mu + i) * nu + j];
+    for (&(e, i), r) in row_items.iter().zip(&row_refs) {
         for (j, &want) in r.iter().enumerate() {
-            cmp.add(|| vec![i, j as u64], f64::from(c[i as usize * nu + j]), want);
+            cmp.add(|| index(e, i, j as u64), f64::from(at(e, i as usize, j)), want);
         }
     }
-    for (&j, r) in cols.iter().zip(&col_refs) {
+    for (&(e, j), r) in col_items.iter().zip(&col_refs) {
+        let rows = &picks[e as usize].1;
         for (i, &want) in r.iter().enumerate() {
             if rows.binary_search(&(i as u64)).is_ok() {
                 continue; // already checked with its row
             }
-            cmp.add(|| vec![i as u64, j], f64::from(c[i * nu + j as usize]), want);
+            cmp.add(|| index(e, i as u64, j), f64::from(at(e, i, j as usize)), want);
         }
     }
     cmp.finish(c)
+}
+
+/// `attention`: O[h] = softmax(scale · Q[h]·K[h]ᵀ)·V[h] (non-causal) for Q [BH, SQ, HD],
+/// K [BH, SK, HD], VT = Vᵀ [BH, HD, SK] and O [BH, SQ, HD], row-major. `tol.samples` query rows
+/// per (batch·head) `h` (first and last included when two or more), each against an fp64
+/// reference over its whole softmax row (all SK keys); `scale` is the value the kernel receives
+/// (rounded to its scalar's dtype by the caller). Wrong elements are reported by O's index
+/// [h, i, d]; every element of O is scanned for non-finite (unwritten) values.
+#[allow(clippy::too_many_arguments)]
+pub fn attention(
+    q: &[f32],
+    k: &[f32],
+    vt: &[f32],
+    o: &[f32],
+    bh: u64,
+    sq: u64,
+    sk: u64,
+    hd: u64,
+    scale: f64,
+    tol: Tolerance,
+    rng: &mut Rng,
+) -> CheckReport {
+    let (hu, squ, sku, du) = (bh as usize, sq as usize, sk as usize, hd as usize);
+    assert_eq!(q.len(), hu * squ * du, "Q has BH·SQ·HD elements");
+    assert_eq!(k.len(), hu * sku * du, "K has BH·SK·HD elements");
+    assert_eq!(vt.len(), hu * du * sku, "VT has BH·HD·SK elements");
+    assert_eq!(o.len(), hu * squ * du, "O has BH·SQ·HD elements");
+    let items: Vec<(u64, u64)> =
+        (0..bh).flat_map(|h| sample_indices(rng, sq, tol.samples.max(1)).into_iter().map(move |i| (h, i))).collect();
+    let refs: Vec<Vec<f64>> = par_map(&items, |&(h, i)| {
+        let (h, i) = (h as usize, i as usize);
+        let qr = &q[(h * squ + i) * du..(h * squ + i + 1) * du];
+        let kh = &k[h * sku * du..(h + 1) * sku * du];
+        let scores: Vec<f64> = kh.chunks_exact(du).map(|kr| scale * dot_f64(qr, kr)).collect();
+        let mx = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let p: Vec<f64> = scores.iter().map(|s| (s - mx).exp()).collect();
+        let l: f64 = p.iter().sum();
+        let vh = &vt[h * du * sku..(h + 1) * du * sku];
+        vh.chunks_exact(sku).map(|vr| vr.iter().zip(&p).map(|(&v, &w)| f64::from(v) * w).sum::<f64>() / l).collect()
+    });
+    let count = (refs.len() * du) as f64;
+    let sumsq: f64 = refs.iter().flatten().map(|v| v * v).sum();
+    let rms = if count > 0.0 { (sumsq / count).sqrt() } else { 0.0 };
+    let mut cmp = Comparer::new("attention", tol, rms);
+    for (&(h, i), r) in items.iter().zip(&refs) {
+        let row = &o[((h * sq + i) * hd) as usize..((h * sq + i + 1) * hd) as usize];
+        for (d, (&got, &want)) in row.iter().zip(r).enumerate() {
+            cmp.add(|| vec![h, i, d as u64], f64::from(got), want);
+        }
+    }
+    cmp.finish(o)
 }
 
 /// Compare a whole output against another implementation's (`shape` outermost first).
@@ -1980,5 +2141,208 @@ mod tests {
         assert!(back.first_bad[0].got.is_nan());
         assert_eq!(back.first_bad[0].want, 3.0);
         assert!(back.max_abs_err.is_nan(), "non-finite values read back as NaN");
+    }
+
+    // ---- batched and grouped GEMM, attention
+
+    /// C[b] = A[b]·B[b]ᵀ for `batch` entries, each product computed by `matmul_ref` (f32 of the
+    /// fp64 sum) and rounded to `out`.
+    fn batched_ref(a: &[f32], b: &[f32], batch: usize, m: usize, n: usize, k: usize, out: DType) -> Vec<f32> {
+        (0..batch)
+            .flat_map(|e| matmul_ref(&a[e * m * k..(e + 1) * m * k], &b[e * n * k..(e + 1) * n * k], m, n, k))
+            .map(|v| rounded(out, v))
+            .collect()
+    }
+
+    #[test]
+    fn batched_matmul_accepts_every_entry_and_samples_each() {
+        let (batch, m, n, k) = (5usize, 48usize, 40usize, 32usize);
+        let (a, b) = (inputs(DType::BF16, batch * m * k, 31), inputs(DType::BF16, batch * n * k, 32));
+        let c = batched_ref(&a, &b, batch, m, n, k, DType::BF16);
+        let check = |c: &[f32], tol| matmul_abt_batched(&a, &b, c, batch as u64, m as u64, n as u64, k as u64, tol, &mut Rng::new(3));
+        let r = check(&c, Tolerance::MATMUL_BF16);
+        assert!(r.passed && r.rel_l2_err > 1e-4, "bf16 rounding shows, within tolerance: {r:?}");
+        // 64 samples over 5 entries: 13 rows and 13 columns of each, the 13 × 13 overlap once.
+        assert_eq!(r.checked as usize, batch * (13 * n + 13 * m - 13 * 13));
+        // Two samples in all: still one row and one column of every entry.
+        let r = check(&c, Tolerance { samples: 2, ..Tolerance::MATMUL_BF16 });
+        assert!(r.passed);
+        assert_eq!(r.checked as usize, batch * (n + m - 1));
+        // f16 operands and output under the f16 GEMM tolerance.
+        let (ah, bh) = (inputs(DType::F16, batch * m * k, 33), inputs(DType::F16, batch * n * k, 34));
+        let ch = batched_ref(&ah, &bh, batch, m, n, k, DType::F16);
+        let r = matmul_abt_batched(&ah, &bh, &ch, batch as u64, m as u64, n as u64, k as u64, Tolerance::MATMUL_F16, &mut Rng::new(3));
+        assert!(r.passed, "{r:?}");
+    }
+
+    #[test]
+    fn batched_matmul_catches_swapped_entries_with_their_index() {
+        let (batch, m, n, k) = (5usize, 32usize, 24usize, 16usize);
+        let (a, b) = (data(batch * m * k, 35), data(batch * n * k, 36));
+        let mut c = batched_ref(&a, &b, batch, m, n, k, DType::F32);
+        // Entries 3 and 4 trade places: one sample per entry still sees it.
+        let (lo, hi) = c.split_at_mut(4 * m * n);
+        lo[3 * m * n..].swap_with_slice(&mut hi[..m * n]);
+        let tol = Tolerance { samples: 2, ..Tolerance::MATMUL_BF16 };
+        let r = matmul_abt_batched(&a, &b, &c, batch as u64, m as u64, n as u64, k as u64, tol, &mut Rng::new(4));
+        assert!(!r.passed);
+        assert!(r.first_bad.iter().all(|e| e.index.len() == 3 && (e.index[0] == 3 || e.index[0] == 4)), "{:?}", r.first_bad);
+        assert_eq!(r.first_bad[0].index[0], 3);
+        // The unbatched check of the first entry alone does not see entries 3 and 4.
+        let r = matmul_abt(&a[..m * k], &b[..n * k], &c[..m * n], m as u64, n as u64, k as u64, tol, &mut Rng::new(4));
+        assert!(r.passed);
+    }
+
+    #[test]
+    fn batched_matmul_catches_one_wrong_tile_of_one_entry() {
+        // A 16 × 16 tile of entry 2 computed from entry 1's operands; the row samples of entry 2
+        // miss it, its column samples see every row.
+        let (batch, m, n, k) = (3usize, 128usize, 32usize, 16usize);
+        let (a, b) = (data(batch * m * k, 37), data(batch * n * k, 38));
+        let mut c = batched_ref(&a, &b, batch, m, n, k, DType::F32);
+        let other = batched_ref(&a, &b, batch, m, n, k, DType::F32);
+        let (i0, j0) = (64usize, 16usize);
+        for i in i0..i0 + 16 {
+            for j in j0..j0 + 16 {
+                c[(2 * m + i) * n + j] = other[(m + i) * n + j];
+            }
+        }
+        let tol = Tolerance { samples: 6, ..Tolerance::MATMUL_BF16 };
+        let r = matmul_abt_batched(&a, &b, &c, batch as u64, m as u64, n as u64, k as u64, tol, &mut Rng::new(5));
+        assert!(!r.passed);
+        for e in &r.first_bad {
+            let [bi, i, j] = e.index[..] else { panic!("{e:?}") };
+            assert!(bi == 2 && (i0..i0 + 16).contains(&(i as usize)) && (j0..j0 + 16).contains(&(j as usize)), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn grouped_matmul_uses_each_groups_weight_and_reports_rows_of_c() {
+        let (g, mg, n, k) = (4usize, 32usize, 24usize, 16usize);
+        let (a, b) = (inputs(DType::BF16, g * mg * k, 41), inputs(DType::BF16, g * n * k, 42));
+        // The reference of a grouped GEMM is the batched one over A seen as [G, MG, K].
+        let c = batched_ref(&a, &b, g, mg, n, k, DType::BF16);
+        let check = |c: &[f32]| grouped_matmul_abt(&a, &b, c, g as u64, mg as u64, n as u64, k as u64, Tolerance::MATMUL_BF16, &mut Rng::new(6));
+        let r = check(&c);
+        assert!(r.passed, "{r:?}");
+        assert_eq!(r.oracle, "grouped_matmul_abt");
+        // Group 2 multiplied with group 1's weight.
+        let mut wrong = c.clone();
+        let w1 = matmul_ref(&a[2 * mg * k..3 * mg * k], &b[n * k..2 * n * k], mg, n, k);
+        wrong[2 * mg * n..3 * mg * n].copy_from_slice(&w1);
+        let r = check(&wrong);
+        assert!(!r.passed);
+        assert!(r.first_bad.iter().all(|e| e.index.len() == 2 && (2 * mg..3 * mg).contains(&(e.index[0] as usize))), "{:?}", r.first_bad);
+        // Every group with one weight (B[0]) for all: groups 1..3 fail.
+        let mut one_weight = c.clone();
+        for gi in 0..g {
+            let r0 = matmul_ref(&a[gi * mg * k..(gi + 1) * mg * k], &b[..n * k], mg, n, k);
+            one_weight[gi * mg * n..(gi + 1) * mg * n].copy_from_slice(&r0);
+        }
+        let r = check(&one_weight);
+        assert!(!r.passed && r.first_bad[0].index[0] as usize == mg, "{:?}", r.first_bad);
+        // An unwritten element of the last group.
+        let mut hole = c.clone();
+        hole[(3 * mg + 5) * n + 7] = f32::NAN;
+        let r = check(&hole);
+        assert!(!r.passed && r.nonfinite == 1);
+    }
+
+    /// What an attention kernel computes, per (batch·head) and query row, in f32: scores, the row
+    /// max, P = exp(scale·s − max) summed into l, P rounded to `dt` for P·V, O / l rounded to `dt`.
+    #[allow(clippy::too_many_arguments)]
+    fn attention_f32(q: &[f32], k: &[f32], vt: &[f32], bh: usize, sq: usize, sk: usize, hd: usize, scale: f32, dt: DType) -> Vec<f32> {
+        let mut o = vec![0f32; bh * sq * hd];
+        for h in 0..bh {
+            for i in 0..sq {
+                let qr = &q[(h * sq + i) * hd..(h * sq + i + 1) * hd];
+                let s: Vec<f32> = (0..sk)
+                    .map(|j| qr.iter().zip(&k[(h * sk + j) * hd..(h * sk + j + 1) * hd]).map(|(x, y)| x * y).sum::<f32>() * scale)
+                    .collect();
+                let m = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let p: Vec<f32> = s.iter().map(|v| (v - m).exp()).collect();
+                let l: f32 = p.iter().sum();
+                for d in 0..hd {
+                    let vr = &vt[(h * hd + d) * sk..(h * hd + d + 1) * sk];
+                    let acc: f32 = p.iter().zip(vr).map(|(&w, &v)| rounded(dt, w) * v).sum();
+                    o[(h * sq + i) * hd + d] = rounded(dt, acc / l);
+                }
+            }
+        }
+        o
+    }
+
+    #[test]
+    fn attention_accepts_a_kernels_rounding_and_catches_faults() {
+        let (bh, sq, sk, hd) = (3usize, 128usize, 96usize, 64usize);
+        let scale = 0.125f32;
+        for dt in [DType::BF16, DType::F16] {
+            let q = inputs(dt, bh * sq * hd, 51);
+            let k = inputs(dt, bh * sk * hd, 52);
+            let vt = inputs(dt, bh * hd * sk, 53);
+            let tol = Tolerance::for_attention_output(dt);
+            let check = |o: &[f32], scale: f64| {
+                attention(&q, &k, &vt, o, bh as u64, sq as u64, sk as u64, hd as u64, scale, tol, &mut Rng::new(7))
+            };
+            let o = attention_f32(&q, &k, &vt, bh, sq, sk, hd, scale, dt);
+            let r = check(&o, f64::from(scale));
+            assert!(r.passed && r.rel_l2_err > 1e-5, "{dt}: {r:?}");
+            assert_eq!(r.checked as usize, bh * 32 * hd, "32 query rows of every head, every HD column");
+            assert_eq!(r.oracle, "attention");
+            // The kernel ran with another scale (1/√HD computed as 1/HD, and 1): the oracle's
+            // scale is not the kernel's.
+            for wrong in [1.0 / 64.0, 1.0] {
+                let r = check(&attention_f32(&q, &k, &vt, bh, sq, sk, hd, wrong, dt), f64::from(scale));
+                assert!(!r.passed && r.mismatches as usize > bh * 32 * hd / 4, "{dt} scale {wrong}: {r:?}");
+            }
+            // Heads 1 and 2 swapped.
+            let mut swapped = o.clone();
+            let (lo, hi) = swapped.split_at_mut(2 * sq * hd);
+            lo[sq * hd..].swap_with_slice(&mut hi[..sq * hd]);
+            let r = check(&swapped, f64::from(scale));
+            assert!(!r.passed);
+            assert!(r.first_bad.iter().all(|e| e.index[0] == 1), "{:?}", r.first_bad);
+            // One 64-query tile of head 0 holding the other tile's rows.
+            let mut tile = o.clone();
+            tile.copy_within(0..64 * hd, 64 * hd);
+            let r = check(&tile, f64::from(scale));
+            assert!(!r.passed);
+            assert!(r.first_bad.iter().all(|e| e.index[0] == 0 && (64..128).contains(&e.index[1])), "{:?}", r.first_bad);
+            // V not transposed (VT read as if it were V [SK, HD]): wrong everywhere.
+            let v_as_vt: Vec<f32> = (0..bh * hd * sk).map(|f| {
+                let (h, rest) = (f / (hd * sk), f % (hd * sk));
+                let (d, j) = (rest / sk, rest % sk);
+                vt[h * hd * sk + (j * hd + d) % (hd * sk)]
+            }).collect();
+            let r = check(&attention_f32(&q, &k, &v_as_vt, bh, sq, sk, hd, scale, dt), f64::from(scale));
+            assert!(!r.passed, "{dt}: {r:?}");
+            // An unwritten element, unsampled or not: the NaN scan finds it.
+            let mut hole = o.clone();
+            hole[(2 * sq + 77) * hd + 5] = f32::NAN;
+            let r = check(&hole, f64::from(scale));
+            assert!(!r.passed && r.nonfinite == 1, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn attention_tolerances_are_tight_enough() {
+        // A bf16 output 5 % off at its largest element fails; the f16 tolerance refuses a
+        // bf16-rounded result.
+        let (bh, sq, sk, hd) = (1usize, 64usize, 64usize, 64usize);
+        let q = inputs(DType::BF16, bh * sq * hd, 54);
+        let k = inputs(DType::BF16, bh * sk * hd, 55);
+        let vt = inputs(DType::BF16, bh * hd * sk, 56);
+        let mut o = attention_f32(&q, &k, &vt, bh, sq, sk, hd, 0.125, DType::BF16);
+        // Every query row sampled.
+        let check = |o: &[f32], tol: Tolerance| {
+            attention(&q, &k, &vt, o, 1, 64, 64, 64, 0.125, Tolerance { samples: 64, ..tol }, &mut Rng::new(8))
+        };
+        assert!(check(&o, Tolerance::ATTENTION_BF16).passed);
+        assert!(!check(&o, Tolerance::ATTENTION_F16).passed, "bf16 rounding is outside the f16 tolerance");
+        let big = (0..o.len()).max_by(|&x, &y| o[x].abs().total_cmp(&o[y].abs())).unwrap();
+        o[big] *= 1.05;
+        let r = check(&o, Tolerance::ATTENTION_BF16);
+        assert_eq!((r.passed, r.mismatches), (false, 1), "{r:?}");
+        assert_eq!(r.first_bad[0].index, vec![0, (big / hd) as u64, (big % hd) as u64]);
     }
 }

@@ -22,10 +22,11 @@ pub struct WorkloadSpec {
     /// The kernel this workload is for (checked against the program's `kernel NAME`).
     #[serde(default)]
     pub kernel: Option<String>,
-    /// `matmul_abt`, `kmeans_assign`, `copy`, `transpose`, `softmax`, `row_reduce`, `rmsnorm`,
-    /// `layernorm`, `elementwise` or `none` (run and time only).
+    /// `matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `copy`, `transpose`,
+    /// `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise` or `none` (run and time only).
     pub oracle: OracleName,
-    /// Oracle role → tensor name (defaults: matmul_abt a=A b=B c=C; kmeans_assign x=X c=C idx=Idx;
+    /// Oracle role → tensor name (defaults: matmul_abt and grouped_matmul_abt a=A b=B c=C;
+    /// attention q=Q k=K vt=VT o=O and the scalar scale=scale; kmeans_assign x=X c=C idx=Idx;
     /// copy and transpose input=A output=B; softmax x=X y=Y; row_reduce x=X out=Out; rmsnorm
     /// x=X w=W y=Y, and the scalar eps=eps; layernorm x=X w=W b=Bias y=Y eps=eps; elementwise
     /// x=X y=Y w=W z=Z).
@@ -87,6 +88,10 @@ pub enum OracleName {
     Layernorm,
     /// Z[r, c] = f(X[r, c], Y[r, c], W[c]), f the spec's `expr`.
     Elementwise,
+    /// Equal-size groups: C[g·MG + i, :] = A[g·MG + i, :]·B[g]ᵀ, A [G·MG, K], B [G, N, K].
+    GroupedMatmulAbt,
+    /// O[h] = softmax(scale · Q[h]·K[h]ᵀ)·V[h], V given transposed (VT [BH, HD, SK]).
+    Attention,
     None,
 }
 
@@ -96,6 +101,14 @@ const POISON_IS_NAN: &[DType] = &[DType::BF16, DType::F16, DType::F32, DType::F8
 
 /// The dtypes of the row kernels' tensors (f32 math on 16- and 32-bit floats).
 const ROW_FLOATS: &[DType] = &[DType::BF16, DType::F16, DType::F32];
+
+/// GEMM operands (`matmul_abt`, `grouped_matmul_abt`) and outputs.
+const GEMM_IN: &[DType] = &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2];
+const GEMM_OUT: &[DType] = &[DType::BF16, DType::F16, DType::F32];
+
+/// `attention`'s tensors: the 16-bit formats its tolerances are set for (an f32 attention would
+/// run its products as tf32, which they do not cover).
+const ATTENTION_FLOATS: &[DType] = &[DType::BF16, DType::F16];
 
 impl OracleName {
     pub fn name(self) -> &'static str {
@@ -109,6 +122,8 @@ impl OracleName {
             OracleName::Rmsnorm => "rmsnorm",
             OracleName::Layernorm => "layernorm",
             OracleName::Elementwise => "elementwise",
+            OracleName::GroupedMatmulAbt => "grouped_matmul_abt",
+            OracleName::Attention => "attention",
             OracleName::None => "none",
         }
     }
@@ -116,7 +131,7 @@ impl OracleName {
     /// The oracle's tensor roles and their default tensor names.
     pub fn roles(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            OracleName::MatmulAbt => &[("a", "A"), ("b", "B"), ("c", "C")],
+            OracleName::MatmulAbt | OracleName::GroupedMatmulAbt => &[("a", "A"), ("b", "B"), ("c", "C")],
             OracleName::KmeansAssign => &[("x", "X"), ("c", "C"), ("idx", "Idx")],
             OracleName::Copy | OracleName::Transpose => &[("input", "A"), ("output", "B")],
             OracleName::Softmax => &[("x", "X"), ("y", "Y")],
@@ -124,6 +139,7 @@ impl OracleName {
             OracleName::Rmsnorm => &[("x", "X"), ("w", "W"), ("y", "Y")],
             OracleName::Layernorm => &[("x", "X"), ("w", "W"), ("b", "Bias"), ("y", "Y")],
             OracleName::Elementwise => &[("x", "X"), ("y", "Y"), ("w", "W"), ("z", "Z")],
+            OracleName::Attention => &[("q", "Q"), ("k", "K"), ("vt", "VT"), ("o", "O")],
             OracleName::None => &[],
         }
     }
@@ -133,6 +149,7 @@ impl OracleName {
     pub fn scalar_roles(self) -> &'static [(&'static str, &'static str)] {
         match self {
             OracleName::Rmsnorm | OracleName::Layernorm => &[("eps", "eps")],
+            OracleName::Attention => &[("scale", "scale")],
             _ => &[],
         }
     }
@@ -140,12 +157,13 @@ impl OracleName {
     /// The role whose tensor the oracle checks (the kernel's result).
     pub fn output_role(self) -> Option<&'static str> {
         match self {
-            OracleName::MatmulAbt => Some("c"),
+            OracleName::MatmulAbt | OracleName::GroupedMatmulAbt => Some("c"),
             OracleName::KmeansAssign => Some("idx"),
             OracleName::Copy | OracleName::Transpose => Some("output"),
             OracleName::Softmax | OracleName::Rmsnorm | OracleName::Layernorm => Some("y"),
             OracleName::RowReduce => Some("out"),
             OracleName::Elementwise => Some("z"),
+            OracleName::Attention => Some("o"),
             OracleName::None => None,
         }
     }
@@ -177,18 +195,29 @@ impl OracleName {
         )
     }
 
-    /// Whether `cake bench --baseline cublas` has a peer GEMM to time for this oracle.
+    /// Whether `cake bench --baseline cublas` has a peer GEMM to time for this oracle (equal-size
+    /// groups are a strided batch to cuBLAS).
     pub fn has_cublas_peer(self) -> bool {
-        matches!(self, OracleName::MatmulAbt | OracleName::KmeansAssign)
+        matches!(self, OracleName::MatmulAbt | OracleName::KmeansAssign | OracleName::GroupedMatmulAbt)
     }
 
-    /// The tolerance when the spec gives none. The row kernels' follows the dtype of their
-    /// output tensor ([`Tolerance::for_row_output`]; bf16's, the loosest, when it is not known).
+    /// Oracles whose roles must each name a tensor of their own (no operand read twice).
+    pub fn distinct_roles(self) -> bool {
+        matches!(self, OracleName::GroupedMatmulAbt | OracleName::Attention)
+    }
+
+    /// The tolerance when the spec gives none. The row kernels', `grouped_matmul_abt`'s and
+    /// `attention`'s follow the dtype of their output tensor ([`Tolerance::for_row_output`],
+    /// [`Tolerance::for_gemm_output`], [`Tolerance::for_attention_output`]; bf16's, the loosest,
+    /// when it is not known). `matmul_abt` keeps [`Tolerance::MATMUL_BF16`] for every output dtype
+    /// (its f16-accumulator corpus instances need it).
     pub fn default_tolerance(self, output: Option<DType>) -> Tolerance {
         match self {
             OracleName::KmeansAssign => Tolerance::KMEANS,
             OracleName::Copy | OracleName::Transpose => Tolerance::EXACT,
             o if o.is_row_kernel() => Tolerance::for_row_output(output.unwrap_or(DType::BF16)),
+            OracleName::GroupedMatmulAbt => Tolerance::for_gemm_output(output.unwrap_or(DType::BF16)),
+            OracleName::Attention => Tolerance::for_attention_output(output.unwrap_or(DType::BF16)),
             _ => Tolerance::MATMUL_BF16,
         }
     }
@@ -338,10 +367,15 @@ impl WorkloadSpec {
         }
         // Role checks: (role, lowest and highest rank, dtypes allowed, is the output).
         let wants: &[(&str, (usize, usize), &[DType], bool)] = match self.oracle {
-            OracleName::MatmulAbt => &[
-                ("a", (2, 2), &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2], false),
-                ("b", (2, 2), &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2], false),
-                ("c", (2, 2), &[DType::BF16, DType::F16, DType::F32], true),
+            OracleName::MatmulAbt => &[("a", (2, 3), GEMM_IN, false), ("b", (2, 3), GEMM_IN, false), ("c", (2, 3), GEMM_OUT, true)],
+            OracleName::GroupedMatmulAbt => {
+                &[("a", (2, 2), GEMM_IN, false), ("b", (3, 3), GEMM_IN, false), ("c", (2, 2), GEMM_OUT, true)]
+            }
+            OracleName::Attention => &[
+                ("q", (3, 3), ATTENTION_FLOATS, false),
+                ("k", (3, 3), ATTENTION_FLOATS, false),
+                ("vt", (3, 3), ATTENTION_FLOATS, false),
+                ("o", (3, 3), ATTENTION_FLOATS, true),
             ],
             OracleName::KmeansAssign => &[
                 ("x", (3, 3), &[DType::BF16, DType::F16, DType::F32], false),
@@ -419,6 +453,33 @@ impl WorkloadSpec {
                 }
             }
         }
+        if self.oracle.distinct_roles() {
+            let roles = self.oracle.roles();
+            for (i, (r1, _)) in roles.iter().enumerate() {
+                for (r2, _) in &roles[i + 1..] {
+                    let (t1, t2) = (self.role(r1), self.role(r2));
+                    if t1 == t2 {
+                        return Err(err(format!(
+                            "oracle `{}`: roles `{r1}` and `{r2}` both name tensor `{t1}`; each role needs a tensor of its own",
+                            self.oracle.name()
+                        )));
+                    }
+                }
+            }
+        }
+        if self.oracle == OracleName::MatmulAbt {
+            let ranks: Vec<(String, usize)> = ["a", "b", "c"]
+                .iter()
+                .map(|r| (self.role(r), tensor(&self.role(r)).map_or(0, |t| t.shape.len())))
+                .collect();
+            if ranks.iter().any(|(_, n)| *n != ranks[0].1) {
+                let list: Vec<String> = ranks.iter().map(|(t, n)| format!("`{t}` rank {n}")).collect();
+                return Err(err(format!(
+                    "oracle `matmul_abt`: A, B and C share one rank (2, or 3 with a leading batch dim); here {}",
+                    list.join(", ")
+                )));
+            }
+        }
         if self.oracle == OracleName::Elementwise {
             // x and y are distinct operands of the graph: one tensor in both roles would test a
             // kernel that reads one input twice.
@@ -465,6 +526,17 @@ impl WorkloadSpec {
             }
         }
         self.validate_row_kernel(m)?;
+        self.validate_scalar_roles(m)?;
+        if self.oracle == OracleName::Attention {
+            let dtypes: Vec<(String, DType)> = ["q", "k", "vt", "o"]
+                .iter()
+                .filter_map(|r| tensor(&self.role(r)).map(|t| (self.role(r), t.dtype)))
+                .collect();
+            if dtypes.iter().any(|(_, d)| *d != dtypes[0].1) {
+                let list: Vec<String> = dtypes.iter().map(|(t, d)| format!("`{t}` {d}")).collect();
+                return Err(err(format!("oracle `attention`: Q, K, VT and O share one dtype; here {}", list.join(", "))));
+            }
+        }
         for name in self.inputs.keys() {
             let t =
                 tensor(name).ok_or_else(|| err(format!("inputs.{name}: the program declares no tensor `{name}`")))?;
@@ -580,6 +652,14 @@ impl WorkloadSpec {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The oracle's scalar roles (`eps`, `scale`): each names a float `scalar` of the program
+    /// with a value in `[scalars]` that the oracle can use (`eps`: finite and ≥ 0; `scale`:
+    /// finite and not 0, or every softmax row would be uniform and Q unchecked).
+    fn validate_scalar_roles(&self, m: &Module) -> Result<(), WorkloadError> {
+        let o = self.oracle.name();
         for &(role, _) in self.oracle.scalar_roles() {
             let name = self.role(role);
             let s = m.scalars.iter().map(|(_, s)| s).find(|s| s.name == name).ok_or_else(|| {
@@ -594,7 +674,13 @@ impl WorkloadSpec {
                 .scalars
                 .get(&name)
                 .ok_or_else(|| err(format!("scalars: no value for `{name}` (oracle `{o}` role `{role}`)")))?;
-            if !v.is_finite() || *v < 0.0 {
+            if role == "scale" {
+                if !v.is_finite() || *v == 0.0 {
+                    return Err(err(format!(
+                        "scalars.{name} = {v}: oracle `{o}` role `{role}` needs a finite value other than 0 (0 makes every softmax row uniform)"
+                    )));
+                }
+            } else if !v.is_finite() || *v < 0.0 {
                 return Err(err(format!("scalars.{name} = {v}: oracle `{o}` role `{role}` needs a finite value ≥ 0")));
             }
         }
@@ -606,6 +692,9 @@ impl WorkloadSpec {
     /// `layernorm`: Y has X's shape [R, C] and W, B are [C]; `row_reduce`: Out is [R];
     /// `elementwise`: Y and Z have X's shape [R, C] and W is [C].
     fn check_oracle_shapes(&self, m: &Module, shape: &Shape) -> Result<(), String> {
+        if matches!(self.oracle, OracleName::MatmulAbt | OracleName::GroupedMatmulAbt | OracleName::Attention) {
+            return self.check_product_shapes(m, shape);
+        }
         let (from, relations): (&str, &[&str]) = match self.oracle {
             OracleName::Copy | OracleName::Transpose => ("input", &["output"]),
             OracleName::Softmax => ("x", &["y"]),
@@ -647,6 +736,68 @@ impl WorkloadSpec {
                     label(role, &name)
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// The shapes of the product oracles at one shape: `matmul_abt`: A [M, K], B [N, K], C [M, N]
+    /// (or all three with one leading batch dim); `grouped_matmul_abt`: A [G·MG, K], B [G, N, K],
+    /// C [G·MG, N]; `attention`: Q [BH, SQ, HD], K [BH, SK, HD], VT [BH, HD, SK], O [BH, SQ, HD].
+    fn check_product_shapes(&self, m: &Module, shape: &Shape) -> Result<(), String> {
+        let o = self.oracle.name();
+        let dims: Vec<i64> = m.dims.iter().map(|(_, d)| shape.get(&d.name).copied().unwrap_or(0)).collect();
+        let concrete = |role: &str| -> Result<(String, Vec<i64>), String> {
+            let name = self.role(role);
+            let t = m.tensors.iter().map(|(_, t)| t).find(|t| t.name == name).ok_or(format!("no tensor `{name}`"))?;
+            let s = t.shape.iter().map(|s| s.eval(&dims).ok_or(format!("the shape of `{name}` overflows"))).collect::<Result<_, _>>()?;
+            Ok((name, s))
+        };
+        // `want` with `None` for a free extent (shown as `_`).
+        let expect = |from: &str, role: &str, want: &[Option<i64>]| -> Result<Vec<i64>, String> {
+            let (fname, fshape) = concrete(from)?;
+            let (name, got) = concrete(role)?;
+            let fits = got.len() == want.len() && got.iter().zip(want).all(|(g, w)| w.is_none_or(|w| *g == w));
+            if !fits {
+                let shown: Vec<String> = want.iter().map(|w| w.map_or_else(|| "_".to_string(), |v| v.to_string())).collect();
+                return Err(format!(
+                    "oracle `{o}`: `{fname}` (role `{from}`) is {fshape:?}, so `{name}` (role `{role}`) must be [{}], but it is {got:?}",
+                    shown.join(", ")
+                ));
+            }
+            Ok(got)
+        };
+        match self.oracle {
+            OracleName::MatmulAbt => {
+                let (_, a) = concrete("a")?;
+                let (lead, mk) = a.split_at(a.len().saturating_sub(2));
+                let [mm, k] = mk[..] else { return Err(format!("oracle `{o}`: A is {a:?}")) };
+                let with = |x: &[Option<i64>]| lead.iter().map(|&v| Some(v)).chain(x.iter().copied()).collect::<Vec<_>>();
+                let b = expect("a", "b", &with(&[None, Some(k)]))?;
+                let n = b[b.len() - 2];
+                expect("b", "c", &with(&[Some(mm), Some(n)]))?;
+            }
+            OracleName::GroupedMatmulAbt => {
+                let (_, a) = concrete("a")?;
+                let (bname, b) = concrete("b")?;
+                let (rows, k) = (a[0], a[1]);
+                expect("a", "b", &[None, None, Some(k)])?;
+                let (g, n) = (b[0], b[1]);
+                if g <= 0 || rows % g != 0 {
+                    return Err(format!(
+                        "oracle `{o}`: `{bname}` (role `b`) holds G = {g} groups, so the {rows} rows of `{}` (role `a`) must split into {g} equal groups",
+                        self.role("a")
+                    ));
+                }
+                expect("b", "c", &[Some(rows), Some(n)]).map_err(|e| format!("{e} (C has A's rows and B's N)"))?;
+            }
+            OracleName::Attention => {
+                let (_, q) = concrete("q")?;
+                let (h, sq, hd) = (q[0], q[1], q[2]);
+                let kk = expect("q", "k", &[Some(h), None, Some(hd)])?;
+                expect("k", "vt", &[Some(h), Some(hd), Some(kk[1])])?;
+                expect("q", "o", &[Some(h), Some(sq), Some(hd)])?;
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -1260,5 +1411,118 @@ mod elementwise_oracle_tests {
         assert!(m.contains("oracle `elementwise` has no role `out` (roles: x, y, w, z)"), "{m}");
         let m = e("[inputs]\nW = { dist = \"uniform\", offset = nan }");
         assert!(m.contains("inputs.W.offset: must be a finite number"), "{m}");
+    }
+}
+
+#[cfg(test)]
+mod product_oracle_tests {
+    use super::*;
+
+    const PROGRAM: &str = "kernel k target sm_90a\n\ndim BATCH\ndim G\ndim M multiple_of 64\ndim N multiple_of 64\ndim K multiple_of 64\ndim D multiple_of 64\n\nscalar scale: f32\nscalar n: i32\n\nin A: bf16[BATCH, M, K]\nin B: bf16[BATCH, N, K]\nout C: bf16[BATCH, M, N]\nout CT: bf16[BATCH, N, M]\nin B1: bf16[N, K]\nin BK: bf16[BATCH, N, D]\nin A2: bf16[M, K]\nin B2: bf16[N, K]\nout C2: bf16[M, N]\nin AG: bf16[G * M, K]\nin BG: bf16[G, N, K]\nout CG: bf16[G * M, N]\nout CGh: f16[G * M, N]\nin AM: bf16[M, K]\nout CM: bf16[M, N]\nin Q: bf16[BATCH, M, D]\nin Kt: bf16[BATCH, N, D]\nin VT: bf16[BATCH, D, N]\nin V: bf16[BATCH, N, D]\nout O: bf16[BATCH, M, D]\nout Oh: f16[BATCH, M, D]\nout Of: f32[BATCH, M, D]\nin Qh: f16[BATCH, M, D]\n\ngrid tiles[r = M / 64]\n\nrole all: warp 0..4\n\non all {\n    for t in tiles {\n    }\n}\n";
+
+    fn module() -> Module {
+        let out = crate::check::check_source(PROGRAM);
+        out.module.unwrap_or_else(|| panic!("{:?}", out.diagnostics))
+    }
+
+    /// A spec for `oracle` at a headline and one small shape in which M ≠ N ≠ K ≠ D and G = 3.
+    fn parse(oracle: &str, extra: &str) -> Result<WorkloadSpec, WorkloadError> {
+        let text = format!(
+            "oracle = \"{oracle}\"\nheadline = {{ BATCH = 4, G = 3, M = 256, N = 128, K = 64, D = 192 }}\nshapes = [{{ BATCH = 2, G = 2, M = 64, N = 128, K = 192, D = 64 }}]\n{extra}\n[scalars]\nscale = 0.125\nn = 3\n"
+        );
+        WorkloadSpec::from_toml_str("t.toml", &text)
+    }
+
+    fn spec(oracle: &str, extra: &str) -> Result<(), WorkloadError> {
+        parse(oracle, extra)?.validate(&module())
+    }
+
+    #[test]
+    fn product_specs_validate() {
+        // matmul_abt with a leading batch dim (the defaults A, B, C) and without.
+        spec("matmul_abt", "").unwrap();
+        spec("matmul_abt", "args = { a = \"A2\", b = \"B2\", c = \"C2\" }").unwrap();
+        let w = parse("grouped_matmul_abt", "args = { a = \"AG\", b = \"BG\", c = \"CG\" }").unwrap();
+        w.validate(&module()).unwrap();
+        assert_eq!(w.tolerance(Some(DType::BF16)), Tolerance::MATMUL_BF16);
+        assert_eq!(w.tolerance(Some(DType::F16)), Tolerance::MATMUL_F16);
+        spec("grouped_matmul_abt", "args = { a = \"AG\", b = \"BG\", c = \"CGh\" }").unwrap();
+        let w = parse("attention", "args = { k = \"Kt\" }").unwrap();
+        w.validate(&module()).unwrap();
+        assert_eq!(["q", "k", "vt", "o", "scale"].map(|r| w.role(r)), ["Q", "Kt", "VT", "O", "scale"].map(String::from));
+        assert_eq!(w.tolerance(Some(DType::BF16)), Tolerance::ATTENTION_BF16);
+        assert_eq!(w.tolerance(Some(DType::F16)), Tolerance::ATTENTION_F16);
+        assert_eq!(OracleName::Attention.output_role(), Some("o"));
+        assert!(!OracleName::Attention.has_cublas_peer() && OracleName::GroupedMatmulAbt.has_cublas_peer());
+        assert!(!OracleName::Attention.checks_every_element() && !OracleName::GroupedMatmulAbt.checks_every_element());
+        // The samples are the spec's to set.
+        spec("attention", "args = { k = \"Kt\" }\n[tolerance]\nsamples = 8").unwrap();
+        // matmul_abt's default stays MATMUL_BF16 for every output dtype.
+        assert_eq!(parse("matmul_abt", "").unwrap().tolerance(Some(DType::F16)), Tolerance::MATMUL_BF16);
+    }
+
+    #[test]
+    fn misfits_of_the_product_oracles_are_named() {
+        let e = |oracle: &str, extra: &str| spec(oracle, extra).unwrap_err().0;
+        // matmul_abt: one rank for all three, the batch and K shared, C = [BATCH, M, N].
+        let m = e("matmul_abt", "args = { b = \"B1\" }");
+        assert!(m.contains("oracle `matmul_abt`: A, B and C share one rank (2, or 3 with a leading batch dim); here `A` rank 3, `B1` rank 2, `C` rank 3"), "{m}");
+        let m = e("matmul_abt", "args = { b = \"BK\" }");
+        assert!(m.contains("headline: oracle `matmul_abt`: `A` (role `a`) is [4, 256, 64], so `BK` (role `b`) must be [4, _, 64], but it is [4, 128, 192]"), "{m}");
+        let m = e("matmul_abt", "args = { c = \"CT\" }");
+        assert!(m.contains("headline: oracle `matmul_abt`: `B` (role `b`) is [4, 128, 64], so `CT` (role `c`) must be [4, 256, 128], but it is [4, 128, 256]"), "{m}");
+        let m = e("matmul_abt", "args = { c = \"A\" }");
+        assert!(m.contains("role `c`: tensor `A` is declared `in`"), "{m}");
+        let m = e("matmul_abt", "args = { a = \"C\" }");
+        assert!(m.contains("role `a`: tensor `C` is declared `out`"), "{m}");
+        // grouped_matmul_abt: ranks, dtypes, groups that split A's rows, C's shape, distinct roles.
+        let g = |args: &str| e("grouped_matmul_abt", &format!("args = {{ {args} }}"));
+        let m = g("a = \"A\", b = \"BG\", c = \"CG\"");
+        assert!(m.contains("role `a`: tensor `A` has rank 3, expected 2"), "{m}");
+        let m = g("a = \"AG\", b = \"B2\", c = \"CG\"");
+        assert!(m.contains("role `b`: tensor `B2` has rank 2, expected 3"), "{m}");
+        let m = g("a = \"AM\", b = \"BG\", c = \"CM\"");
+        assert!(m.contains("headline: oracle `grouped_matmul_abt`: `BG` (role `b`) holds G = 3 groups, so the 256 rows of `AM` (role `a`) must split into 3 equal groups"), "{m}");
+        let m = g("a = \"AG\", b = \"BG\", c = \"C2\"");
+        assert!(m.contains("headline: oracle `grouped_matmul_abt`: `BG` (role `b`) is [3, 128, 64], so `C2` (role `c`) must be [768, 128], but it is [256, 128]"), "{m}");
+        let m = g("a = \"AG\", b = \"AG\", c = \"CG\"");
+        assert!(m.contains("role `b`: tensor `AG` has rank 2, expected 3"), "{m}");
+        let m = g("a = \"AG\", b = \"BG\", c = \"AG\"");
+        assert!(m.contains("role `c`: tensor `AG` is declared `in`"), "{m}");
+        // attention: roles, ranks, dtypes, shapes, one tensor per role, scale.
+        let a = |extra: &str| e("attention", &format!("args = {{ k = \"Kt\"{extra} }}"));
+        let m = a(", vt = \"V\"");
+        assert!(m.contains("headline: oracle `attention`: `Kt` (role `k`) is [4, 128, 192], so `V` (role `vt`) must be [4, 192, 128], but it is [4, 128, 192]"), "{m}");
+        let m = a(", o = \"C\"");
+        assert!(m.contains("oracle `attention`: `Q` (role `q`) is [4, 256, 192], so `C` (role `o`) must be [4, 256, 192], but it is [4, 256, 128]"), "{m}");
+        let m = e("attention", "args = { k = \"B\" }");
+        assert!(m.contains("so `B` (role `k`) must be [4, _, 192], but it is [4, 128, 64]"), "{m}");
+        let m = a(", vt = \"Kt\"");
+        assert!(m.contains("oracle `attention`: roles `k` and `vt` both name tensor `Kt`; each role needs a tensor of its own"), "{m}");
+        let m = a(", o = \"Of\"");
+        assert!(m.contains("role `o`: tensor `Of` is f32, which the oracle does not support"), "{m}");
+        let m = a(", o = \"Oh\"");
+        assert!(m.contains("oracle `attention`: Q, K, VT and O share one dtype; here `Q` bf16, `Kt` bf16, `VT` bf16, `Oh` f16"), "{m}");
+        let m = a(", q = \"A2\"");
+        assert!(m.contains("role `q`: tensor `A2` has rank 2, expected 3"), "{m}");
+        let m = a(", o = \"Q\"");
+        assert!(m.contains("role `o`: tensor `Q` is declared `in`"), "{m}");
+        let m = e("attention", "");
+        assert!(m.contains("oracle `attention` role `k` names tensor `K`, which the program does not declare"), "{m}");
+        let m = a(", scale = \"s\"");
+        assert!(m.contains("role `scale` names scalar `s`, which the program does not declare"), "{m}");
+        let m = a(", scale = \"n\"");
+        assert!(m.contains("scalar `n` is i32; the oracle needs a float"), "{m}");
+        let zero = WorkloadSpec::from_toml_str(
+            "t.toml",
+            "oracle = \"attention\"\nargs = { k = \"Kt\" }\nheadline = { BATCH = 1, G = 1, M = 64, N = 64, K = 64, D = 64 }\nshapes = [{ BATCH = 1, G = 1, M = 64, N = 64, K = 64, D = 64 }]\n[scalars]\nscale = 0.0\nn = 1\n",
+        )
+        .unwrap()
+        .validate(&module())
+        .unwrap_err()
+        .0;
+        assert!(zero.contains("scalars.scale = 0: oracle `attention` role `scale` needs a finite value other than 0"), "{zero}");
+        let m = a(", out = \"O\"");
+        assert!(m.contains("oracle `attention` has no role `out` (roles: q, k, vt, o, scale)"), "{m}");
     }
 }
