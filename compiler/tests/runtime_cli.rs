@@ -281,6 +281,115 @@ fn row_kernel_workloads_run_through_the_cli() {
     }
 }
 
+/// The product oracles' corpus families (family, oracle): batched GEMM (matmul_abt with a leading
+/// batch dim), grouped GEMM and attention.
+const PRODUCT_FAMILIES: [(&str, &str); 3] =
+    [("gemm-batched", "matmul_abt"), ("gemm-grouped", "grouped_matmul_abt"), ("attention-fwd", "attention")];
+
+/// Every case of the product oracles' families carries its oracle's workload, which validates
+/// against its program (roles, ranks, dtypes, shapes at every workload shape and `multiple_of` of
+/// every instance's tiles, `scale`); the gpu tier is declared exactly for the sm_90a instances;
+/// every run shape covers the whole tile space (the grid's divisions are exact) and stays small
+/// (at most 2 GFLOP by the workload's own count: well under a second on the H200, a cheap
+/// sampled reference on the CPU); attention's flops count its instance's head dim.
+#[test]
+fn product_workloads_fit_their_programs() {
+    use cake::corpus::Tier;
+    use cake::runtime::workload::WorkloadSpec;
+    let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
+    for (family, oracle) in PRODUCT_FAMILIES {
+        let cases: Vec<_> = corpus.cases.iter().filter(|c| c.family == family).collect();
+        assert!(cases.len() >= 6, "{family}: {} cases", cases.len());
+        let mut gpu = 0;
+        for case in cases {
+            let w = case.manifest.workload.as_ref().unwrap_or_else(|| panic!("{}: no [workload]", case.id));
+            let spec: WorkloadSpec = toml::Value::Table(w.clone()).try_into().unwrap_or_else(|e| panic!("{}: {e}", case.id));
+            assert_eq!(spec.oracle.name(), oracle, "{}", case.id);
+            let checked = cake::check::check_source(&case.source);
+            let module = checked.module.as_ref().unwrap_or_else(|| panic!("{}: no module", case.id));
+            spec.validate(module).unwrap_or_else(|e| panic!("{}: the workload does not fit the program: {e}", case.id));
+            let on_h200 = case.manifest.target == "sm_90a";
+            assert_eq!(case.has_tier(Tier::Gpu), on_h200, "{}: the gpu tier is for the sm_90a instances", case.id);
+            gpu += usize::from(on_h200);
+            // The tile extents of the instance: rows (TM or BQ) and, for the GEMMs, columns (TN).
+            let (rows_dim, rows_tile, cols) = match family {
+                "attention-fwd" => ("S", case.vars["BQ"].parse::<i64>().unwrap(), None),
+                "gemm-grouped" => ("MG", case.vars["TM"].parse().unwrap(), Some(case.vars["TN"].parse::<i64>().unwrap())),
+                _ => ("M", case.vars["TM"].parse().unwrap(), Some(case.vars["TN"].parse::<i64>().unwrap())),
+            };
+            for s in spec.shapes.iter().chain(std::iter::once(&spec.headline)) {
+                assert_eq!(s[rows_dim] % rows_tile, 0, "{}: {rows_dim} = {} leaves rows outside the tiles", case.id, s[rows_dim]);
+                if let Some(tn) = cols {
+                    assert_eq!(s["N"] % tn, 0, "{}: N = {}", case.id, s["N"]);
+                }
+            }
+            let flops = |s| spec.flops_at(s).unwrap_or_else(|| panic!("{}: the workload counts no flops", case.id));
+            if family == "attention-fwd" {
+                let hd: f64 = case.vars["HD"].parse().unwrap();
+                let h = &spec.headline;
+                assert_eq!(flops(h), 4.0 * (h["BH"] * h["S"] * h["S"]) as f64 * hd, "{}", case.id);
+                assert!(case.source.contains(&format!("const HD = {hd}")), "{}", case.id);
+            }
+            for s in spec.shapes.iter().filter(|_| on_h200) {
+                assert!(flops(s) <= 2e9, "{}: {s:?} is no small shape ({} flops)", case.id, flops(s));
+            }
+        }
+        assert!(gpu > 0, "{family}: no gpu-tier case");
+    }
+}
+
+/// The product oracles through the CLI on one sm_90a corpus instance each, with the family's
+/// workload: `cake run` validates, builds and runs every workload shape (skipped without a GPU,
+/// checked with one); attention has no peer GEMM, so `cake bench --baseline cublas` refuses it.
+#[test]
+fn product_workloads_run_through_the_cli() {
+    let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (family, oracle) in PRODUCT_FAMILIES {
+        let c = corpus
+            .cases
+            .iter()
+            .find(|c| c.family == family && c.manifest.target == "sm_90a")
+            .unwrap_or_else(|| panic!("no sm_90a case in {family}"));
+        let workload = toml::to_string(c.manifest.workload.as_ref().unwrap()).unwrap();
+        let ev = evidence();
+        let evs = ev.path().to_str().unwrap();
+        let (p, w) = if oracle == "attention" {
+            program_without_a_peer(dir.path(), &c.source, oracle, &workload, evs)
+        } else {
+            let (p, w) = (dir.path().join(format!("{oracle}.cake")), dir.path().join(format!("{oracle}.workload.toml")));
+            std::fs::write(&p, &c.source).unwrap();
+            std::fs::write(&w, &workload).unwrap();
+            (p.to_str().unwrap().to_string(), w.to_str().unwrap().to_string())
+        };
+        let (code, stdout, stderr) = cake(&["run", &p, "--workload", &w, "--evidence", evs]);
+        let recs = read_records(ev.path()).unwrap();
+        let no_nvrtc = code == 1 && recs.iter().any(|(_, r)| r.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00")));
+        if no_nvrtc {
+            assert_eq!(recs.len(), 1, "{stderr}");
+            assert_eq!(recs[0].1.workload.as_ref().unwrap().oracle, oracle);
+            eprintln!("SKIP (no NVRTC): {}", c.id);
+            continue;
+        }
+        assert_eq!(recs.len(), 2, "one record per workload shape\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        for (_, rec) in &recs {
+            assert_eq!(rec.workload.as_ref().unwrap().oracle, oracle);
+            match code {
+                3 => assert_eq!(rec.error.as_ref().unwrap().class, "no_gpu", "{stderr}"),
+                0 => {
+                    assert_eq!(rec.verdict.name(), "pass");
+                    let check = rec.checks.iter().find(|k| k.oracle == oracle).expect("the oracle's check");
+                    assert!(check.checked > 0 && check.mismatches == 0 && check.nonfinite == 0, "{check:?}");
+                }
+                _ => panic!("{}: exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}", c.id),
+            }
+        }
+        if code == 3 {
+            eprintln!("SKIP (no GPU): {}", c.id);
+        }
+    }
+}
+
 #[test]
 fn a_rejected_program_runs_only_unverified() {
     let ev = evidence();
