@@ -32,6 +32,9 @@ for x in r['results']:
         d = json.loads(out)
     except Exception:
         print('no estimate', x['id'], out[:200]); continue
+    if 'predicted_ms' not in d:
+        print('no estimate (target not calibrated?):', x['id'], file=sys.stderr)
+        continue
     rows.append((x['id'], d['predicted_ms']*1e3, x['observed']['time_us'], d['bottleneck']))
 def rank(v):
     s = sorted(range(len(v)), key=lambda i: v[i]); rk=[0]*len(v)

@@ -265,7 +265,22 @@ struct Walker<'a, 'c> {
     /// Row extremes already reduced, (value, axis, max?): an arg-reduction of the same value
     /// reuses them, as the lowering does.
     reduced_extremes: BTreeSet<(Handle<Local>, i64, bool)>,
+    /// `let` names and their values (a name of a window is read where it is used).
+    let_values: HashMap<Handle<Local>, Handle<Expr>>,
+    /// Global windows an element loop has already read (a later loop over the same row finds it
+    /// in L2).
+    windows_read: BTreeSet<Handle<Expr>>,
+    /// Copies of the current statement that unrolling the enclosing loops makes (as lowered:
+    /// constant trip counts up to 16, or `unroll N`).
+    unrolled_copies: f64,
 }
+
+/// Warps split an element loop (a store or reduction of a row window) this many elements per
+/// lane and step at most (16-byte accesses), unrolled up to this many steps, with at most this many
+/// vector copies in all: as `lower/window.rs` does.
+const ELEMENT_LOOP_BYTES: f64 = 16.0;
+const ELEMENT_LOOP_MAX_UNROLL: f64 = 4.0;
+const ELEMENT_LOOP_MAX_COPIES: f64 = 8.0;
 
 /// Walk every role with a body.
 pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
@@ -293,6 +308,9 @@ pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
             wgmma_accs,
             mma_in_flight: false,
             reduced_extremes: BTreeSet::new(),
+            let_values: HashMap::new(),
+            windows_read: BTreeSet::new(),
+            unrolled_copies: 1.0,
         };
         (w.main_stmt, w.main_streams) = w.find_main(&body.block);
         w.block(&body.block, 1.0, Dest::Cta);
@@ -435,7 +453,8 @@ impl<'a> Walker<'a, '_> {
         let m = self.m();
         match &m.stmts[h] {
             Stmt::Reg(_) => {}
-            Stmt::Let { value, .. } => {
+            Stmt::Let { local, value } => {
+                self.let_values.insert(*local, *value);
                 let elems = self.elem_ops(&m.exprs[*value].ty);
                 self.value(*value, mult, dest, elems);
             }
@@ -447,8 +466,15 @@ impl<'a> Walker<'a, '_> {
                 self.value(*value, mult, dest, elems);
             }
             Stmt::Op(call) => self.op(h, call, mult, dest),
-            Stmt::For { var, lo, hi, body, .. } => {
+            Stmt::For { var, lo, hi, body, unroll } => {
                 let (l, u) = (self.eval(*lo), self.eval(*hi));
+                let copies = match (unroll, self.m().const_value(*lo).zip(self.m().const_value(*hi))) {
+                    (Some(n), _) => f64::from(*n),
+                    (None, Some((a, b))) if b - a <= 16 => (b - a).max(1) as f64,
+                    _ => 1.0,
+                };
+                let outer_copies = self.unrolled_copies;
+                self.unrolled_copies *= copies;
                 let (l, trip) = match (l, u) {
                     (Some(l), Some(u)) => (l, (u - l).max(0.0)),
                     _ => {
@@ -474,6 +500,7 @@ impl<'a> Walker<'a, '_> {
                 }
                 self.loops.pop();
                 self.env.remove(var);
+                self.unrolled_copies = outer_copies;
             }
             Stmt::ForTiles { body, .. } => {
                 self.rw.has_tile_loop = true;
@@ -632,7 +659,16 @@ impl<'a> Walker<'a, '_> {
                 match &m.exprs[dst].ty {
                     Type::Global { .. } => {
                         let bytes = self.window_bytes(dst) * self.group_mult(dst);
-                        let eff = ctx.p(P::StoreSectorEfficiency);
+                        // A value computed element by element from row windows of the stored
+                        // size is written as it is read: consecutive 16-byte pieces per lane,
+                        // whole sectors per warp. `store_sector_efficiency` describes register
+                        // fragments (an accumulator's scattered 4-byte stores).
+                        let elements = self.window_elements(dst);
+                        let elementwise = self.element_windows(src).iter().any(|&w| self.window_elements(w) == elements);
+                        if elementwise {
+                            self.element_loop_latency(src, elements, mult, dest);
+                        }
+                        let eff = if elementwise { 1.0 } else { ctx.p(P::StoreSectorEfficiency) };
                         let w = self.work(dest);
                         w.write_bytes += mult * bytes;
                         w.write_l2_bytes += mult * bytes / eff;
@@ -870,6 +906,15 @@ impl<'a> Walker<'a, '_> {
                 w.shfl += mult * shfl;
                 w.chain_ns += mult * chain;
                 w.chain_alu += mult * chain_alu;
+                if to_one_value {
+                    if let Some(x) = arg0 {
+                        let elements = match &m.exprs[x].ty {
+                            Type::Frag { shape, .. } => prod(shape),
+                            _ => self.window_elements(x),
+                        };
+                        self.element_loop_latency(x, elements, mult, dest);
+                    }
+                }
             }
             other => ctx.note(format!("operation `{other}` is not in the cost model: counted as free")),
         }
@@ -995,6 +1040,71 @@ impl<'a> Walker<'a, '_> {
             }
         });
         f.max(1.0)
+    }
+
+    /// Elements of a constant-shape window (unknown extents count as 1).
+    fn window_elements(&self, e: Handle<Expr>) -> f64 {
+        match &self.m().exprs[e].ty {
+            Type::Global { shape, .. } => shape.iter().map(|s| s.as_const().unwrap_or(1) as f64).product(),
+            Type::Shared { shape, .. } | Type::Frag { shape, .. } => prod(shape),
+            _ => 1.0,
+        }
+    }
+
+    /// The global windows a value without a register layout reads where it is used: windows in
+    /// it and in the `let` names it reads (not inside reductions, computed ahead).
+    fn element_windows(&self, e: Handle<Expr>) -> Vec<Handle<Expr>> {
+        let m = self.m();
+        let mut out = Vec::new();
+        let mut stack = vec![e];
+        while let Some(x) = stack.pop() {
+            let ex = &m.exprs[x];
+            match &ex.kind {
+                ExprKind::Local(l) => {
+                    if let Some(&v) = self.let_values.get(l) {
+                        stack.push(v);
+                    }
+                    continue;
+                }
+                ExprKind::Call(c) if c.op.starts_with("reduce_") => continue,
+                _ => {}
+            }
+            if matches!(ex.ty, Type::Global { .. }) {
+                if !out.contains(&x) {
+                    out.push(x);
+                }
+                continue;
+            }
+            match &ex.kind {
+                ExprKind::Unary(_, a) => stack.push(*a),
+                ExprKind::Binary(_, a, b) => stack.extend([*a, *b]),
+                ExprKind::Call(c) => stack.extend(c.args.iter().flatten().copied()),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The exposed memory latency of an element loop over `elements` of `value` (a row store or
+    /// a row reduction, as lowered by `lower/window.rs`): a warp takes 16 bytes per lane and step
+    /// of its narrowest window, up to 4 steps in flight (fewer inside unrolled loops), so each
+    /// group of steps waits for one memory round trip: DRAM for a window no earlier loop read,
+    /// L2 for a re-read of the same row.
+    fn element_loop_latency(&mut self, value: Handle<Expr>, elements: f64, mult: f64, dest: Dest) {
+        let windows = self.element_windows(value);
+        if windows.is_empty() || elements <= 0.0 {
+            return;
+        }
+        let m = self.m();
+        let narrowest = windows.iter().filter_map(|&w| m.exprs[w].ty.dtype()).map(|d| d.size_bytes() as f64).fold(f64::INFINITY, f64::min);
+        let vector = if narrowest.is_finite() { (ELEMENT_LOOP_BYTES / narrowest).max(1.0) } else { 1.0 };
+        let steps = (elements / (32.0 * vector)).ceil().max(1.0);
+        let unroll = (ELEMENT_LOOP_MAX_COPIES / self.unrolled_copies).floor().clamp(1.0, ELEMENT_LOOP_MAX_UNROLL).min(steps);
+        let round_trips = (steps / unroll).ceil();
+        let first_read = windows.iter().any(|w| !self.windows_read.contains(w));
+        self.windows_read.extend(windows);
+        let latency = if first_read { self.ctx.p(P::TmaLatencyDramNs) } else { self.ctx.p(P::LoadLatencyNs) };
+        self.work(dest).latency_ns += mult * round_trips * latency;
     }
 
     fn visit(&self, e: Handle<Expr>, f: &mut dyn FnMut(&ExprKind)) {
