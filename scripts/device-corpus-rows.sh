@@ -7,7 +7,8 @@
 #
 # 1. `cake corpus gate --tier gpu` over every case that lists the gpu tier, classified against the
 #    committed corpus/results/gpu-h200.json (new cases show as new-pass / new-fail); the results
-#    go to $OUT/gpu-h200.json (commit it as corpus/results/gpu-h200.json) and $OUT/gpu-h200.md.
+#    go to $OUT/gpu-h200.json (commit it as corpus/results/gpu-h200.json) and $OUT/gpu-h200.md,
+#    its run records to $OUT/corpus-evidence.tar.gz.
 # 2. `cake bench` of corpus row kernels (softmax, rmsnorm persistent and not, layernorm; bf16, C = 4096) at
 #    R = ROWS (default 16384), each output checked by its fp64 oracle, then
 #    benchmarks/torch_peer.py timing torch's op at the same shape (CUDA events after an L2 flush,
@@ -32,6 +33,9 @@ T0=$SECONDS
 timeout --kill-after=5 "${GPU_TIER_S:-330}" "$CAKE" corpus gate --tier gpu --jobs 1 --no-progress \
   --baseline corpus/results/gpu-h200.json -o "$OUT/gpu-h200.json" --report "$OUT/gpu-h200.md" >"$OUT/gpu-tier.log" 2>&1 || status=1
 tail -n 25 "$OUT/gpu-tier.log"
+# The gate's run records (with the cost model's prediction of each run): import them here with
+# `cake-evolve-compiler import --kind run` so `mine` / `propose` see the mispredictions.
+tar -C target/corpus -czf "$OUT/corpus-evidence.tar.gz" evidence 2>/dev/null || echo "no corpus run records to save"
 echo "<== corpus gpu tier: $((SECONDS - T0)) s"
 
 echo "==> row kernels against torch (R = $ROWS)"
