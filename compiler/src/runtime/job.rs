@@ -753,6 +753,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
                 &mut rng,
             ));
         }
+        OracleName::KnnTileMin => res.checks.extend(check_knn(job, &tensors, &downloaded, tol, &mut rng)?),
         OracleName::Copy | OracleName::Transpose => {
             let name = wl.oracle.name();
             let (a, b) = (find(&wl.role("input")), find(&wl.role("output")));
@@ -885,6 +886,58 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     }
     stage(res, "done");
     Ok(())
+}
+
+/// `knn_tile_min`'s check: the role tensors' shapes are checked again against the launch (Q
+/// [B, NQ, D], QN [B, NQ], C [B, K, D], CN [B, K], Dist and Idx [B, NQ, T] with T dividing K),
+/// then sampled queries are compared with fp64 over every tile, from the inputs as uploaded.
+fn check_knn(
+    job: &Job,
+    tensors: &[Tensor],
+    downloaded: &BTreeMap<String, Vec<u8>>,
+    tol: oracle::Tolerance,
+    rng: &mut Rng,
+) -> Result<[CheckReport; 2], RunError> {
+    let wl = &job.workload;
+    let get = |role: &str| {
+        let name = wl.role(role);
+        tensors
+            .iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| RunError::new("workload", format!("knn_tile_min: role `{role}` names no tensor of the kernel (`{name}`)")))
+    };
+    let (q, qn, c, cn, dist, idx) = (get("q")?, get("qn")?, get("c")?, get("cn")?, get("dist")?, get("idx")?);
+    let fits = q.shape.len() == 3 && c.shape.len() == 3 && dist.shape.len() == 3 && {
+        let (b, nq, d, k, t) = (q.shape[0], q.shape[1], q.shape[2], c.shape[1], dist.shape[2]);
+        c.shape == [b, k, d]
+            && qn.shape == [b, nq]
+            && cn.shape == [b, k]
+            && dist.shape[..2] == [b, nq]
+            && t > 0
+            && k % t == 0
+            && idx.shape == dist.shape
+    };
+    if !fits {
+        return Err(RunError::new(
+            "workload",
+            format!(
+                "knn_tile_min: shapes Q{:?} QN{:?} C{:?} CN{:?} Dist{:?} Idx{:?} do not fit",
+                q.shape, qn.shape, c.shape, cn.shape, dist.shape, idx.shape
+            ),
+        ));
+    }
+    fn host(t: &Tensor) -> Result<&[f32], RunError> {
+        t.host.as_deref().ok_or_else(|| RunError::new("workload", format!("knn_tile_min: `{}` is not a filled or derived input", t.name)))
+    }
+    let out = |t: &Tensor| {
+        downloaded
+            .get(&t.name)
+            .ok_or_else(|| RunError::new("workload", format!("knn_tile_min: `{}` is declared `in`, not an output", t.name)))
+    };
+    let got_dist = convert::decode_all_f32(dist.dtype, out(dist)?);
+    let got_idx = convert::decode_all_i32(out(idx)?);
+    let (b, nq, d, k, t) = (q.shape[0], q.shape[1], q.shape[2], c.shape[1], dist.shape[2]);
+    Ok(oracle::knn_tile_min(host(q)?, host(qn)?, host(c)?, host(cn)?, &got_dist, &got_idx, b, nq, k, d, t, tol, rng))
 }
 
 /// The row kernels' check (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`): the role tensors'

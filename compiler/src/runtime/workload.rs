@@ -22,7 +22,7 @@ pub struct WorkloadSpec {
     /// The kernel this workload is for (checked against the program's `kernel NAME`).
     #[serde(default)]
     pub kernel: Option<String>,
-    /// `matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `copy`, `transpose`,
+    /// `matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `knn_tile_min`, `copy`, `transpose`,
     /// `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise` or `none` (run and time only).
     pub oracle: OracleName,
     /// Oracle role → tensor name (defaults: matmul_abt and grouped_matmul_abt a=A b=B c=C;
@@ -92,6 +92,9 @@ pub enum OracleName {
     GroupedMatmulAbt,
     /// O[h] = softmax(scale · Q[h]·K[h]ᵀ)·V[h], V given transposed (VT [BH, HD, SK]).
     Attention,
+    /// KNN first stage: per query and database tile, the minimum of ‖q‖² + ‖c‖² − 2·q·c (Dist)
+    /// and its global database index (Idx).
+    KnnTileMin,
     None,
 }
 
@@ -124,6 +127,7 @@ impl OracleName {
             OracleName::Elementwise => "elementwise",
             OracleName::GroupedMatmulAbt => "grouped_matmul_abt",
             OracleName::Attention => "attention",
+            OracleName::KnnTileMin => "knn_tile_min",
             OracleName::None => "none",
         }
     }
@@ -140,6 +144,7 @@ impl OracleName {
             OracleName::Layernorm => &[("x", "X"), ("w", "W"), ("b", "Bias"), ("y", "Y")],
             OracleName::Elementwise => &[("x", "X"), ("y", "Y"), ("w", "W"), ("z", "Z")],
             OracleName::Attention => &[("q", "Q"), ("k", "K"), ("vt", "VT"), ("o", "O")],
+            OracleName::KnnTileMin => &[("q", "Q"), ("qn", "QN"), ("c", "C"), ("cn", "CN"), ("dist", "Dist"), ("idx", "Idx")],
             OracleName::None => &[],
         }
     }
@@ -164,6 +169,8 @@ impl OracleName {
             OracleName::RowReduce => Some("out"),
             OracleName::Elementwise => Some("z"),
             OracleName::Attention => Some("o"),
+            // Idx is checked too (by the same oracle, an i32 output: no `written` scan applies).
+            OracleName::KnnTileMin => Some("dist"),
             OracleName::None => None,
         }
     }
@@ -203,7 +210,7 @@ impl OracleName {
 
     /// Oracles whose roles must each name a tensor of their own (no operand read twice).
     pub fn distinct_roles(self) -> bool {
-        matches!(self, OracleName::GroupedMatmulAbt | OracleName::Attention)
+        matches!(self, OracleName::GroupedMatmulAbt | OracleName::Attention | OracleName::KnnTileMin)
     }
 
     /// The tolerance when the spec gives none. The row kernels', `grouped_matmul_abt`'s and
@@ -214,6 +221,7 @@ impl OracleName {
     pub fn default_tolerance(self, output: Option<DType>) -> Tolerance {
         match self {
             OracleName::KmeansAssign => Tolerance::KMEANS,
+            OracleName::KnnTileMin => Tolerance::KNN,
             OracleName::Copy | OracleName::Transpose => Tolerance::EXACT,
             o if o.is_row_kernel() => Tolerance::for_row_output(output.unwrap_or(DType::BF16)),
             OracleName::GroupedMatmulAbt => Tolerance::for_gemm_output(output.unwrap_or(DType::BF16)),
@@ -382,6 +390,14 @@ impl WorkloadSpec {
                 ("c", (3, 3), &[DType::BF16, DType::F16, DType::F32], false),
                 ("idx", (2, 2), &[DType::I32], true),
             ],
+            OracleName::KnnTileMin => &[
+                ("q", (3, 3), &[DType::BF16, DType::F16, DType::F32], false),
+                ("qn", (2, 2), &[DType::F32], false),
+                ("c", (3, 3), &[DType::BF16, DType::F16, DType::F32], false),
+                ("cn", (2, 2), &[DType::F32], false),
+                ("dist", (3, 3), &[DType::F32], true),
+                ("idx", (3, 3), &[DType::I32], true),
+            ],
             OracleName::Copy => &[("input", (1, 5), POISON_IS_NAN, false), ("output", (1, 5), POISON_IS_NAN, true)],
             OracleName::Transpose => &[("input", (2, 2), POISON_IS_NAN, false), ("output", (2, 2), POISON_IS_NAN, true)],
             OracleName::Softmax => &[("x", (2, 2), ROW_FLOATS, false), ("y", (2, 2), ROW_FLOATS, true)],
@@ -527,6 +543,7 @@ impl WorkloadSpec {
         }
         self.validate_row_kernel(m)?;
         self.validate_scalar_roles(m)?;
+        self.validate_derived_roles()?;
         if self.oracle == OracleName::Attention {
             let dtypes: Vec<(String, DType)> = ["q", "k", "vt", "o"]
                 .iter()
@@ -655,6 +672,27 @@ impl WorkloadSpec {
         Ok(())
     }
 
+    /// Roles whose tensor an oracle needs derived by a given recipe: `knn_tile_min`'s `qn` and `cn`
+    /// are the squared norms of `q`'s and `c`'s rows (its distances and tolerance mean ‖q − c‖²).
+    fn validate_derived_roles(&self) -> Result<(), WorkloadError> {
+        let needs: &[(&str, &str)] = match self.oracle {
+            OracleName::KnnTileMin => &[("qn", "q"), ("cn", "c")],
+            _ => &[],
+        };
+        let derived = self.derived()?;
+        for &(role, of) in needs {
+            let (name, src) = (self.role(role), self.role(of));
+            let want = Derive::RowSqnorm { of: src.clone() };
+            if derived.get(&name) != Some(&want) {
+                return Err(err(format!(
+                    "oracle `{}` role `{role}`: `{name}` must be derived as row_sqnorm({src}) (`[derive] {name} = \"row_sqnorm({src})\"`): the oracle reads it as the squared norms of `{src}`'s rows",
+                    self.oracle.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The oracle's scalar roles (`eps`, `scale`): each names a float `scalar` of the program
     /// with a value in `[scalars]` that the oracle can use (`eps`: finite and ≥ 0; `scale`:
     /// finite and not 0, or every softmax row would be uniform and Q unchecked).
@@ -692,7 +730,10 @@ impl WorkloadSpec {
     /// `layernorm`: Y has X's shape [R, C] and W, B are [C]; `row_reduce`: Out is [R];
     /// `elementwise`: Y and Z have X's shape [R, C] and W is [C].
     fn check_oracle_shapes(&self, m: &Module, shape: &Shape) -> Result<(), String> {
-        if matches!(self.oracle, OracleName::MatmulAbt | OracleName::GroupedMatmulAbt | OracleName::Attention) {
+        if matches!(
+            self.oracle,
+            OracleName::MatmulAbt | OracleName::GroupedMatmulAbt | OracleName::Attention | OracleName::KnnTileMin
+        ) {
             return self.check_product_shapes(m, shape);
         }
         let (from, relations): (&str, &[&str]) = match self.oracle {
@@ -796,6 +837,24 @@ impl WorkloadSpec {
                 let kk = expect("q", "k", &[Some(h), None, Some(hd)])?;
                 expect("k", "vt", &[Some(h), Some(hd), Some(kk[1])])?;
                 expect("q", "o", &[Some(h), Some(sq), Some(hd)])?;
+            }
+            OracleName::KnnTileMin => {
+                let (_, q) = concrete("q")?;
+                let (b, nq, d) = (q[0], q[1], q[2]);
+                let c = expect("q", "c", &[Some(b), None, Some(d)])?;
+                let k = c[1];
+                expect("q", "qn", &[Some(b), Some(nq)])?;
+                expect("c", "cn", &[Some(b), Some(k)])?;
+                let dist = expect("q", "dist", &[Some(b), Some(nq), None])?;
+                let tiles = dist[2];
+                if tiles <= 0 || k % tiles != 0 {
+                    return Err(format!(
+                        "oracle `{o}`: `{}` (role `dist`) holds {tiles} tiles per query, which must split the K = {k} vectors of `{}` (role `c`) into equal tiles",
+                        self.role("dist"),
+                        self.role("c")
+                    ));
+                }
+                expect("dist", "idx", &[Some(b), Some(nq), Some(tiles)])?;
             }
             _ => {}
         }
@@ -1524,5 +1583,65 @@ mod product_oracle_tests {
         assert!(zero.contains("scalars.scale = 0: oracle `attention` role `scale` needs a finite value other than 0"), "{zero}");
         let m = a(", out = \"O\"");
         assert!(m.contains("oracle `attention` has no role `out` (roles: q, k, vt, o, scale)"), "{m}");
+    }
+}
+
+#[cfg(test)]
+mod knn_oracle_tests {
+    use super::*;
+
+    const PROGRAM: &str = "kernel k target sm_90a\n\ndim B\ndim NQ multiple_of 64\ndim K multiple_of 128\nconst D = 64\n\nin Q: bf16[B, NQ, D]\nin QN: f32[B, NQ]\nin C: bf16[B, K, D]\nin CN: f32[B, K]\nin CNb: bf16[B, K]\nin C2: bf16[B, K, 128]\nout Dist: f32[B, NQ, K / 128]\nout Idx: i32[B, NQ, K / 128]\nout Dist3: f32[B, NQ, 3]\nout IdxW: i32[B, NQ, K / 64]\nout DistH: f16[B, NQ, K / 128]\nin Din: f32[B, NQ, K / 128]\n\ngrid tiles[b = B, q = NQ / 64]\n\nrole all: warp 0..4\n\non all {\n    for t in tiles {\n    }\n}\n";
+
+    fn module() -> Module {
+        let out = crate::check::check_source(PROGRAM);
+        out.module.unwrap_or_else(|| panic!("{:?}", out.diagnostics))
+    }
+
+    fn spec(extra: &str, derive: &str) -> Result<(), WorkloadError> {
+        let text = format!("oracle = \"knn_tile_min\"\nheadline = {{ B = 2, NQ = 256, K = 1024 }}\nshapes = [{{ B = 1, NQ = 64, K = 384 }}]\n{extra}\n[derive]\n{derive}\n");
+        WorkloadSpec::from_toml_str("t.toml", &text)?.validate(&module())
+    }
+
+    const NORMS: &str = "QN = \"row_sqnorm(Q)\"\nCN = \"row_sqnorm(C)\"";
+
+    #[test]
+    fn knn_specs_validate() {
+        spec("", NORMS).unwrap();
+        let w = WorkloadSpec::from_toml_str("t.toml", "oracle = \"knn_tile_min\"\nheadline = {}\nshapes = []\n").unwrap();
+        assert_eq!(["q", "qn", "c", "cn", "dist", "idx"].map(|r| w.role(r)), ["Q", "QN", "C", "CN", "Dist", "Idx"].map(String::from));
+        assert_eq!(w.tolerance(Some(DType::F32)), Tolerance::KNN);
+        assert!(!OracleName::KnnTileMin.has_cublas_peer() && !OracleName::KnnTileMin.checks_every_element());
+    }
+
+    #[test]
+    fn misfits_of_knn_are_named() {
+        let e = |extra: &str| spec(extra, NORMS).unwrap_err().0;
+        let m = e("args = { dist = \"Dist3\" }");
+        assert!(m.contains("headline: oracle `knn_tile_min`: `Dist3` (role `dist`) holds 3 tiles per query, which must split the K = 1024 vectors of `C` (role `c`) into equal tiles"), "{m}");
+        let m = e("args = { idx = \"IdxW\" }");
+        assert!(m.contains("headline: oracle `knn_tile_min`: `Dist` (role `dist`) is [2, 256, 8], so `IdxW` (role `idx`) must be [2, 256, 8], but it is [2, 256, 16]"), "{m}");
+        let m = spec("args = { c = \"C2\" }", "QN = \"row_sqnorm(Q)\"\nCN = \"row_sqnorm(C2)\"").unwrap_err().0;
+        assert!(m.contains("so `C2` (role `c`) must be [2, _, 64], but it is [2, 1024, 128]"), "{m}");
+        let m = e("args = { dist = \"DistH\" }");
+        assert!(m.contains("role `dist`: tensor `DistH` is f16, which the oracle does not support"), "{m}");
+        let m = e("args = { cn = \"CNb\" }");
+        assert!(m.contains("role `cn`: tensor `CNb` is bf16"), "{m}");
+        let m = e("args = { idx = \"Dist\" }");
+        assert!(m.contains("role `idx`: tensor `Dist` is f32"), "{m}");
+        let m = e("args = { dist = \"QN\" }");
+        assert!(m.contains("role `dist`: tensor `QN` has rank 2, expected 3"), "{m}");
+        let m = e("args = { qn = \"Dist\" }");
+        assert!(m.contains("role `qn`: tensor `Dist` has rank 3, expected 2"), "{m}");
+        let m = e("args = { dist = \"Din\" }");
+        assert!(m.contains("role `dist`: tensor `Din` is declared `in`"), "{m}");
+        let m = spec("args = { c = \"Q\" }", "QN = \"row_sqnorm(Q)\"\nCN = \"row_sqnorm(Q)\"").unwrap_err().0;
+        assert!(m.contains("roles `q` and `c` both name tensor `Q`; each role needs a tensor of its own"), "{m}");
+        // The norms are the rows' squared norms, derived.
+        let m = spec("", "QN = \"row_sqnorm(Q)\"").unwrap_err().0;
+        assert!(m.contains("oracle `knn_tile_min` role `cn`: `CN` must be derived as row_sqnorm(C)"), "{m}");
+        let m = spec("", "QN = \"row_sqnorm(Q)\"\nCN = \"row_sqnorm(C2)\"").unwrap_err().0;
+        assert!(m.contains("without its last dimension") || m.contains("must be derived as row_sqnorm(C)"), "{m}");
+        let m = e("args = { out = \"Dist\" }");
+        assert!(m.contains("oracle `knn_tile_min` has no role `out` (roles: q, qn, c, cn, dist, idx)"), "{m}");
     }
 }
