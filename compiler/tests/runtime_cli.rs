@@ -112,6 +112,16 @@ fn bad_shapes_and_workloads_are_usage_errors() {
     assert!(read_records(ev.path()).unwrap().is_empty(), "usage errors write no records");
 }
 
+/// The first sm_90a case of `family`, and its workload as TOML.
+fn sm90a_case_with_workload<'c>(corpus: &'c cake::corpus::Corpus, family: &str) -> (&'c cake::corpus::Case, String) {
+    let c = corpus
+        .cases
+        .iter()
+        .find(|c| c.family == family && c.manifest.target == "sm_90a")
+        .unwrap_or_else(|| panic!("no sm_90a case in {family}"));
+    (c, toml::to_string(c.manifest.workload.as_ref().unwrap()).unwrap())
+}
+
 /// Write `source` and `workload` into `dir` as `ORACLE.cake` / `ORACLE.workload.toml`, and check
 /// that `cake bench --baseline cublas` refuses them (an oracle with no peer GEMM: exit 2, no
 /// record). Returns the two paths.
@@ -240,12 +250,7 @@ fn row_kernel_workloads_run_through_the_cli() {
     let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     for (family, oracle) in ROW_FAMILIES {
-        let c = corpus
-            .cases
-            .iter()
-            .find(|c| c.family == family && c.manifest.target == "sm_90a")
-            .unwrap_or_else(|| panic!("no sm_90a case in {family}"));
-        let workload = toml::to_string(c.manifest.workload.as_ref().unwrap()).unwrap();
+        let (c, workload) = sm90a_case_with_workload(&corpus, family);
         let ev = evidence();
         let evs = ev.path().to_str().unwrap();
         let (p, w) = program_without_a_peer(dir.path(), &c.source, oracle, &workload, evs);
@@ -346,12 +351,7 @@ fn product_workloads_run_through_the_cli() {
     let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     for (family, oracle) in PRODUCT_FAMILIES {
-        let c = corpus
-            .cases
-            .iter()
-            .find(|c| c.family == family && c.manifest.target == "sm_90a")
-            .unwrap_or_else(|| panic!("no sm_90a case in {family}"));
-        let workload = toml::to_string(c.manifest.workload.as_ref().unwrap()).unwrap();
+        let (c, workload) = sm90a_case_with_workload(&corpus, family);
         let ev = evidence();
         let evs = ev.path().to_str().unwrap();
         let (p, w) = if oracle == "attention" {

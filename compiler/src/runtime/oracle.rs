@@ -1072,30 +1072,30 @@ impl ExprParser {
     }
 
     fn sum(&mut self) -> Result<ExprNode, ExprError> {
-        let col = self.column();
-        let mut a = self.prod()?;
-        while let Tok::Op(o @ ("+" | "-")) = self.peek() {
-            let op = if *o == "+" { BinOp::Add } else { BinOp::Sub };
-            a = self.number(a, col, "an operand of + or -")?;
-            self.i += 1;
-            let col = self.column();
-            let b = self.prod()?;
-            let b = self.number(b, col, "an operand of + or -")?;
-            a = ExprNode::Bin(op, Box::new(a), Box::new(b));
-        }
-        Ok(a)
+        self.left_assoc([("+", BinOp::Add), ("-", BinOp::Sub)], "an operand of + or -", Self::prod)
     }
 
     fn prod(&mut self) -> Result<ExprNode, ExprError> {
+        self.left_assoc([("*", BinOp::Mul), ("/", BinOp::Div)], "an operand of * or /", Self::unary)
+    }
+
+    /// One precedence level of left-associative numeric operators over operands parsed by `next`.
+    fn left_assoc(
+        &mut self,
+        ops: [(&str, BinOp); 2],
+        what: &str,
+        next: fn(&mut Self) -> Result<ExprNode, ExprError>,
+    ) -> Result<ExprNode, ExprError> {
         let col = self.column();
-        let mut a = self.unary()?;
-        while let Tok::Op(o @ ("*" | "/")) = self.peek() {
-            let op = if *o == "*" { BinOp::Mul } else { BinOp::Div };
-            a = self.number(a, col, "an operand of * or /")?;
+        let mut a = next(self)?;
+        loop {
+            let Tok::Op(o) = self.peek() else { break };
+            let Some(&(_, op)) = ops.iter().find(|(s, _)| s == o) else { break };
+            a = self.number(a, col, what)?;
             self.i += 1;
             let col = self.column();
-            let b = self.unary()?;
-            let b = self.number(b, col, "an operand of * or /")?;
+            let b = next(self)?;
+            let b = self.number(b, col, what)?;
             a = ExprNode::Bin(op, Box::new(a), Box::new(b));
         }
         Ok(a)
