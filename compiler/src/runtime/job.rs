@@ -369,6 +369,41 @@ pub fn generate_shifted(dtype: DType, len: usize, dist: Dist, scale: f64, offset
     bytes
 }
 
+/// The bytes of a derived input of `dtype` and `shape` (row-major), computed on the host in fp64
+/// and rounded to `dtype`: `row_sqnorm` and `inv_row_sum` from their source's values as uploaded
+/// (`source`: values and shape), `one_hot()` from (`seed`, `index`: the tensor's position in the
+/// ABI order, as for generated inputs). An error when the source is missing or the sizes disagree.
+pub fn derive_bytes(
+    d: &Derive,
+    dtype: DType,
+    shape: &[u64],
+    source: Option<(&[f32], &[u64])>,
+    seed: u64,
+    index: u64,
+) -> Result<Vec<u8>, String> {
+    let elems: u64 = shape.iter().product();
+    let from_rows = |f: fn(&[f64], usize) -> Vec<f64>| -> Result<Vec<f64>, String> {
+        let (vals, sshape) = source.ok_or_else(|| format!("{d} has no source values"))?;
+        let inner = *sshape.last().unwrap_or(&1) as usize;
+        let vals: Vec<f64> = vals.iter().map(|&v| f64::from(v)).collect();
+        Ok(f(&vals, inner))
+    };
+    let out = match d {
+        Derive::RowSqnorm { .. } => from_rows(oracle::row_sqnorm)?,
+        Derive::InvRowSum { .. } => from_rows(oracle::inv_row_sum)?,
+        Derive::OneHot => oracle::one_hot(shape, seed, index).ok_or_else(|| format!("one_hot() needs rank 2 or more, not {shape:?}"))?,
+    };
+    if out.len() as u64 != elems {
+        return Err(format!("{} values for a tensor of {elems} elements", out.len()));
+    }
+    let w = dtype.size_bytes() as usize;
+    let mut bytes = vec![0u8; out.len() * w];
+    for (v, o) in out.iter().zip(bytes.chunks_exact_mut(w)) {
+        convert::store(dtype, *v, o);
+    }
+    Ok(bytes)
+}
+
 fn eval(e: &crate::lower::SizeExpr, shape: &Shape, what: &str) -> Result<u64, RunError> {
     let v = e.eval(shape).map_err(|m| RunError::new("shape", format!("{what}: {m}")))?;
     u64::try_from(v).map_err(|_| RunError::new("shape", format!("{what} = {v} is negative")))
@@ -496,7 +531,8 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         .map(|(name, dtype, shape, access)| Tensor { name, dtype, shape, access, buf: None, host: None })
         .collect();
     let wl = &job.workload;
-    let derived = wl.derived().map_err(|e| RunError::new("workload", e.to_string()))?;
+    // Derived inputs in dependency order (each after the derived input it reads).
+    let derived = wl.derive_order().map_err(|e| RunError::new("workload", e.to_string()))?;
     let seed = job.seed;
     // The output of an oracle that checks every element (copy, transpose, the row kernels') is
     // poisoned even when `inout`: every one of its elements must be written, and generated values
@@ -505,7 +541,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         wl.oracle.output_role().filter(|_| wl.oracle.checks_every_element()).map(|r| wl.role(r));
     // Inputs first (derived ones after their sources).
     for (ti, t) in tensors.iter_mut().enumerate() {
-        if t.access == "out" || derived.contains_key(&t.name) || poisoned_output.as_ref() == Some(&t.name) {
+        if t.access == "out" || wl.derive.contains_key(&t.name) || poisoned_output.as_ref() == Some(&t.name) {
             continue;
         }
         let spec = wl.inputs.get(&t.name);
@@ -526,40 +562,32 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     }
     for (name, d) in &derived {
         stage(res, &format!("derive `{name}`"));
-        let Derive::RowSqnorm { of } = d;
-        let src = tensors
+        let src = match d.source() {
+            None => None,
+            Some(of) => {
+                let s = tensors
+                    .iter()
+                    .find(|t| t.name == *of)
+                    .ok_or_else(|| RunError::new("workload", format!("derive.{name}: no tensor `{of}`")))?;
+                let host = s.host.as_deref().ok_or_else(|| {
+                    RunError::new("workload", format!("derive.{name}: `{of}` is not a filled or derived input"))
+                })?;
+                Some((host, s.shape.as_slice()))
+            }
+        };
+        let (ti, t) = tensors
             .iter()
-            .find(|t| t.name == *of)
-            .ok_or_else(|| RunError::new("workload", format!("derive.{name}: no tensor `{of}`")))?;
-        let inner = *src.shape.last().unwrap_or(&1) as usize;
-        let vals: Vec<f64> = src
-            .host
-            .as_ref()
-            .ok_or_else(|| RunError::new("workload", format!("derive.{name}: `{of}` is not an input")))?
-            .iter()
-            .map(|&v| f64::from(v))
-            .collect();
-        let out = oracle::row_sqnorm(&vals, inner);
-        let t = tensors
-            .iter_mut()
-            .find(|t| t.name == *name)
+            .enumerate()
+            .find(|(_, t)| t.name == *name)
             .ok_or_else(|| RunError::new("workload", format!("derive: no tensor `{name}`")))?;
-        if out.len() as u64 != t.elems() {
-            return Err(RunError::new(
-                "workload",
-                format!("derive.{name}: {} values for a tensor of {} elements", out.len(), t.elems()),
-            ));
-        }
-        let w = t.dtype.size_bytes() as usize;
-        let mut bytes = vec![0u8; out.len() * w];
-        for (v, o) in out.iter().zip(bytes.chunks_exact_mut(w)) {
-            convert::store(t.dtype, *v, o);
-        }
+        let bytes = derive_bytes(d, t.dtype, &t.shape, src, seed, ti as u64)
+            .map_err(|e| RunError::new("workload", format!("derive.{name}: {e}")))?;
+        let t = &mut tensors[ti];
         t.host = Some(convert::decode_all_f32(t.dtype, &bytes));
         let buf = gpu.alloc(bytes.len(), name)?;
         gpu.upload(&buf, &bytes, name)?;
         t.buf = Some(buf);
-        res.tensors.push(t.facts("derived", format!("row_sqnorm({of})")));
+        res.tensors.push(t.facts("derived", d.to_string()));
     }
     for t in tensors.iter_mut().filter(|t| t.buf.is_none()) {
         // Outputs: poisoned with 0xFF bytes (NaN for floats, fp8 included; -1 for signed ints), so
@@ -754,6 +782,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
             ));
         }
         OracleName::KnnTileMin => res.checks.extend(check_knn(job, &tensors, &downloaded, tol, &mut rng)?),
+        OracleName::KmeansUpdate => res.checks.push(check_kmeans_update(job, &tensors, &downloaded, tol, &mut rng)?),
         OracleName::Copy | OracleName::Transpose => {
             let name = wl.oracle.name();
             let (a, b) = (find(&wl.role("input")), find(&wl.role("output")));
@@ -938,6 +967,44 @@ fn check_knn(
     let got_idx = convert::decode_all_i32(out(idx)?);
     let (b, nq, d, k, t) = (q.shape[0], q.shape[1], q.shape[2], c.shape[1], dist.shape[2]);
     Ok(oracle::knn_tile_min(host(q)?, host(qn)?, host(c)?, host(cn)?, &got_dist, &got_idx, b, nq, k, d, t, tol, rng))
+}
+
+/// `kmeans_update`'s check: the role tensors' shapes are checked again against the launch (XT
+/// [B, D, N], OH [B, K, N], ICNT [B, K], CT [B, D, K]), then sampled rows and columns of every
+/// batch entry are compared with fp64 from the inputs as uploaded (ICNT as the kernel reads it).
+fn check_kmeans_update(
+    job: &Job,
+    tensors: &[Tensor],
+    downloaded: &BTreeMap<String, Vec<u8>>,
+    tol: oracle::Tolerance,
+    rng: &mut Rng,
+) -> Result<CheckReport, RunError> {
+    let wl = &job.workload;
+    let bad = |m: String| RunError::new("workload", format!("kmeans_update: {m}"));
+    let get = |role: &str| {
+        let name = wl.role(role);
+        tensors.iter().find(|t| t.name == name).ok_or_else(|| bad(format!("role `{role}` names no tensor of the kernel (`{name}`)")))
+    };
+    let (xt, oh, icnt, ct) = (get("xt")?, get("oh")?, get("icnt")?, get("ct")?);
+    let fits = xt.shape.len() == 3 && oh.shape.len() == 3 && {
+        let (b, d, n, k) = (xt.shape[0], xt.shape[1], xt.shape[2], oh.shape[1]);
+        oh.shape == [b, k, n] && icnt.shape == [b, k] && ct.shape == [b, d, k]
+    };
+    if !fits {
+        return Err(bad(format!(
+            "shapes XT{:?} OH{:?} ICNT{:?} CT{:?} do not fit",
+            xt.shape, oh.shape, icnt.shape, ct.shape
+        )));
+    }
+    fn host(t: &Tensor) -> Result<&[f32], RunError> {
+        t.host.as_deref().ok_or_else(|| {
+            RunError::new("workload", format!("kmeans_update: `{}` is not a filled or derived input", t.name))
+        })
+    }
+    let bytes = downloaded.get(&ct.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", ct.name)))?;
+    let got = convert::decode_all_f32(ct.dtype, bytes);
+    let (b, d, n, k) = (xt.shape[0], xt.shape[1], xt.shape[2], oh.shape[1]);
+    Ok(oracle::kmeans_update(host(xt)?, host(oh)?, host(icnt)?, &got, b, d, k, n, tol, rng))
 }
 
 /// The row kernels' check (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`): the role tensors'
@@ -1135,6 +1202,44 @@ mod tests {
         let f = convert::decode_all_f32(DType::BF16, &a);
         let mean = f.iter().map(|&v| f64::from(v)).sum::<f64>() / f.len() as f64;
         assert!(mean.abs() < 0.01);
+    }
+
+    #[test]
+    fn derived_inputs_are_computed_from_their_sources_or_the_seed() {
+        // row_sqnorm: the fp64 sum of squares of each row as uploaded, rounded to the dtype —
+        // what every existing workload's derived norms have always been.
+        let src: Vec<f32> = convert::decode_all_f32(DType::BF16, &generate(DType::BF16, 6 * 64, Dist::Normal, 1.0, 3, 0));
+        let want: Vec<f64> = src.chunks(64).map(|r| r.iter().map(|&v| f64::from(v) * f64::from(v)).sum()).collect();
+        let got = derive_bytes(&Derive::RowSqnorm { of: "C".into() }, DType::F32, &[2, 3], Some((&src, &[2, 3, 64])), 1, 4).unwrap();
+        assert_eq!(convert::decode_all_f32(DType::F32, &got), want.iter().map(|&v| v as f32).collect::<Vec<_>>());
+        // one_hot(): one 1 per column over K, from (seed, tensor index); inv_row_sum of it is
+        // 1/count per cluster, 0 for an empty one.
+        let oh = derive_bytes(&Derive::OneHot, DType::BF16, &[2, 8, 64], None, 1, 5).unwrap();
+        assert_eq!(oh, derive_bytes(&Derive::OneHot, DType::BF16, &[2, 8, 64], None, 1, 5).unwrap());
+        assert_ne!(oh, derive_bytes(&Derive::OneHot, DType::BF16, &[2, 8, 64], None, 2, 5).unwrap());
+        assert_ne!(oh, derive_bytes(&Derive::OneHot, DType::BF16, &[2, 8, 64], None, 1, 6).unwrap());
+        let ohf = convert::decode_all_f32(DType::BF16, &oh);
+        for b in 0..2 {
+            for n in 0..64 {
+                let ones = (0..8).filter(|&k| ohf[(b * 8 + k) * 64 + n] == 1.0).count();
+                let zeros = (0..8).filter(|&k| ohf[(b * 8 + k) * 64 + n] == 0.0).count();
+                assert_eq!((ones, zeros), (1, 7), "point {n} of entry {b}");
+            }
+        }
+        let inv = derive_bytes(&Derive::InvRowSum { of: "OH".into() }, DType::F32, &[2, 8], Some((&ohf, &[2, 8, 64])), 1, 6).unwrap();
+        let inv = convert::decode_all_f32(DType::F32, &inv);
+        for (r, &v) in inv.iter().enumerate() {
+            let count = ohf[r * 64..(r + 1) * 64].iter().filter(|&&x| x == 1.0).count();
+            let want = if count == 0 { 0.0 } else { (1.0 / count as f64) as f32 };
+            assert_eq!(v, want, "cluster {r} of {count} points");
+        }
+        // Misfits are errors, not panics.
+        let e = derive_bytes(&Derive::InvRowSum { of: "OH".into() }, DType::F32, &[2, 8], None, 1, 6).unwrap_err();
+        assert!(e.contains("inv_row_sum(OH) has no source values"), "{e}");
+        let e = derive_bytes(&Derive::InvRowSum { of: "OH".into() }, DType::F32, &[2, 4], Some((&ohf, &[2, 8, 64])), 1, 6).unwrap_err();
+        assert!(e.contains("16 values for a tensor of 8 elements"), "{e}");
+        let e = derive_bytes(&Derive::OneHot, DType::BF16, &[64], None, 1, 5).unwrap_err();
+        assert!(e.contains("one_hot() needs rank 2 or more"), "{e}");
     }
 
     #[test]

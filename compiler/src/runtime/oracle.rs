@@ -11,6 +11,9 @@
 //!   sampled rows and columns (at least one of each).
 //! - `grouped_matmul_abt`: C[g·MG + i] = A[g·MG + i]·B[g]ᵀ, equal groups, sampled per group like
 //!   the batched GEMM ([`grouped_matmul_abt`]).
+//! - `kmeans_update`: CT[b] = XT[b]·OH[b]ᵀ·diag(ICNT[b]), the centroid update as a one-hot GEMM
+//!   with a per-column scale: the batched GEMM's sampled check with ICNT as uploaded scaling each
+//!   reference column ([`kmeans_update`]; tolerance [`Tolerance::KMEANS_UPDATE`]).
 //! - `attention`: O = softmax(scale · Q·Kᵀ)·V per (batch·head), sampled query rows against fp64
 //!   over the whole softmax row ([`attention`]; tolerances [`Tolerance::ATTENTION_BF16`],
 //!   [`Tolerance::ATTENTION_F16`]).
@@ -112,6 +115,20 @@ impl Tolerance {
     /// Attention with an f16 output: the same two roundings at f16's 2^-11 (P: about 1.4e-4 of
     /// the RMS; output: ≤ 4.9e-4 of the value); rtol = 2e-3 and atol = 2e-3 × RMS.
     pub const ATTENTION_F16: Tolerance = Tolerance { rtol: 2e-3, atol: 2e-3, samples: 32 };
+    /// `kmeans_update`: an f32 output CT[b, d, k] = Σ_n XT[b, d, n]·OH[b, k, n] · ICNT[b, k] from
+    /// bf16 (or f16) operands. Every product is exact in f32 (8 × 8 significant bits, and OH is 0
+    /// or 1), so only the f32 sums and the scaling round. A cluster of c points sums c values:
+    /// at most (c − 1)·u·Σ|x| off (u = 2^-24) in the worst case, about c·u·rms(x) for a
+    /// recursive sum with random rounding (c roundings of ~u·√i·rms(x)); ICNT = 1/c rounded to
+    /// f32 and the product add 2u of the value. Scaled by 1/c, a centroid coordinate errs by at
+    /// most (c + 1)·u·mean|x| and typically ~u·rms(x), while the RMS of CT is about rms(x)/√c
+    /// for zero-mean data (a mean of c values). atol = 1e-3 × RMS(ref) thus covers the typical
+    /// error (u·√c ≤ 1e-3 up to c ≈ 10^8) and the worst case up to c ≈ 750 (0.8·u·c^1.5 ≤
+    /// 1e-3); rtol = 1e-3 covers the 2u of the scaling many times over. A missing 1/count (a
+    /// factor of c), a wrong cluster (another mean, off by about the RMS) or a dropped 64-point
+    /// slice (~x/c per point lost, ≥ 1e-2 of the RMS for c ≤ 10^4) each fail. `samples` rows and
+    /// as many columns, shared among the batch entries (at least one of each per entry).
+    pub const KMEANS_UPDATE: Tolerance = Tolerance { rtol: 1e-3, atol: 1e-3, samples: 64 };
 
     /// `grouped_matmul_abt`'s tolerance for an output of `dtype`: [`Tolerance::MATMUL_F16`] for
     /// f16, [`Tolerance::MATMUL_BF16`] otherwise.
@@ -164,7 +181,7 @@ pub struct BadElement {
 /// What a comparison found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckReport {
-    /// `matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `knn_tile_min` (and `knn_tile_min.idx`), `copy`, `transpose`,
+    /// `matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `kmeans_update`, `knn_tile_min` (and `knn_tile_min.idx`), `copy`, `transpose`,
     /// `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`, `cublas` (full comparison against cuBLAS) or `written` (an output no oracle
     /// checks, scanned for unwritten elements).
     pub oracle: String,
@@ -351,7 +368,7 @@ pub fn matmul_abt(
     tol: Tolerance,
     rng: &mut Rng,
 ) -> CheckReport {
-    abt_check("matmul_abt", a, b, c, 1, m, n, k, tol, rng, |_, i, j| vec![i, j])
+    abt_check("matmul_abt", a, b, c, None, 1, m, n, k, tol, rng, |_, i, j| vec![i, j])
 }
 
 /// `matmul_abt` with a leading batch dimension: C[b] = A[b]·B[b]ᵀ for A [BATCH, M, K],
@@ -370,7 +387,7 @@ pub fn matmul_abt_batched(
     tol: Tolerance,
     rng: &mut Rng,
 ) -> CheckReport {
-    abt_check("matmul_abt", a, b, c, batch, m, n, k, tol, rng, |bi, i, j| vec![bi, i, j])
+    abt_check("matmul_abt", a, b, c, None, batch, m, n, k, tol, rng, |bi, i, j| vec![bi, i, j])
 }
 
 /// `grouped_matmul_abt`: group g multiplies rows [g·MG, (g+1)·MG) of A [G·MG, K] with B[g] (B is
@@ -389,19 +406,45 @@ pub fn grouped_matmul_abt(
     rng: &mut Rng,
 ) -> CheckReport {
     // Equal groups lie in memory exactly like a strided batch: A [G·MG, K] is [G, MG, K].
-    abt_check("grouped_matmul_abt", a, b, c, groups, mg, n, k, tol, rng, |g, i, j| vec![g * mg + i, j])
+    abt_check("grouped_matmul_abt", a, b, c, None, groups, mg, n, k, tol, rng, |g, i, j| vec![g * mg + i, j])
+}
+
+/// `kmeans_update`: the centroid update as a one-hot GEMM with the means' 1/count fused,
+/// CT[b, d, k] = Σ_n XT[b, d, n]·OH[b, k, n] · ICNT[b, k] for XT [B, D, N], OH [B, K, N] (one-hot
+/// over K: point n belongs to cluster k), ICNT [B, K] and CT [B, D, K]. The batched GEMM check
+/// ([`matmul_abt_batched`]'s sampling: rows d and columns k of every batch entry) with each
+/// reference column k scaled by ICNT[b, k] as uploaded; wrong elements are reported by CT's index
+/// [b, d, k]. The workload derives OH as `one_hot()` and ICNT as `inv_row_sum(OH)`, so the scale
+/// the oracle reads is 1/count of the assignment the kernel reads (0 for an empty cluster).
+#[allow(clippy::too_many_arguments)]
+pub fn kmeans_update(
+    xt: &[f32],
+    oh: &[f32],
+    icnt: &[f32],
+    ct: &[f32],
+    batch: u64,
+    d: u64,
+    k: u64,
+    n: u64,
+    tol: Tolerance,
+    rng: &mut Rng,
+) -> CheckReport {
+    abt_check("kmeans_update", xt, oh, ct, Some(icnt), batch, d, k, n, tol, rng, |b, i, j| vec![b, i, j])
 }
 
 /// The sampled check shared by the GEMM oracles: `batch` products C_b[M,N] = A_b[M,K]·B_b[N,K]ᵀ,
 /// each operand's entries one after the other. Per entry, ⌈samples / batch⌉ (at least one) random
 /// rows × all columns plus as many random columns × all rows (first and last included when two
-/// or more), fp64; `index(b, i, j)` names an element in the report.
+/// or more), fp64; `index(b, i, j)` names an element in the report. With `col_scale` (BATCH·N
+/// values), reference column j of entry b is multiplied by `col_scale[b·N + j]`:
+/// C_b = A_b·B_bᵀ·diag(scale_b).
 #[allow(clippy::too_many_arguments)]
 fn abt_check(
     name: &str,
     a: &[f32],
     b: &[f32],
     c: &[f32],
+    col_scale: Option<&[f32]>,
     batch: u64,
     m: u64,
     n: u64,
@@ -414,6 +457,10 @@ fn abt_check(
     assert_eq!(a.len(), bu * mu * ku, "{name}: A has BATCH·M·K elements");
     assert_eq!(b.len(), bu * nu * ku, "{name}: B has BATCH·N·K elements");
     assert_eq!(c.len(), bu * mu * nu, "{name}: C has BATCH·M·N elements");
+    if let Some(s) = col_scale {
+        assert_eq!(s.len(), bu * nu, "{name}: the column scale has BATCH·N elements");
+    }
+    let scale = |e: u64, j: usize| col_scale.map_or(1.0, |s| f64::from(s[e as usize * nu + j]));
     let per = tol.samples.div_ceil(batch.max(1)).max(1);
     // (batch entry, sampled rows, sampled columns); one entry's rows then columns, as the
     // unbatched check always drew them.
@@ -430,9 +477,11 @@ fn abt_check(
     let col_items: Vec<(u64, u64)> = picks.iter().flat_map(|(e, _, cs)| cs.iter().map(move |&j| (*e, j))).collect();
     // Reference rows (all columns) and columns (all rows), in parallel.
     let row_refs: Vec<Vec<f64>> =
-        par_map(&row_items, |&(e, i)| (0..nu).map(|j| dot_f64(a_row(e, i as usize), b_row(e, j))).collect());
-    let col_refs: Vec<Vec<f64>> =
-        par_map(&col_items, |&(e, j)| (0..mu).map(|i| dot_f64(a_row(e, i), b_row(e, j as usize))).collect());
+        par_map(&row_items, |&(e, i)| (0..nu).map(|j| dot_f64(a_row(e, i as usize), b_row(e, j)) * scale(e, j)).collect());
+    let col_refs: Vec<Vec<f64>> = par_map(&col_items, |&(e, j)| {
+        let s = scale(e, j as usize);
+        (0..mu).map(|i| dot_f64(a_row(e, i), b_row(e, j as usize)) * s).collect()
+    });
     let count = (row_refs.len() * nu + col_refs.len() * mu) as f64;
     let sumsq: f64 = row_refs.iter().chain(&col_refs).flatten().map(|v| v * v).sum();
     let rms = if count > 0.0 { (sumsq / count).sqrt() } else { 0.0 };
@@ -1563,6 +1612,46 @@ pub fn row_sqnorm(values: &[f64], inner: usize) -> Vec<f64> {
     values.chunks_exact(inner.max(1)).map(|r| r.iter().map(|v| v * v).sum()).collect()
 }
 
+/// `ICNT[b,k] = 1 / Σ_n OH[b,k,n]` (workload `derive = { ICNT = "inv_row_sum(OH)" }`): the
+/// reciprocal of each innermost row's sum, in fp64, and 0 for a row that sums to 0 (an empty
+/// cluster: its centroid update is 0, not a division by zero).
+pub fn inv_row_sum(values: &[f64], inner: usize) -> Vec<f64> {
+    values
+        .chunks_exact(inner.max(1))
+        .map(|r| {
+            let s: f64 = r.iter().sum();
+            if s == 0.0 {
+                0.0
+            } else {
+                1.0 / s
+            }
+        })
+        .collect()
+}
+
+/// A one-hot tensor of `shape` (rank ≥ 2, row-major; workload `derive = { OH = "one_hot()" }`):
+/// for every leading index and every column (innermost index) exactly one entry over the
+/// second-to-last axis is 1, the others 0 — OH[b, k, n] = 1 when point n belongs to cluster k.
+/// The rows are drawn uniformly from stream (`seed`, `stream`, leading index), so the tensor
+/// depends on the seed and the tensor's index only. `None` for a rank below 2.
+pub fn one_hot(shape: &[u64], seed: u64, stream: u64) -> Option<Vec<f64>> {
+    let [lead @ .., rows, cols] = shape else { return None };
+    let (rows, cols) = (*rows as usize, *cols as usize);
+    let outer: u64 = lead.iter().product();
+    let mut out = vec![0.0; outer as usize * rows * cols];
+    if rows == 0 {
+        return Some(out);
+    }
+    for (l, slice) in out.chunks_exact_mut((rows * cols).max(1)).enumerate().take(outer as usize) {
+        let mut rng = Rng::stream(seed, stream, l as u64);
+        for c in 0..cols {
+            let r = rng.below(rows as u64) as usize;
+            slice[r * cols + c] = 1.0;
+        }
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2641,5 +2730,150 @@ mod knn_tests {
         let shifted: Vec<f32> = (0..dist.len()).map(|f| dist[f - f % T + (f % T + 1) % T]).collect();
         let [rd, _] = check(&p, &shifted, &idx);
         assert!(rd.mismatches > (B * NQ * T / 2) as u64, "{rd:?}");
+    }
+}
+
+#[cfg(test)]
+mod kmeans_update_tests {
+    use super::*;
+
+    /// Normal data rounded to bf16, as the GPU reads it.
+    fn bf16_normal(len: usize, seed: u64) -> Vec<f32> {
+        let mut r = Rng::new(seed);
+        (0..len).map(|_| super::super::convert::bf16_to_f64(super::super::convert::f64_to_bf16(r.normal_pair().0)) as f32).collect()
+    }
+
+    // CT[b] = XT[b]·OH[b]ᵀ·diag(ICNT[b])
+
+    /// XT [B, D, N] bf16, OH [B, K, N] one-hot, ICNT [B, K] = 1/count rounded to f32, as the
+    /// runtime derives them.
+    fn kmeans_update_inputs(b: usize, d: usize, k: usize, n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let xt = bf16_normal(b * d * n, 51);
+        let oh: Vec<f32> = one_hot(&[b as u64, k as u64, n as u64], 7, 2).unwrap().into_iter().map(|v| v as f32).collect();
+        let oh64: Vec<f64> = oh.iter().map(|&v| f64::from(v)).collect();
+        let icnt: Vec<f32> = inv_row_sum(&oh64, n).into_iter().map(|v| v as f32).collect();
+        (xt, oh, icnt)
+    }
+
+    /// What the kernel computes: f32 sums over the points in order (64-point slices, as the
+    /// pipeline feeds them), then one f32 multiply by ICNT — or, `scaled = false`, no scaling.
+    fn kmeans_update_kernel(xt: &[f32], oh: &[f32], icnt: &[f32], b: usize, d: usize, k: usize, n: usize, scaled: bool) -> Vec<f32> {
+        let mut ct = vec![0f32; b * d * k];
+        for e in 0..b {
+            for i in 0..d {
+                for j in 0..k {
+                    let mut acc = 0f32;
+                    for nb in (0..n).step_by(64) {
+                        let mut part = 0f32;
+                        for p in nb..(nb + 64).min(n) {
+                            part += xt[(e * d + i) * n + p] * oh[(e * k + j) * n + p];
+                        }
+                        acc += part;
+                    }
+                    ct[(e * d + i) * k + j] = if scaled { acc * icnt[e * k + j] } else { acc };
+                }
+            }
+        }
+        ct
+    }
+
+    #[test]
+    fn kmeans_update_accepts_the_means_and_catches_faults_by_index() {
+        let (b, d, k, n) = (2usize, 64usize, 16usize, 512usize);
+        let (xt, oh, icnt) = kmeans_update_inputs(b, d, k, n);
+        let good = kmeans_update_kernel(&xt, &oh, &icnt, b, d, k, n, true);
+        let check = |ct: &[f32]| kmeans_update(&xt, &oh, &icnt, ct, b as u64, d as u64, k as u64, n as u64, Tolerance::KMEANS_UPDATE, &mut Rng::new(9));
+        let r = check(&good);
+        assert!(r.passed && r.oracle == "kmeans_update", "{r:?}");
+        // 32 rows and all 16 columns of each entry: every element.
+        assert_eq!(r.checked as usize, b * d * k);
+        assert!(r.rel_l2_err < 1e-5, "the f32 sums err by rounding only: {r:?}");
+
+        // A missing 1/count: the sums, not the means.
+        let r = check(&kmeans_update_kernel(&xt, &oh, &icnt, b, d, k, n, false));
+        assert!(!r.passed && r.mismatches as usize > b * d * k / 2, "{r:?}");
+        assert_eq!(r.first_bad[0].index, vec![0, 0, 0]);
+
+        // One wrong column: cluster 5 of entry 1 gets cluster 6's mean.
+        let mut wrong = good.clone();
+        for i in 0..d {
+            wrong[(d + i) * k + 5] = good[(d + i) * k + 6];
+        }
+        let r = check(&wrong);
+        assert!(!r.passed, "{r:?}");
+        assert!(r.first_bad.iter().all(|e| e.index[0] == 1 && e.index[2] == 5), "{:?}", r.first_bad);
+        assert_eq!(r.first_bad[0].index, vec![1, 0, 5]);
+
+        // One unwritten element (the NaN poison), reported by its index.
+        let mut unwritten = good.clone();
+        unwritten[(d + 30) * k + 7] = f32::NAN;
+        let r = check(&unwritten);
+        assert!(!r.passed && r.nonfinite == 1 && r.mismatches == 1, "{r:?}");
+        assert_eq!(r.first_bad[0].index, vec![1, 30, 7]);
+
+        // One 64-point slice dropped from every sum: off by about 1/count of a coordinate.
+        let mut xt_short = xt.clone();
+        for row in xt_short.chunks_mut(n) {
+            row[128..192].iter_mut().for_each(|v| *v = 0.0);
+        }
+        let r = check(&kmeans_update_kernel(&xt_short, &oh, &icnt, b, d, k, n, true));
+        assert!(!r.passed, "{r:?}");
+    }
+
+    #[test]
+    fn kmeans_update_samples_each_entry_and_handles_empty_clusters() {
+        // More clusters than the points fill: empty clusters have ICNT 0 and a zero mean.
+        let (b, d, k, n) = (3usize, 128usize, 256usize, 128usize);
+        let (xt, oh, icnt) = kmeans_update_inputs(b, d, k, n);
+        assert!(icnt.contains(&0.0), "some cluster is empty");
+        let good = kmeans_update_kernel(&xt, &oh, &icnt, b, d, k, n, true);
+        let tol = Tolerance { samples: 6, ..Tolerance::KMEANS_UPDATE };
+        let check = |ct: &[f32]| kmeans_update(&xt, &oh, &icnt, ct, b as u64, d as u64, k as u64, n as u64, tol, &mut Rng::new(10));
+        let r = check(&good);
+        assert!(r.passed, "{r:?}");
+        // Two rows and two columns per entry.
+        assert_eq!(r.checked as usize, b * (2 * k + 2 * d - 4));
+        // A kernel dividing by a zero count writes NaN or infinity there.
+        let empty = icnt[2 * k..].iter().position(|&v| v == 0.0).unwrap();
+        let mut div0 = good.clone();
+        for i in 0..d {
+            div0[(2 * d + i) * k + empty] = f32::NAN;
+        }
+        let r = check(&div0);
+        assert!(!r.passed && r.nonfinite == d as u64, "{r:?}");
+        assert!(r.first_bad.iter().all(|e| e.index[0] == 2 && e.index[2] == empty as u64), "{:?}", r.first_bad);
+        // Entries 0 and 1 swapped: the samples of each entry see it.
+        let mut swapped = good.clone();
+        let (lo, hi) = swapped.split_at_mut(d * k);
+        lo.swap_with_slice(&mut hi[..d * k]);
+        let r = check(&swapped);
+        assert!(!r.passed && r.first_bad[0].index[0] == 0, "{r:?}");
+    }
+
+    #[test]
+    fn one_hot_has_one_one_per_column_and_inv_row_sum_counts() {
+        let shape = [3u64, 5, 40];
+        let oh = one_hot(&shape, 4, 1).unwrap();
+        assert_eq!(oh.len(), 3 * 5 * 40);
+        for l in 0..3 {
+            for c in 0..40 {
+                let col: Vec<f64> = (0..5).map(|r| oh[(l * 5 + r) * 40 + c]).collect();
+                assert_eq!(col.iter().filter(|&&v| v == 1.0).count(), 1, "{col:?}");
+                assert!(col.iter().all(|&v| v == 0.0 || v == 1.0));
+            }
+        }
+        // Drawn from the seed and the stream: reproducible, and another seed differs.
+        assert_eq!(one_hot(&shape, 4, 1).unwrap(), oh);
+        assert_ne!(one_hot(&shape, 5, 1).unwrap(), oh);
+        assert_ne!(one_hot(&shape, 4, 2).unwrap(), oh);
+        assert!(one_hot(&[7], 4, 1).is_none());
+        // Every row of 5 gets some of the 40 points.
+        let inv = inv_row_sum(&oh, 40);
+        assert_eq!(inv.len(), 15);
+        for (r, &v) in inv.iter().enumerate() {
+            let count: f64 = oh[r * 40..(r + 1) * 40].iter().sum();
+            assert!(count > 0.0 && v == 1.0 / count, "row {r}: {v} for {count}");
+        }
+        assert_eq!(inv_row_sum(&[0.0, 0.0, 0.0, 1.0, 1.0, 0.0], 3), vec![0.0, 0.5]);
     }
 }

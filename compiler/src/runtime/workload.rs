@@ -22,11 +22,12 @@ pub struct WorkloadSpec {
     /// The kernel this workload is for (checked against the program's `kernel NAME`).
     #[serde(default)]
     pub kernel: Option<String>,
-    /// `matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `knn_tile_min`, `copy`, `transpose`,
+    /// `matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `kmeans_update`, `knn_tile_min`, `copy`, `transpose`,
     /// `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise` or `none` (run and time only).
     pub oracle: OracleName,
     /// Oracle role → tensor name (defaults: matmul_abt and grouped_matmul_abt a=A b=B c=C;
     /// attention q=Q k=K vt=VT o=O and the scalar scale=scale; kmeans_assign x=X c=C idx=Idx;
+    /// kmeans_update xt=XT oh=OH icnt=ICNT ct=CT;
     /// copy and transpose input=A output=B; softmax x=X y=Y; row_reduce x=X out=Out; rmsnorm
     /// x=X w=W y=Y, and the scalar eps=eps; layernorm x=X w=W b=Bias y=Y eps=eps; elementwise
     /// x=X y=Y w=W z=Z).
@@ -61,7 +62,8 @@ pub struct WorkloadSpec {
     /// Per-input distribution (inputs not listed draw `normal`).
     #[serde(default)]
     pub inputs: BTreeMap<String, InputSpec>,
-    /// Inputs computed from other inputs on the host: `CN = "row_sqnorm(C)"`.
+    /// Inputs computed on the host, from other inputs (`CN = "row_sqnorm(C)"`, possibly derived
+    /// ones themselves) or from the seed alone (`OH = "one_hot()"`).
     #[serde(default)]
     pub derive: BTreeMap<String, String>,
     /// Values of the program's `scalar` arguments.
@@ -95,6 +97,8 @@ pub enum OracleName {
     /// KNN first stage: per query and database tile, the minimum of ‖q‖² + ‖c‖² − 2·q·c (Dist)
     /// and its global database index (Idx).
     KnnTileMin,
+    /// KMeans centroid update as a one-hot GEMM: CT[b] = XT[b]·OH[b]ᵀ·diag(ICNT[b]).
+    KmeansUpdate,
     None,
 }
 
@@ -108,6 +112,10 @@ const ROW_FLOATS: &[DType] = &[DType::BF16, DType::F16, DType::F32];
 /// GEMM operands (`matmul_abt`, `grouped_matmul_abt`) and outputs.
 const GEMM_IN: &[DType] = &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2];
 const GEMM_OUT: &[DType] = &[DType::BF16, DType::F16, DType::F32];
+
+/// `kmeans_update`'s operands XT and OH: 16-bit floats, whose products are exact in f32 (what
+/// [`Tolerance::KMEANS_UPDATE`] assumes).
+const KMEANS_UPDATE_IN: &[DType] = &[DType::BF16, DType::F16];
 
 /// `attention`'s tensors: the 16-bit formats its tolerances are set for (an f32 attention would
 /// run its products as tf32, which they do not cover).
@@ -128,6 +136,7 @@ impl OracleName {
             OracleName::GroupedMatmulAbt => "grouped_matmul_abt",
             OracleName::Attention => "attention",
             OracleName::KnnTileMin => "knn_tile_min",
+            OracleName::KmeansUpdate => "kmeans_update",
             OracleName::None => "none",
         }
     }
@@ -145,6 +154,7 @@ impl OracleName {
             OracleName::Elementwise => &[("x", "X"), ("y", "Y"), ("w", "W"), ("z", "Z")],
             OracleName::Attention => &[("q", "Q"), ("k", "K"), ("vt", "VT"), ("o", "O")],
             OracleName::KnnTileMin => &[("q", "Q"), ("qn", "QN"), ("c", "C"), ("cn", "CN"), ("dist", "Dist"), ("idx", "Idx")],
+            OracleName::KmeansUpdate => &[("xt", "XT"), ("oh", "OH"), ("icnt", "ICNT"), ("ct", "CT")],
             OracleName::None => &[],
         }
     }
@@ -171,6 +181,7 @@ impl OracleName {
             OracleName::Attention => Some("o"),
             // Idx is checked too (by the same oracle, an i32 output: no `written` scan applies).
             OracleName::KnnTileMin => Some("dist"),
+            OracleName::KmeansUpdate => Some("ct"),
             OracleName::None => None,
         }
     }
@@ -210,7 +221,10 @@ impl OracleName {
 
     /// Oracles whose roles must each name a tensor of their own (no operand read twice).
     pub fn distinct_roles(self) -> bool {
-        matches!(self, OracleName::GroupedMatmulAbt | OracleName::Attention | OracleName::KnnTileMin)
+        matches!(
+            self,
+            OracleName::GroupedMatmulAbt | OracleName::Attention | OracleName::KnnTileMin | OracleName::KmeansUpdate
+        )
     }
 
     /// The tolerance when the spec gives none. The row kernels', `grouped_matmul_abt`'s and
@@ -222,6 +236,7 @@ impl OracleName {
         match self {
             OracleName::KmeansAssign => Tolerance::KMEANS,
             OracleName::KnnTileMin => Tolerance::KNN,
+            OracleName::KmeansUpdate => Tolerance::KMEANS_UPDATE,
             OracleName::Copy | OracleName::Transpose => Tolerance::EXACT,
             o if o.is_row_kernel() => Tolerance::for_row_output(output.unwrap_or(DType::BF16)),
             OracleName::GroupedMatmulAbt => Tolerance::for_gemm_output(output.unwrap_or(DType::BF16)),
@@ -263,25 +278,54 @@ fn default_dist() -> Dist {
 pub enum Derive {
     /// Sum of squares over the innermost axis of `of` (shape = `of`'s shape without it).
     RowSqnorm { of: String },
+    /// `one_hot()`, from the seed alone: for every leading index and column, exactly one 1 over
+    /// the second-to-last axis (drawn uniformly), 0 elsewhere (rank ≥ 2).
+    OneHot,
+    /// 1 / (sum over the innermost axis of `of`), 0 for a row summing to 0 (shape = `of`'s
+    /// shape without it): `inv_row_sum(OH)` is 1/count per cluster.
+    InvRowSum { of: String },
 }
 
 impl Derive {
+    pub const KNOWN: &'static str = "row_sqnorm(T), inv_row_sum(T), one_hot()";
+
     pub fn parse(text: &str) -> Result<Derive, String> {
         let t = text.trim();
-        let (f, rest) = t.split_once('(').ok_or_else(|| format!("`{t}`: expected `FUNCTION(TENSOR)`"))?;
+        let (f, rest) = t.split_once('(').ok_or_else(|| format!("`{t}`: expected `FUNCTION(TENSOR)` or `FUNCTION()`"))?;
         let arg = rest.strip_suffix(')').ok_or_else(|| format!("`{t}`: missing `)`"))?.trim();
+        let f = f.trim();
+        if f == "one_hot" {
+            return if arg.is_empty() {
+                Ok(Derive::OneHot)
+            } else {
+                Err(format!("`{t}`: one_hot() takes no argument (it draws from the seed)"))
+            };
+        }
         if arg.is_empty() || !arg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(format!("`{t}`: the argument must be one tensor name"));
         }
-        match f.trim() {
+        match f {
             "row_sqnorm" => Ok(Derive::RowSqnorm { of: arg.to_string() }),
-            other => Err(format!("`{t}`: unknown function `{other}` (known: row_sqnorm)")),
+            "inv_row_sum" => Ok(Derive::InvRowSum { of: arg.to_string() }),
+            other => Err(format!("`{t}`: unknown function `{other}` (known: {})", Derive::KNOWN)),
         }
     }
 
-    pub fn source(&self) -> &str {
+    /// The tensor the recipe reads (`None` for a source-free recipe such as `one_hot()`).
+    pub fn source(&self) -> Option<&str> {
         match self {
-            Derive::RowSqnorm { of } => of,
+            Derive::RowSqnorm { of } | Derive::InvRowSum { of } => Some(of),
+            Derive::OneHot => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Derive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Derive::RowSqnorm { of } => write!(f, "row_sqnorm({of})"),
+            Derive::InvRowSum { of } => write!(f, "inv_row_sum({of})"),
+            Derive::OneHot => f.write_str("one_hot()"),
         }
     }
 }
@@ -349,6 +393,45 @@ impl WorkloadSpec {
             .collect()
     }
 
+    /// The derived inputs in the order they are computed: each after the derived input it reads
+    /// (a topological order; among the ready ones, name order, so derived inputs whose sources
+    /// are all filled inputs come in name order as they always did). A cycle (`A` from `B`, `B`
+    /// from `A`, or `A` from itself) is an error coded `[derive_cycle]`.
+    pub fn derive_order(&self) -> Result<Vec<(String, Derive)>, WorkloadError> {
+        let mut pending = self.derived()?;
+        let mut order: Vec<(String, Derive)> = Vec::with_capacity(pending.len());
+        while !pending.is_empty() {
+            // Ready: the source is not derived, or was computed already.
+            let ready: Vec<String> = pending
+                .iter()
+                .filter(|(_, d)| d.source().is_none_or(|s| !pending.contains_key(s)))
+                .map(|(n, _)| n.clone())
+                .collect();
+            if ready.is_empty() {
+                // Every pending recipe reads a pending one: follow sources from the first to a
+                // repeat to name one cycle.
+                let mut path: Vec<String> = vec![pending.keys().next().expect("not empty").clone()];
+                loop {
+                    let next = pending[path.last().expect("not empty")].source().expect("pending has a source").to_string();
+                    if let Some(at) = path.iter().position(|p| *p == next) {
+                        let mut cycle: Vec<String> = path[at..].iter().map(|p| format!("`{p}`")).collect();
+                        cycle.push(format!("`{next}`"));
+                        return Err(err(format!(
+                            "derive: {} is a cycle: every derived input must come from the seed or from inputs computed before it [derive_cycle]",
+                            cycle.join(" ← ")
+                        )));
+                    }
+                    path.push(next);
+                }
+            }
+            for name in ready {
+                let d = pending.remove(&name).expect("listed above");
+                order.push((name, d));
+            }
+        }
+        Ok(order)
+    }
+
     /// Check the spec against the program: kernel name, oracle roles (tensor exists, dtype and
     /// rank fit, inputs are filled and outputs written; scalar roles name a float scalar with a
     /// value), the oracle's options, inputs and derived inputs, scalars, shapes (and, for the
@@ -397,6 +480,12 @@ impl WorkloadSpec {
                 ("cn", (2, 2), &[DType::F32], false),
                 ("dist", (3, 3), &[DType::F32], true),
                 ("idx", (3, 3), &[DType::I32], true),
+            ],
+            OracleName::KmeansUpdate => &[
+                ("xt", (3, 3), KMEANS_UPDATE_IN, false),
+                ("oh", (3, 3), KMEANS_UPDATE_IN, false),
+                ("icnt", (2, 2), &[DType::F32], false),
+                ("ct", (3, 3), &[DType::F32], true),
             ],
             OracleName::Copy => &[("input", (1, 5), POISON_IS_NAN, false), ("output", (1, 5), POISON_IS_NAN, true)],
             OracleName::Transpose => &[("input", (2, 2), POISON_IS_NAN, false), ("output", (2, 2), POISON_IS_NAN, true)],
@@ -578,22 +667,30 @@ impl WorkloadSpec {
             if self.inputs.contains_key(&name) {
                 return Err(err(format!("`{name}` is both in [inputs] and in [derive]")));
             }
-            let src = tensor(d.source()).ok_or_else(|| err(format!("derive.{name}: no tensor `{}`", d.source())))?;
-            if self.derive.contains_key(d.source()) {
-                return Err(err(format!("derive.{name}: `{}` is itself derived", d.source())));
-            }
-            match &d {
-                Derive::RowSqnorm { .. } => {
-                    if src.shape.len() != t.shape.len() + 1 || src.shape[..t.shape.len()] != t.shape[..] {
-                        return Err(err(format!(
-                            "derive.{name}: row_sqnorm({}) drops the innermost axis, so `{name}` must have the shape of `{}` without its last dimension",
-                            d.source(),
-                            d.source()
-                        )));
-                    }
+            let Some(of) = d.source() else {
+                // one_hot(): a 1 over the second-to-last axis per column.
+                if t.shape.len() < 2 {
+                    return Err(err(format!(
+                        "derive.{name}: one_hot() puts one 1 per column over the second-to-last axis, so `{name}` needs rank 2 or more (it has rank {})",
+                        t.shape.len()
+                    )));
                 }
+                continue;
+            };
+            let src = tensor(of).ok_or_else(|| err(format!("derive.{name}: no tensor `{of}`")))?;
+            if src.access == Access::Out {
+                return Err(err(format!("derive.{name}: `{of}` is `out`; a derived input reads a filled or derived input")));
+            }
+            if src.shape.len() != t.shape.len() + 1 || src.shape[..t.shape.len()] != t.shape[..] {
+                return Err(err(format!(
+                    "derive.{name}: {d} drops the innermost axis, so `{name}` must have the shape of `{of}` without its last dimension"
+                )));
+            }
+            if matches!(d, Derive::InvRowSum { .. }) && !t.dtype.is_float() {
+                return Err(err(format!("derive.{name}: {d} is a reciprocal; `{name}` is {}, it needs a float dtype", t.dtype)));
             }
         }
+        self.derive_order()?;
         for (_, s) in m.scalars.iter() {
             if !self.scalars.contains_key(&s.name) {
                 return Err(err(format!("scalars: no value for the program's scalar `{}`", s.name)));
@@ -675,17 +772,32 @@ impl WorkloadSpec {
     /// Roles whose tensor an oracle needs derived by a given recipe: `knn_tile_min`'s `qn` and `cn`
     /// are the squared norms of `q`'s and `c`'s rows (its distances and tolerance mean ‖q − c‖²).
     fn validate_derived_roles(&self) -> Result<(), WorkloadError> {
-        let needs: &[(&str, &str)] = match self.oracle {
-            OracleName::KnnTileMin => &[("qn", "q"), ("cn", "c")],
-            _ => &[],
+        // (role, its recipe, what the oracle takes it for).
+        let needs: Vec<(&str, Derive, String)> = match self.oracle {
+            OracleName::KnnTileMin => ["q", "c"]
+                .iter()
+                .zip(["qn", "cn"])
+                .map(|(of, role)| {
+                    let src = self.role(of);
+                    (role, Derive::RowSqnorm { of: src.clone() }, format!("the squared norms of `{src}`'s rows"))
+                })
+                .collect(),
+            OracleName::KmeansUpdate => vec![
+                ("oh", Derive::OneHot, "the assignment, exactly one 1 per point (column)".to_string()),
+                (
+                    "icnt",
+                    Derive::InvRowSum { of: self.role("oh") },
+                    format!("1/count of each cluster of `{}` (0 when empty)", self.role("oh")),
+                ),
+            ],
+            _ => Vec::new(),
         };
         let derived = self.derived()?;
-        for &(role, of) in needs {
-            let (name, src) = (self.role(role), self.role(of));
-            let want = Derive::RowSqnorm { of: src.clone() };
+        for (role, want, meaning) in needs {
+            let name = self.role(role);
             if derived.get(&name) != Some(&want) {
                 return Err(err(format!(
-                    "oracle `{}` role `{role}`: `{name}` must be derived as row_sqnorm({src}) (`[derive] {name} = \"row_sqnorm({src})\"`): the oracle reads it as the squared norms of `{src}`'s rows",
+                    "oracle `{}` role `{role}`: `{name}` must be derived as {want} (`[derive] {name} = \"{want}\"`): the oracle reads it as {meaning}",
                     self.oracle.name()
                 )));
             }
@@ -732,7 +844,11 @@ impl WorkloadSpec {
     fn check_oracle_shapes(&self, m: &Module, shape: &Shape) -> Result<(), String> {
         if matches!(
             self.oracle,
-            OracleName::MatmulAbt | OracleName::GroupedMatmulAbt | OracleName::Attention | OracleName::KnnTileMin
+            OracleName::MatmulAbt
+                | OracleName::GroupedMatmulAbt
+                | OracleName::Attention
+                | OracleName::KnnTileMin
+                | OracleName::KmeansUpdate
         ) {
             return self.check_product_shapes(m, shape);
         }
@@ -855,6 +971,14 @@ impl WorkloadSpec {
                     ));
                 }
                 expect("dist", "idx", &[Some(b), Some(nq), Some(tiles)])?;
+            }
+            OracleName::KmeansUpdate => {
+                let (_, xt) = concrete("xt")?;
+                let (b, d, n) = (xt[0], xt[1], xt[2]);
+                let oh = expect("xt", "oh", &[Some(b), None, Some(n)])?;
+                let k = oh[1];
+                expect("oh", "icnt", &[Some(b), Some(k)])?;
+                expect("oh", "ct", &[Some(b), Some(d), Some(k)]).map_err(|e| format!("{e} (CT has XT's D and OH's K)"))?;
             }
             _ => {}
         }
@@ -1643,5 +1767,130 @@ mod knn_oracle_tests {
         assert!(m.contains("without its last dimension") || m.contains("must be derived as row_sqnorm(C)"), "{m}");
         let m = e("args = { out = \"Dist\" }");
         assert!(m.contains("oracle `knn_tile_min` has no role `out` (roles: q, qn, c, cn, dist, idx)"), "{m}");
+    }
+}
+
+#[cfg(test)]
+mod kmeans_update_oracle_tests {
+    use super::*;
+
+    const PROGRAM: &str = "kernel k target sm_90a\n\ndim B\ndim N multiple_of 64\ndim K multiple_of 64\ndim D multiple_of 64\n\nin XT: bf16[B, D, N]\nin OH: bf16[B, K, N]\nin ICNT: f32[B, K]\nout CT: f32[B, D, K]\nin XTf: f32[B, D, N]\nin X2: bf16[D, N]\nin OHt: bf16[B, N, K]\nin OHd: bf16[B, K, D]\nin ICb: bf16[B, K]\nin ICi: i32[B, K]\nin IC1: f32[K]\nout CTb: bf16[B, D, K]\nout CTk: f32[B, K, D]\nin CTin: f32[B, D, K]\nin S: f32[B, K]\n\ngrid tiles[b = B, d = D / 64, k = K / 64]\n\nrole all: warp 0..4\n\non all {\n    for t in tiles {\n    }\n}\n";
+
+    fn module() -> Module {
+        let out = crate::check::check_source(PROGRAM);
+        out.module.unwrap_or_else(|| panic!("{:?}", out.diagnostics))
+    }
+
+    fn parse(extra: &str, derive: &str) -> Result<WorkloadSpec, WorkloadError> {
+        // The headline has D ≠ K ≠ N.
+        let text = format!(
+            "oracle = \"kmeans_update\"\nheadline = {{ B = 2, N = 1024, K = 128, D = 192 }}\nshapes = [{{ B = 1, N = 256, K = 64, D = 64 }}]\n{extra}\n[derive]\n{derive}\n"
+        );
+        WorkloadSpec::from_toml_str("t.toml", &text)
+    }
+
+    fn spec(extra: &str, derive: &str) -> Result<(), WorkloadError> {
+        parse(extra, derive)?.validate(&module())
+    }
+
+    const DERIVE: &str = "OH = \"one_hot()\"\nICNT = \"inv_row_sum(OH)\"";
+
+    #[test]
+    fn kmeans_update_specs_validate() {
+        spec("", DERIVE).unwrap();
+        let w = parse("", DERIVE).unwrap();
+        assert_eq!(["xt", "oh", "icnt", "ct"].map(|r| w.role(r)), ["XT", "OH", "ICNT", "CT"].map(String::from));
+        assert_eq!(w.tolerance(Some(DType::F32)), Tolerance::KMEANS_UPDATE);
+        assert_eq!(OracleName::KmeansUpdate.output_role(), Some("ct"));
+        assert!(!OracleName::KmeansUpdate.has_cublas_peer() && !OracleName::KmeansUpdate.checks_every_element());
+        // OH is computed before ICNT, which reads it, though `ICNT` sorts first.
+        let order: Vec<String> = w.derive_order().unwrap().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(order, ["OH", "ICNT"]);
+        // The derived tensors are not drawn.
+        let dists = w.input_dists(&module(), None);
+        assert!(dists.contains_key("XT") && !dists.contains_key("OH") && !dists.contains_key("ICNT"));
+    }
+
+    #[test]
+    fn misfits_of_kmeans_update_are_named() {
+        let e = |extra: &str| spec(extra, DERIVE).unwrap_err().0;
+        // Ranks and dtypes.
+        let m = e("args = { xt = \"X2\" }");
+        assert!(m.contains("role `xt`: tensor `X2` has rank 2, expected 3"), "{m}");
+        let m = e("args = { xt = \"XTf\" }");
+        assert!(m.contains("role `xt`: tensor `XTf` is f32, which the oracle does not support"), "{m}");
+        let m = e("args = { ct = \"CTb\" }");
+        assert!(m.contains("role `ct`: tensor `CTb` is bf16"), "{m}");
+        let m = spec("args = { icnt = \"ICb\" }", "OH = \"one_hot()\"\nICb = \"inv_row_sum(OH)\"").unwrap_err().0;
+        assert!(m.contains("role `icnt`: tensor `ICb` is bf16"), "{m}");
+        let m = spec("args = { icnt = \"IC1\" }", "OH = \"one_hot()\"\nIC1 = \"inv_row_sum(OH)\"").unwrap_err().0;
+        assert!(m.contains("role `icnt`: tensor `IC1` has rank 1, expected 2"), "{m}");
+        // Access and one tensor per role.
+        let m = e("args = { ct = \"CTin\" }");
+        assert!(m.contains("role `ct`: tensor `CTin` is declared `in`"), "{m}");
+        let m = e("args = { xt = \"OH\" }");
+        assert!(m.contains("roles `xt` and `oh` both name tensor `OH`; each role needs a tensor of its own"), "{m}");
+        // Shapes at every workload shape.
+        let m = spec("args = { oh = \"OHd\" }", "OHd = \"one_hot()\"\nICNT = \"inv_row_sum(OHd)\"").unwrap_err().0;
+        assert!(m.contains("headline: oracle `kmeans_update`: `XT` (role `xt`) is [2, 192, 1024], so `OHd` (role `oh`) must be [2, _, 1024], but it is [2, 128, 192]"), "{m}");
+        // OH given points-major ([B, N, K]): its 1/count would be per point, not per cluster.
+        let m = spec("args = { oh = \"OHt\" }", "OHt = \"one_hot()\"\nICNT = \"inv_row_sum(OHt)\"").unwrap_err().0;
+        assert!(m.contains("derive.ICNT: inv_row_sum(OHt) drops the innermost axis, so `ICNT` must have the shape of `OHt` without its last dimension"), "{m}");
+        let m = e("args = { ct = \"CTk\" }");
+        assert!(m.contains("headline: oracle `kmeans_update`: `OH` (role `oh`) is [2, 128, 1024], so `CTk` (role `ct`) must be [2, 192, 128], but it is [2, 128, 192] (CT has XT's D and OH's K)"), "{m}");
+        // OH must be one_hot(), ICNT inv_row_sum(OH): the check reads ICNT as 1/count of OH.
+        let m = spec("", "ICNT = \"inv_row_sum(OH)\"").unwrap_err().0;
+        assert!(m.contains("oracle `kmeans_update` role `oh`: `OH` must be derived as one_hot() (`[derive] OH = \"one_hot()\"`)"), "{m}");
+        let m = spec("", "OH = \"one_hot()\"").unwrap_err().0;
+        assert!(m.contains("oracle `kmeans_update` role `icnt`: `ICNT` must be derived as inv_row_sum(OH)"), "{m}");
+        let m = spec("", "OH = \"one_hot()\"\nS = \"inv_row_sum(OH)\"\nICNT = \"row_sqnorm(OH)\"").unwrap_err().0;
+        assert!(m.contains("`ICNT` must be derived as inv_row_sum(OH)"), "{m}");
+        let m = e("args = { out = \"CT\" }");
+        assert!(m.contains("oracle `kmeans_update` has no role `out` (roles: xt, oh, icnt, ct)"), "{m}");
+    }
+
+    #[test]
+    fn derive_recipes_parse_and_fit() {
+        assert_eq!(Derive::parse(" one_hot( ) ").unwrap(), Derive::OneHot);
+        assert_eq!(Derive::parse("inv_row_sum(OH)").unwrap(), Derive::InvRowSum { of: "OH".into() });
+        assert_eq!(Derive::parse("inv_row_sum(OH)").unwrap().to_string(), "inv_row_sum(OH)");
+        assert_eq!(Derive::OneHot.source(), None);
+        let m = Derive::parse("one_hot(X)").unwrap_err();
+        assert!(m.contains("one_hot() takes no argument"), "{m}");
+        let m = Derive::parse("inv_row_sum()").unwrap_err();
+        assert!(m.contains("the argument must be one tensor name"), "{m}");
+        let m = Derive::parse("count(OH)").unwrap_err();
+        assert!(m.contains("unknown function `count` (known: row_sqnorm(T), inv_row_sum(T), one_hot())"), "{m}");
+        // one_hot() needs rank ≥ 2; inv_row_sum drops the innermost axis and needs a float.
+        let m = spec("", "OH = \"one_hot()\"\nICNT = \"inv_row_sum(OH)\"\nIC1 = \"one_hot()\"").unwrap_err().0;
+        assert!(m.contains("derive.IC1: one_hot() puts one 1 per column over the second-to-last axis, so `IC1` needs rank 2 or more (it has rank 1)"), "{m}");
+        let m = spec("", "OH = \"one_hot()\"\nICNT = \"inv_row_sum(OH)\"\nICi = \"inv_row_sum(OH)\"").unwrap_err().0;
+        assert!(m.contains("derive.ICi: inv_row_sum(OH) is a reciprocal; `ICi` is i32, it needs a float dtype"), "{m}");
+        let m = spec("", "OH = \"one_hot()\"\nICNT = \"inv_row_sum(OH)\"\nS = \"inv_row_sum(XT)\"").unwrap_err().0;
+        assert!(m.contains("derive.S: inv_row_sum(XT) drops the innermost axis, so `S` must have the shape of `XT` without its last dimension"), "{m}");
+        let m = spec("", "OH = \"one_hot()\"\nICNT = \"inv_row_sum(OH)\"\nS = \"inv_row_sum(CT)\"").unwrap_err().0;
+        assert!(m.contains("derive.S: `CT` is `out`"), "{m}");
+    }
+
+    #[test]
+    fn derived_inputs_come_after_their_sources_and_cycles_are_named() {
+        // Name order where no derived input reads another (every existing workload): unchanged.
+        let w = parse("", "QN = \"row_sqnorm(XT)\"\nCN = \"row_sqnorm(OH)\"\nAN = \"row_sqnorm(X2)\"").unwrap();
+        let names = |w: &WorkloadSpec| w.derive_order().unwrap().into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+        assert_eq!(names(&w), ["AN", "CN", "QN"]);
+        // A chain against name order: Z from the seed, then M from Z, then A from M.
+        let w = parse("", "A = \"inv_row_sum(M)\"\nM = \"row_sqnorm(Z)\"\nZ = \"one_hot()\"\nB = \"row_sqnorm(XT)\"").unwrap();
+        assert_eq!(names(&w), ["B", "Z", "M", "A"]);
+        // Cycles, of two and of one, are coded errors that name the cycle.
+        let w = parse("", "P = \"inv_row_sum(Q)\"\nQ = \"row_sqnorm(P)\"\nR = \"one_hot()\"").unwrap();
+        let m = w.derive_order().unwrap_err().0;
+        assert!(m.contains("derive: `P` ← `Q` ← `P` is a cycle") && m.ends_with("[derive_cycle]"), "{m}");
+        let w = parse("", "S = \"inv_row_sum(S)\"").unwrap();
+        let m = w.derive_order().unwrap_err().0;
+        assert!(m.contains("derive: `S` ← `S` is a cycle") && m.ends_with("[derive_cycle]"), "{m}");
+        // In validate() a cycle cannot pass the shape checks (every recipe with a source drops
+        // an axis, so ranks fall along a chain); the shape is what it names.
+        let m = spec("", "OH = \"one_hot()\"\nICNT = \"inv_row_sum(OH)\"\nS = \"inv_row_sum(S)\"").unwrap_err().0;
+        assert!(m.contains("derive.S: inv_row_sum(S) drops the innermost axis"), "{m}");
     }
 }
