@@ -284,7 +284,7 @@ fn every_workload_fits_its_program() {
             assert_eq!(gpu, case.manifest.target == "sm_90a", "{}: the gpu tier is for the sm_90a instances (the H200's)", case.id);
         }
     }
-    for family in ["tma-copy", "tma-transpose", "gemm-sm90-ws", "kmeans-assign", "gemm-batched", "gemm-grouped", "attention-fwd", "knn-topk"] {
+    for family in ["tma-copy", "tma-transpose", "gemm-sm90-ws", "kmeans-assign", "gemm-batched", "gemm-grouped", "attention-fwd", "knn-topk", "kmeans-update"] {
         assert!(checked.get(family).is_some_and(|n| n.1 > 0), "{family}: no gpu-tier case checked: {checked:?}");
     }
     println!("workloads checked (cases, of which gpu tier): {checked:?}");
