@@ -198,6 +198,22 @@ fn reduction_of(vars: &std::collections::BTreeMap<String, String>) -> &'static s
     }
 }
 
+/// A corpus case's workload: it names `oracle` and validates against the case's program, and the
+/// gpu tier is declared exactly when the case targets sm_90a (the H200's). Returns the workload
+/// and whether the case runs on the H200.
+fn fitting_workload(case: &cake::corpus::Case, oracle: &str) -> (cake::runtime::workload::WorkloadSpec, bool) {
+    let w = case.manifest.workload.as_ref().unwrap_or_else(|| panic!("{}: no [workload]", case.id));
+    let spec: cake::runtime::workload::WorkloadSpec =
+        toml::Value::Table(w.clone()).try_into().unwrap_or_else(|e| panic!("{}: {e}", case.id));
+    assert_eq!(spec.oracle.name(), oracle, "{}", case.id);
+    let checked = cake::check::check_source(&case.source);
+    let module = checked.module.as_ref().unwrap_or_else(|| panic!("{}: no module", case.id));
+    spec.validate(module).unwrap_or_else(|e| panic!("{}: the workload does not fit the program: {e}", case.id));
+    let on_h200 = case.manifest.target == "sm_90a";
+    assert_eq!(case.has_tier(cake::corpus::Tier::Gpu), on_h200, "{}: the gpu tier is for the sm_90a instances", case.id);
+    (spec, on_h200)
+}
+
 /// Every case of the row kernels' families carries its oracle's workload, which validates against
 /// its program (roles, dtypes, shapes and `multiple_of` of every instance's BR, `eps`); the gpu
 /// tier is declared exactly for the sm_90a instances (the H200's); each row-reduce instance's
@@ -205,22 +221,13 @@ fn reduction_of(vars: &std::collections::BTreeMap<String, String>) -> &'static s
 /// is exactly the EXPR its program computes (and parses); and every run shape stays small.
 #[test]
 fn row_kernel_workloads_fit_their_programs() {
-    use cake::corpus::Tier;
-    use cake::runtime::workload::WorkloadSpec;
     let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
     for (family, oracle) in ROW_FAMILIES {
         let cases: Vec<_> = corpus.cases.iter().filter(|c| c.family == family).collect();
         assert!(cases.len() >= 8, "{family}: {} cases", cases.len());
         let mut gpu = 0;
         for case in cases {
-            let w = case.manifest.workload.as_ref().unwrap_or_else(|| panic!("{}: no [workload]", case.id));
-            let spec: WorkloadSpec = toml::Value::Table(w.clone()).try_into().unwrap_or_else(|e| panic!("{}: {e}", case.id));
-            assert_eq!(spec.oracle.name(), oracle, "{}", case.id);
-            let checked = cake::check::check_source(&case.source);
-            let module = checked.module.as_ref().unwrap_or_else(|| panic!("{}: no module", case.id));
-            spec.validate(module).unwrap_or_else(|e| panic!("{}: the workload does not fit the program: {e}", case.id));
-            let on_h200 = case.manifest.target == "sm_90a";
-            assert_eq!(case.has_tier(Tier::Gpu), on_h200, "{}: the gpu tier is for the sm_90a instances", case.id);
+            let (spec, on_h200) = fitting_workload(case, oracle);
             gpu += usize::from(on_h200);
             if family == "row-reduce" {
                 assert_eq!(spec.reduce.map(|r| r.name()), Some(reduction_of(&case.vars)), "{}", case.id);
@@ -299,22 +306,13 @@ const PRODUCT_FAMILIES: [(&str, &str); 3] =
 /// sampled reference on the CPU); attention's flops count its instance's head dim.
 #[test]
 fn product_workloads_fit_their_programs() {
-    use cake::corpus::Tier;
-    use cake::runtime::workload::WorkloadSpec;
     let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
     for (family, oracle) in PRODUCT_FAMILIES {
         let cases: Vec<_> = corpus.cases.iter().filter(|c| c.family == family).collect();
         assert!(cases.len() >= 6, "{family}: {} cases", cases.len());
         let mut gpu = 0;
         for case in cases {
-            let w = case.manifest.workload.as_ref().unwrap_or_else(|| panic!("{}: no [workload]", case.id));
-            let spec: WorkloadSpec = toml::Value::Table(w.clone()).try_into().unwrap_or_else(|e| panic!("{}: {e}", case.id));
-            assert_eq!(spec.oracle.name(), oracle, "{}", case.id);
-            let checked = cake::check::check_source(&case.source);
-            let module = checked.module.as_ref().unwrap_or_else(|| panic!("{}: no module", case.id));
-            spec.validate(module).unwrap_or_else(|e| panic!("{}: the workload does not fit the program: {e}", case.id));
-            let on_h200 = case.manifest.target == "sm_90a";
-            assert_eq!(case.has_tier(Tier::Gpu), on_h200, "{}: the gpu tier is for the sm_90a instances", case.id);
+            let (spec, on_h200) = fitting_workload(case, oracle);
             gpu += usize::from(on_h200);
             // The tile extents of the instance: rows (TM or BQ) and, for the GEMMs, columns (TN).
             let (rows_dim, rows_tile, cols) = match family {
