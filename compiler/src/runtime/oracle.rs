@@ -1333,6 +1333,41 @@ pub fn unflatten(mut flat: u64, shape: &[u64]) -> Vec<u64> {
     idx
 }
 
+/// An arg-min a kernel chose, and what the fp64 reference found.
+struct ArgChoice {
+    chosen: i32,
+    best: u64,
+    d_chosen: f64,
+    d_min: f64,
+    /// How far above the minimum the chosen distance may be (a tie within rounding).
+    allowed: f64,
+}
+
+/// Judge one arg-min choice into `report` (at `index`): a chosen distance more than `allowed`
+/// above the minimum is a mismatch, a different index within it an accepted tie. `chosen_what` /
+/// `min_what` name the two distances in the mismatch's note.
+fn judge_arg_choice(report: &mut CheckReport, index: Vec<u64>, c: &ArgChoice, chosen_what: &str, min_what: &str) {
+    let gap = c.d_chosen - c.d_min;
+    report.max_abs_err = report.max_abs_err.max(gap);
+    if c.allowed > 0.0 {
+        report.max_err_over_tol = report.max_err_over_tol.max(gap / c.allowed);
+    }
+    if gap > c.allowed {
+        report.mismatches += 1;
+        report.first_bad.push(BadElement {
+            index,
+            got: f64::from(c.chosen),
+            want: c.best as f64,
+            note: Some(format!(
+                "distance to the {chosen_what} {:.6} exceeds the {min_what} {:.6} by {:.3e} (allowed {:.3e})",
+                c.d_chosen, c.d_min, gap, c.allowed
+            )),
+        });
+    } else if c.chosen as u64 != c.best {
+        report.ties_accepted += 1;
+    }
+}
+
 /// `kmeans_assign`: check Idx[B,N] = argmin_k ‖X[b,n,:] − C[b,k,:]‖².
 #[allow(clippy::too_many_arguments)]
 pub fn kmeans_assign(
@@ -1417,25 +1452,8 @@ pub fn kmeans_assign(
         if p.d_chosen.is_nan() {
             continue; // counted by the range check
         }
-        let gap = p.d_chosen - p.d_min;
-        report.max_abs_err = report.max_abs_err.max(gap);
-        if p.allowed > 0.0 {
-            report.max_err_over_tol = report.max_err_over_tol.max(gap / p.allowed);
-        }
-        if gap > p.allowed {
-            report.mismatches += 1;
-            report.first_bad.push(BadElement {
-                index: unflatten(p.flat, &[bsz, n]),
-                got: f64::from(p.chosen),
-                want: p.best as f64,
-                note: Some(format!(
-                    "distance to the chosen centroid {:.6} exceeds the minimum {:.6} by {:.3e} (allowed {:.3e})",
-                    p.d_chosen, p.d_min, gap, p.allowed
-                )),
-            });
-        } else if p.chosen as u64 != p.best {
-            report.ties_accepted += 1;
-        }
+        let choice = ArgChoice { chosen: p.chosen, best: p.best, d_chosen: p.d_chosen, d_min: p.d_min, allowed: p.allowed };
+        judge_arg_choice(&mut report, unflatten(p.flat, &[bsz, n]), &choice, "chosen centroid", "minimum");
     }
     report.first_bad.sort_by(|a, b| a.index.cmp(&b.index));
     report.first_bad.truncate(MAX_REPORTED);
@@ -1580,23 +1598,8 @@ pub fn knn_tile_min(
         if tc.d_chosen.is_nan() {
             continue; // counted by the range check
         }
-        let gap = tc.d_chosen - tc.d_min;
-        ri.max_abs_err = ri.max_abs_err.max(gap);
-        ri.max_err_over_tol = ri.max_err_over_tol.max(gap / tc.allowed_chosen);
-        if gap > tc.allowed_chosen {
-            ri.mismatches += 1;
-            ri.first_bad.push(BadElement {
-                index: unflatten(tc.flat, &shape),
-                got: f64::from(tc.chosen),
-                want: tc.best as f64,
-                note: Some(format!(
-                    "distance to the chosen vector {:.6} exceeds the tile's minimum {:.6} by {:.3e} (allowed {:.3e})",
-                    tc.d_chosen, tc.d_min, gap, tc.allowed_chosen
-                )),
-            });
-        } else if tc.chosen as u64 != tc.best {
-            ri.ties_accepted += 1;
-        }
+        let choice = ArgChoice { chosen: tc.chosen, best: tc.best, d_chosen: tc.d_chosen, d_min: tc.d_min, allowed: tc.allowed_chosen };
+        judge_arg_choice(&mut ri, unflatten(tc.flat, &shape), &choice, "chosen vector", "tile's minimum");
     }
     rd.rel_l2_err = if sq_ref > 0.0 { (sq_err / sq_ref).sqrt() } else { sq_err.sqrt() };
     for r in [&mut rd, &mut ri] {
