@@ -928,13 +928,7 @@ fn check_knn(
     rng: &mut Rng,
 ) -> Result<[CheckReport; 2], RunError> {
     let wl = &job.workload;
-    let get = |role: &str| {
-        let name = wl.role(role);
-        tensors
-            .iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| RunError::new("workload", format!("knn_tile_min: role `{role}` names no tensor of the kernel (`{name}`)")))
-    };
+    let get = |role: &str| role_tensor(wl, tensors, role);
     let (q, qn, c, cn, dist, idx) = (get("q")?, get("qn")?, get("c")?, get("cn")?, get("dist")?, get("idx")?);
     let fits = q.shape.len() == 3 && c.shape.len() == 3 && dist.shape.len() == 3 && {
         let (b, nq, d, k, t) = (q.shape[0], q.shape[1], q.shape[2], c.shape[1], dist.shape[2]);
@@ -981,10 +975,7 @@ fn check_kmeans_update(
 ) -> Result<CheckReport, RunError> {
     let wl = &job.workload;
     let bad = |m: String| RunError::new("workload", format!("kmeans_update: {m}"));
-    let get = |role: &str| {
-        let name = wl.role(role);
-        tensors.iter().find(|t| t.name == name).ok_or_else(|| bad(format!("role `{role}` names no tensor of the kernel (`{name}`)")))
-    };
+    let get = |role: &str| role_tensor(wl, tensors, role);
     let (xt, oh, icnt, ct) = (get("xt")?, get("oh")?, get("icnt")?, get("ct")?);
     let fits = xt.shape.len() == 3 && oh.shape.len() == 3 && {
         let (b, d, n, k) = (xt.shape[0], xt.shape[1], xt.shape[2], oh.shape[1]);
@@ -1021,10 +1012,7 @@ fn check_row_kernel(
     let wl = &job.workload;
     let name = wl.oracle.name();
     let bad = |m: String| RunError::new("workload", format!("{name}: {m}"));
-    let find = |role: &str| {
-        let t = wl.role(role);
-        tensors.iter().find(|x| x.name == t).ok_or_else(|| bad(format!("role `{role}` names `{t}`, no tensor of the kernel")))
-    };
+    let find = |role: &str| role_tensor(wl, tensors, role);
     let input = |role: &str| -> Result<&[f32], RunError> {
         let t = find(role)?;
         t.host.as_deref().ok_or_else(|| bad(format!("`{}` (role `{role}`) is not a filled input", t.name)))
@@ -1065,6 +1053,15 @@ fn check_row_kernel(
             oracle::elementwise(&expr, xh, input("y")?, input("w")?, &got, rows, cols, tol)
         }
         other => return Err(bad(format!("`{}` is not a row kernel's oracle", other.name()))),
+    })
+}
+
+/// The kernel tensor an oracle role names (a coded error when the kernel has none: the spec was
+/// validated against the program, the tensors come from the launch).
+fn role_tensor<'t>(wl: &WorkloadSpec, tensors: &'t [Tensor], role: &str) -> Result<&'t Tensor, RunError> {
+    let name = wl.role(role);
+    tensors.iter().find(|t| t.name == name).ok_or_else(|| {
+        RunError::new("workload", format!("{}: role `{role}` names no tensor of the kernel (`{name}`)", wl.oracle.name()))
     })
 }
 
@@ -1134,10 +1131,7 @@ fn check_attention(
 ) -> Result<CheckReport, RunError> {
     let wl = &job.workload;
     let bad = |m: String| RunError::new("workload", format!("attention: {m}"));
-    let find = |role: &str| {
-        let t = wl.role(role);
-        tensors.iter().find(|x| x.name == t).ok_or_else(|| bad(format!("role `{role}` names `{t}`, no tensor of the kernel")))
-    };
+    let find = |role: &str| role_tensor(wl, tensors, role);
     let (q, k, vt, o) = (find("q")?, find("k")?, find("vt")?, find("o")?);
     let (&[bh, sq, hd], &[_, sk, _]) = (&q.shape[..], &k.shape[..]) else {
         return Err(bad(format!("Q{:?} and K{:?} are not [BH, S, HD]", q.shape, k.shape)));
