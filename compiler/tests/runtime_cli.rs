@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cake::runtime::record::{read_records, sha256_hex};
+use cake::runtime::record::{read_records, sha256_hex, RunRecord};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -198,6 +198,37 @@ fn reduction_of(vars: &std::collections::BTreeMap<String, String>) -> &'static s
     }
 }
 
+/// `cake run` a program over its workload's two shapes and judge the records: without NVRTC, one
+/// build record (the workload was accepted; skipped); without a GPU, a `no_gpu` record per shape
+/// (skipped); with one, a passing record per shape, each also judged by `passed`.
+fn run_two_shapes(id: &str, program: &str, workload: &str, evidence: &Path, oracle: &str, passed: impl Fn(&RunRecord)) {
+    let evs = evidence.to_str().unwrap();
+    let (code, stdout, stderr) = cake(&["run", program, "--workload", workload, "--evidence", evs]);
+    let recs = read_records(evidence).unwrap();
+    let no_nvrtc = code == 1 && recs.iter().any(|(_, r)| r.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00")));
+    if no_nvrtc {
+        assert_eq!(recs.len(), 1, "{stderr}");
+        assert_eq!(recs[0].1.workload.as_ref().unwrap().oracle, oracle);
+        eprintln!("SKIP (no NVRTC): {id}");
+        return;
+    }
+    assert_eq!(recs.len(), 2, "one record per workload shape\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    for (_, rec) in &recs {
+        assert_eq!(rec.workload.as_ref().unwrap().oracle, oracle);
+        match code {
+            3 => assert_eq!(rec.error.as_ref().unwrap().class, "no_gpu", "{stderr}"),
+            0 => {
+                assert_eq!(rec.verdict.name(), "pass");
+                passed(rec);
+            }
+            _ => panic!("{id}: exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}"),
+        }
+    }
+    if code == 3 {
+        eprintln!("SKIP (no GPU): {id}");
+    }
+}
+
 /// A corpus case's workload: it names `oracle` and validates against the case's program, and the
 /// gpu tier is declared exactly when the case targets sm_90a (the H200's). Returns the workload
 /// and whether the case runs on the H200.
@@ -261,35 +292,13 @@ fn row_kernel_workloads_run_through_the_cli() {
         let ev = evidence();
         let evs = ev.path().to_str().unwrap();
         let (p, w) = program_without_a_peer(dir.path(), &c.source, oracle, &workload, evs);
-        let (code, stdout, stderr) = cake(&["run", &p, "--workload", &w, "--evidence", evs]);
-        let recs = read_records(ev.path()).unwrap();
-        let no_nvrtc = code == 1 && recs.iter().any(|(_, r)| r.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00")));
-        if no_nvrtc {
-            // The workload was accepted; the build needs the CUDA toolchain: one build record.
-            assert_eq!(recs.len(), 1, "{stderr}");
-            assert_eq!(recs[0].1.workload.as_ref().unwrap().oracle, oracle);
-            eprintln!("SKIP (no NVRTC): {}", c.id);
-            continue;
-        }
-        assert_eq!(recs.len(), 2, "one record per workload shape\nstdout:\n{stdout}\nstderr:\n{stderr}");
-        for (_, rec) in &recs {
-            assert_eq!(rec.workload.as_ref().unwrap().oracle, oracle);
-            match code {
-                3 => assert_eq!(rec.error.as_ref().unwrap().class, "no_gpu", "{stderr}"),
-                0 => {
-                    assert_eq!(rec.verdict.name(), "pass");
-                    let check = rec.checks.iter().find(|k| k.oracle == oracle).expect("the oracle's check");
-                    let cols: u64 = c.vars["C"].parse().unwrap();
-                    let rows = rec.shape["R"] as u64;
-                    let elements = if oracle == "row_reduce" { rows } else { rows * cols };
-                    assert_eq!((check.checked, check.mismatches, check.nonfinite), (elements, 0, 0));
-                }
-                _ => panic!("{}: exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}", c.id),
-            }
-        }
-        if code == 3 {
-            eprintln!("SKIP (no GPU): {}", c.id);
-        }
+        run_two_shapes(&c.id, &p, &w, ev.path(), oracle, |rec| {
+            let check = rec.checks.iter().find(|k| k.oracle == oracle).expect("the oracle's check");
+            let cols: u64 = c.vars["C"].parse().unwrap();
+            let rows = rec.shape["R"] as u64;
+            let elements = if oracle == "row_reduce" { rows } else { rows * cols };
+            assert_eq!((check.checked, check.mismatches, check.nonfinite), (elements, 0, 0));
+        });
     }
 }
 
@@ -360,31 +369,10 @@ fn product_workloads_run_through_the_cli() {
             std::fs::write(&w, &workload).unwrap();
             (p.to_str().unwrap().to_string(), w.to_str().unwrap().to_string())
         };
-        let (code, stdout, stderr) = cake(&["run", &p, "--workload", &w, "--evidence", evs]);
-        let recs = read_records(ev.path()).unwrap();
-        let no_nvrtc = code == 1 && recs.iter().any(|(_, r)| r.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00")));
-        if no_nvrtc {
-            assert_eq!(recs.len(), 1, "{stderr}");
-            assert_eq!(recs[0].1.workload.as_ref().unwrap().oracle, oracle);
-            eprintln!("SKIP (no NVRTC): {}", c.id);
-            continue;
-        }
-        assert_eq!(recs.len(), 2, "one record per workload shape\nstdout:\n{stdout}\nstderr:\n{stderr}");
-        for (_, rec) in &recs {
-            assert_eq!(rec.workload.as_ref().unwrap().oracle, oracle);
-            match code {
-                3 => assert_eq!(rec.error.as_ref().unwrap().class, "no_gpu", "{stderr}"),
-                0 => {
-                    assert_eq!(rec.verdict.name(), "pass");
-                    let check = rec.checks.iter().find(|k| k.oracle == oracle).expect("the oracle's check");
-                    assert!(check.checked > 0 && check.mismatches == 0 && check.nonfinite == 0, "{check:?}");
-                }
-                _ => panic!("{}: exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}", c.id),
-            }
-        }
-        if code == 3 {
-            eprintln!("SKIP (no GPU): {}", c.id);
-        }
+        run_two_shapes(&c.id, &p, &w, ev.path(), oracle, |rec| {
+            let check = rec.checks.iter().find(|k| k.oracle == oracle).expect("the oracle's check");
+            assert!(check.checked > 0 && check.mismatches == 0 && check.nonfinite == 0, "{check:?}");
+        });
     }
 }
 
