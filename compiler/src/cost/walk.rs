@@ -664,9 +664,10 @@ impl<'a> Walker<'a, '_> {
                         // whole sectors per warp. `store_sector_efficiency` describes register
                         // fragments (an accumulator's scattered 4-byte stores).
                         let elements = self.window_elements(dst);
-                        let elementwise = self.element_windows(src).iter().any(|&w| self.window_elements(w) == elements);
+                        let windows = self.element_windows(src);
+                        let elementwise = windows.iter().any(|&w| self.window_elements(w) == elements);
                         if elementwise {
-                            self.element_loop_latency(src, elements, mult, dest);
+                            self.element_loop_latency(windows, elements, mult, dest);
                         }
                         let eff = if elementwise { 1.0 } else { ctx.p(P::StoreSectorEfficiency) };
                         let w = self.work(dest);
@@ -912,7 +913,8 @@ impl<'a> Walker<'a, '_> {
                             Type::Frag { shape, .. } => prod(shape),
                             _ => self.window_elements(x),
                         };
-                        self.element_loop_latency(x, elements, mult, dest);
+                        let windows = self.element_windows(x);
+                        self.element_loop_latency(windows, elements, mult, dest);
                     }
                 }
             }
@@ -1085,13 +1087,13 @@ impl<'a> Walker<'a, '_> {
         out
     }
 
-    /// The exposed memory latency of an element loop over `elements` of `value` (a row store or
-    /// a row reduction, as lowered by `lower/window.rs`): a warp takes 16 bytes per lane and step
-    /// of its narrowest window, up to 4 steps in flight (fewer inside unrolled loops), so each
+    /// The exposed memory latency of an element loop over `elements` that reads `windows` (from
+    /// [`Walker::element_windows`]; a row store or a row reduction, as lowered by
+    /// `lower/window.rs`): a warp takes 16 bytes per lane and step of its narrowest window, up to
+    /// 4 steps in flight (fewer inside unrolled loops), so each
     /// group of steps waits for one memory round trip: DRAM for a window no earlier loop read,
     /// L2 for a re-read of the same row.
-    fn element_loop_latency(&mut self, value: Handle<Expr>, elements: f64, mult: f64, dest: Dest) {
-        let windows = self.element_windows(value);
+    fn element_loop_latency(&mut self, windows: Vec<Handle<Expr>>, elements: f64, mult: f64, dest: Dest) {
         if windows.is_empty() || elements <= 0.0 {
             return;
         }
