@@ -275,12 +275,6 @@ struct Walker<'a, 'c> {
     unrolled_copies: f64,
 }
 
-/// Warps split an element loop (a store or reduction of a row window) this many elements per
-/// lane and step at most (16-byte accesses), unrolled up to this many steps, with at most this many
-/// vector copies in all: as `lower/window.rs` does.
-const ELEMENT_LOOP_BYTES: f64 = 16.0;
-const ELEMENT_LOOP_MAX_UNROLL: f64 = 4.0;
-const ELEMENT_LOOP_MAX_COPIES: f64 = 8.0;
 
 /// Walk every role with a body.
 pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
@@ -468,11 +462,8 @@ impl<'a> Walker<'a, '_> {
             Stmt::Op(call) => self.op(h, call, mult, dest),
             Stmt::For { var, lo, hi, body, unroll } => {
                 let (l, u) = (self.eval(*lo), self.eval(*hi));
-                let copies = match (unroll, self.m().const_value(*lo).zip(self.m().const_value(*hi))) {
-                    (Some(n), _) => f64::from(*n),
-                    (None, Some((a, b))) if b - a <= 16 => (b - a).max(1) as f64,
-                    _ => 1.0,
-                };
+                let trips = self.m().const_value(*lo).zip(self.m().const_value(*hi)).map(|(a, b)| b - a);
+                let copies = crate::lower::unrolled_copies(*unroll, trips) as f64;
                 let outer_copies = self.unrolled_copies;
                 self.unrolled_copies *= copies;
                 let (l, trip) = match (l, u) {
@@ -1099,9 +1090,9 @@ impl<'a> Walker<'a, '_> {
         }
         let m = self.m();
         let narrowest = windows.iter().filter_map(|&w| m.exprs[w].ty.dtype()).map(|d| d.size_bytes() as f64).fold(f64::INFINITY, f64::min);
-        let vector = if narrowest.is_finite() { (ELEMENT_LOOP_BYTES / narrowest).max(1.0) } else { 1.0 };
+        let vector = if narrowest.is_finite() { (crate::lower::ELEMENT_ACCESS_BYTES as f64 / narrowest).max(1.0) } else { 1.0 };
         let steps = (elements / (32.0 * vector)).ceil().max(1.0);
-        let unroll = (ELEMENT_LOOP_MAX_COPIES / self.unrolled_copies).floor().clamp(1.0, ELEMENT_LOOP_MAX_UNROLL).min(steps);
+        let unroll = crate::lower::element_loop_unroll(steps as i64, self.unrolled_copies as i64) as f64;
         let round_trips = (steps / unroll).ceil();
         let first_read = windows.iter().any(|w| !self.windows_read.contains(w));
         self.windows_read.extend(windows);

@@ -461,7 +461,7 @@ impl<'a> Lw<'a> {
         if shape.len() != 1 || (reads.is_empty() && dst.is_none()) {
             return Ok(1);
         }
-        let mut width = 16u64;
+        let mut width = super::ELEMENT_ACCESS_BYTES;
         let mut globals = Vec::new();
         for &e in reads.iter().chain(dst.iter()) {
             if !matches!(m.exprs[e].ty, Type::Global { .. }) {
@@ -471,7 +471,7 @@ impl<'a> Lw<'a> {
             if !matches!(dtype, DType::BF16 | DType::F16 | DType::F32 | DType::I32 | DType::U32) {
                 return Ok(1);
             }
-            width = width.min(16 / dtype.size_bytes());
+            width = width.min(super::ELEMENT_ACCESS_BYTES / dtype.size_bytes());
             globals.push((e, dtype));
         }
         let v = width as i64;
@@ -519,12 +519,8 @@ impl<'a> Lw<'a> {
         let idx = if vector > 1 {
             self.w.line(format!("// {total} elements, {vector} consecutive ones per thread and step, split round-robin over {what} ({n})"));
             self.w.line(format!("const int cake_t = {tid};"));
-            // Unrolled 4 steps, so 4 loads per window are in flight (on the H200 this takes a
-            // 4-warps-per-SM rmsnorm from 0.315 to 0.136 ms), but no more than 8 vectors per window
-            // in all: unrolled loops around this one multiply the copies, and the compiler hoists
-            // every copy's loads together (all 8 chunks of a chunked softmax row spilled).
             let steps = (total as u64).div_ceil(u64::from(n * vector)) as i64;
-            let unroll = (8 / self.unrolled_copies.max(1)).clamp(1, 4).min(steps.max(1));
+            let unroll = super::element_loop_unroll(steps, self.unrolled_copies);
             self.w.line(format!("#pragma unroll {unroll}"));
             self.w.open(format!("for (int cake_e0 = cake_t * {vector}; cake_e0 < {total}; cake_e0 += {}) {{", n * vector));
             for (k, e) in reads.iter().enumerate() {
