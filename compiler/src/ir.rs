@@ -692,14 +692,4 @@ impl Module {
     pub fn threads_per_block(&self) -> u32 {
         self.roles.iter().map(|(_, r)| r.warps().end).max().unwrap_or(0) * 32
     }
-
-    /// Shared memory all regions need, each aligned (views alias their region).
-    pub fn smem_bytes(&self) -> u64 {
-        let mut total = 0u64;
-        for (_, s) in self.smem.iter() {
-            let align = u64::from(s.align.unwrap_or(if s.swizzle == Swizzle::None { 16 } else { 1024 }));
-            total = total.div_ceil(align) * align + s.total_bytes();
-        }
-        total
-    }
 }

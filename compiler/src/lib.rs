@@ -12,6 +12,7 @@ pub mod corpus;
 pub mod cost;
 pub mod diag;
 pub mod ir;
+pub mod layout;
 pub mod lower;
 pub mod nvrtc;
 pub mod pred;

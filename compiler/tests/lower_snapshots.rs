@@ -506,21 +506,24 @@ fn a_swizzled_view_aligns_its_unswizzled_region_to_the_atom() {
 
 #[test]
 fn a_swizzled_view_over_an_explicitly_underaligned_region_is_refused() {
+    // The lowering used to refuse this (L002); the verifier now does, over the shared layout.
     let src = VIEW_OPERAND.replace("REGION_ATTRS", "align 128");
-    let e = lower_src(&src).expect_err("must refuse");
-    assert_eq!(e.code, "L002", "{e}");
-    assert!(e.message.contains("view `a_lo` is 128B-swizzled, so region `a_s` needs 1024-byte alignment, not 128"), "{e}");
-    let line = src[..e.span.start as usize].matches('\n').count() + 1;
-    assert_eq!(line, 8, "the error points at the view: {e}");
+    let out = cake::check::check_source(&src);
+    let d = out.diagnostics.iter().find(|d| d.code == "V220").unwrap_or_else(|| panic!("V220 expected: {:?}", out.diagnostics));
+    assert!(d.message.contains("view `a_lo` of `a_s` is swizzled with a 1024-B atom, but `a_s` is aligned to 128 B"), "{}", d.message);
+    assert_eq!(&src[d.primary.span.start as usize..d.primary.span.end as usize], "align 128", "the error points at the alignment");
+    assert!(out.validated.is_none());
 }
 
 #[test]
 fn a_swizzled_view_starting_mid_atom_is_refused() {
+    // The lowering used to refuse this (L002); the verifier's V302 does, at the offset.
     let src = VIEW_OPERAND.replace("REGION_ATTRS", "swizzle 128B").replace("of a_s offset 8192", "of a_s offset 8704");
-    let e = lower_src(&src).expect_err("must refuse");
-    assert_eq!(e.code, "L002", "{e}");
-    assert!(e.message.contains("starts 8704 bytes into `a_s`, inside a 1024-byte swizzle atom"), "{e}");
-    assert_eq!(&src[e.span.start as usize..e.span.end as usize], "offset 8704", "the error points at the offset");
+    let out = cake::check::check_source(&src);
+    let d = out.diagnostics.iter().find(|d| d.code == "V302").unwrap_or_else(|| panic!("V302 expected: {:?}", out.diagnostics));
+    assert!(d.message.contains("starts at byte 8704 of `a_s`, not a multiple of 1024"), "{}", d.message);
+    assert_eq!(&src[d.primary.span.start as usize..d.primary.span.end as usize], "offset 8704", "the error points at the offset");
+    assert!(out.validated.is_none());
 }
 
 #[test]

@@ -1,4 +1,4 @@
-# V217 (tma-destination-misaligned): a 16-byte region declared before cn_s shifts the TMA destination off its 128-byte alignment.
+# V217 (tma-destination-misaligned): a 16-byte region declared before cn_s, and `align 16` on cn_s, shift the TMA destination off its 128-byte alignment.
 # Based on examples/kmeans_assign.cake with this one change.
 # Flash-KMeans assign for Hopper: for every point, the index of its nearest centroid.
 # argmin_k ‖x − c_k‖² = argmin_k (‖c_k‖² − 2·x·c_k), so distances come from one wgmma per
@@ -23,7 +23,7 @@ grid tiles[b = B, n = N / 128] persistent
 smem x_s: bf16[2, 128, 64] swizzle 128B align 1024
 smem c_s: bf16[2, 128, 64] stages 4 swizzle 128B align 1024
 smem flags: i32[4]
-smem cn_s: f32[128] stages 4
+smem cn_s: f32[128] stages 4 align 16
 
 role load: warpgroup 0 regs 40
 role mma: warpgroup 1..3 regs 232

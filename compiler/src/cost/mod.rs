@@ -386,7 +386,7 @@ pub fn estimate(v: &Validated, params: &Calibration, dims: &BTreeMap<String, i64
         .get(&m.target)
         .ok_or_else(|| CostError::NotCalibrated { target: m.target.clone() })?;
     let values = resolve_dims(m, dims)?;
-    let mut est = model::run(m, params, target, values, dims)?;
+    let mut est = model::run(m, v.layout(), params, target, values, dims)?;
     if v.unverified {
         est.notes.insert(0, "the program was not verified (assume_verified_unsafe): the estimate assumes it is correct".into());
     }

@@ -4,6 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::ir::*;
+use crate::layout::KernelLayout;
 use crate::target::TargetInfo;
 
 use super::calibration::{Calibration, P};
@@ -182,10 +183,8 @@ struct Occ {
 fn occupancy(ctx: &Ctx<'_>, target: &TargetInfo) -> Result<Occ, CostError> {
     let m = ctx.m;
     let sms = ctx.p(P::SmCount);
-    let threads = m.threads_per_block().max(32);
-    let mbarriers: u64 = m.pipelines.iter().map(|(_, p)| 2 * u64::from(p.stages)).sum::<u64>()
-        + m.barriers.iter().map(|(_, b)| u64::from(b.stages.max(1))).sum::<u64>();
-    let smem = m.smem_bytes().div_ceil(8) * 8 + 8 * mbarriers;
+    let threads = ctx.layout.threads_per_block.max(32);
+    let smem = ctx.layout.smem_bytes;
     let big = m.smem.iter().max_by_key(|(_, s)| s.total_bytes()).map(|(h, _)| m.smem.span(h).item);
     if smem > u64::from(target.smem_per_block_max) {
         return Err(CostError::DoesNotFit {
@@ -347,13 +346,14 @@ fn distinct(extents: &[i64], group: Option<u32>, mask: u32, c: u64) -> f64 {
 
 pub(super) fn run(
     m: &Module,
+    layout: &KernelLayout,
     cal: &Calibration,
     target: &TargetInfo,
     dims: Vec<i64>,
     named: &BTreeMap<String, i64>,
 ) -> Result<Estimate, CostError> {
     let tile_extents: Vec<i64> = m.grid().map_or(Vec::new(), |g| g.axes.iter().map(|a| a.extent.eval(&dims).unwrap_or(0)).collect());
-    let ctx = Ctx { m, cal, dims, tile_extents, used: Cell::new(0), notes: RefCell::new(BTreeSet::new()) };
+    let ctx = Ctx { m, layout, cal, dims, tile_extents, used: Cell::new(0), notes: RefCell::new(BTreeSet::new()) };
     let occ = occupancy(&ctx, target)?;
     let roles = walk::walk(&ctx);
     let sms = ctx.p(P::SmCount);

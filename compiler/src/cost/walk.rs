@@ -11,6 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 
 use crate::ir::*;
+use crate::layout::KernelLayout;
 use crate::syntax::ast::{BinOp, UnOp};
 
 use super::calibration::{Calibration, P};
@@ -18,6 +19,8 @@ use super::calibration::{Calibration, P};
 /// Evaluation context shared by the walk and the model.
 pub(crate) struct Ctx<'a> {
     pub m: &'a Module,
+    /// The verifier's derived layout (shared memory, launch shape).
+    pub layout: &'a KernelLayout,
     pub cal: &'a Calibration,
     /// Dim values by dim handle index.
     pub dims: Vec<i64>,

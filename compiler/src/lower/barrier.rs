@@ -7,7 +7,7 @@
 //! stage s), so a run-time stage index costs a shift, not an array.
 
 use super::prelude::Helper;
-use super::sm90::TX_MAX;
+use crate::layout::TX_COUNT_MAX as TX_MAX;
 use super::{strip_parens, unsupported, LowerError, Lw};
 use crate::ir::*;
 use crate::span::Span;

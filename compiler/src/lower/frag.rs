@@ -7,6 +7,7 @@ use super::layout::{self, reg_ctype, Layout};
 use super::prelude::Helper;
 use super::{c_ident, size_c, size_multiple, strip_parens, unsupported, Lw, LowerError};
 use crate::ir::*;
+use crate::layout::known_multiple;
 use crate::span::Span;
 
 /// One byte-offset term of a shared-memory reference: `stride * (c)`.
@@ -140,12 +141,12 @@ impl<'a> Lw<'a> {
             match items.get(d) {
                 Some(IndexItem::At(x)) => {
                     let c = self.scalar(*x)?;
-                    let mult = self.known_multiple(*x);
+                    let mult = known_multiple(self.m, *x);
                     terms.push(Term { c, stride, mult, innermost: d == last });
                 }
                 Some(IndexItem::Window { start, len }) => {
                     let c = self.scalar(*start)?;
-                    let mult = self.known_multiple(*start);
+                    let mult = known_multiple(self.m, *start);
                     terms.push(Term { c, stride, mult, innermost: d == last });
                     rest_shape.push(*len);
                     rest_strides.push(stride);
@@ -196,9 +197,9 @@ impl<'a> Lw<'a> {
         let mut dims = Vec::new();
         for (d, extent) in td.shape.iter().enumerate() {
             dims.push(match items.get(d) {
-                Some(IndexItem::At(x)) => GDim { start: self.scalar(*x)?, start_mult: self.known_multiple(*x), len: None },
+                Some(IndexItem::At(x)) => GDim { start: self.scalar(*x)?, start_mult: known_multiple(self.m, *x), len: None },
                 Some(IndexItem::Window { start, len }) => {
-                    GDim { start: self.scalar(*start)?, start_mult: self.known_multiple(*start), len: Some(*len) }
+                    GDim { start: self.scalar(*start)?, start_mult: known_multiple(self.m, *start), len: Some(*len) }
                 }
                 Some(IndexItem::Full) | None => match extent.as_const() {
                     Some(c) => GDim { start: "0".into(), start_mult: 0, len: Some(c) },
@@ -449,10 +450,10 @@ impl<'a> Lw<'a> {
         for (d, it) in items.iter().enumerate() {
             match (d, it) {
                 (_, IndexItem::Full) => {}
-                (0, IndexItem::Window { start, len }) if !wg && len % 16 == 0 && self.known_multiple(*start) % 16 == 0 => {
+                (0, IndexItem::Window { start, len }) if !wg && len % 16 == 0 && known_multiple(self.m, *start) % 16 == 0 => {
                     m_tiles = (*len / 16) as u32;
                 }
-                (1, IndexItem::Window { start, len }) if len % 8 == 0 && self.known_multiple(*start) % 8 == 0 => {
+                (1, IndexItem::Window { start, len }) if len % 8 == 0 && known_multiple(self.m, *start) % 8 == 0 => {
                     n_tiles = (*len / 8) as u32;
                 }
                 _ => {

@@ -82,6 +82,8 @@ pub use launch::*;
 
 use crate::diag::Diagnostic;
 use crate::ir::*;
+pub(crate) use crate::layout::size_multiple;
+use crate::layout::KernelLayout;
 use crate::span::Span;
 use crate::syntax::ast::{BinOp, UnOp};
 use crate::target::{TargetInfo, TargetTable};
@@ -124,11 +126,28 @@ pub struct LowerError {
     pub message: String,
     pub span: Span,
     pub notes: Vec<String>,
+    pub status: LowerStatus,
+}
+
+/// Why the lowering refused a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LowerStatus {
+    /// A construct the lowering cannot emit yet (`unsupported`, and every `L007`: no thread
+    /// layout for a fragment use). Verified programs may hit these.
+    NotSupportedYet,
+    /// The program breaks a limit or contract. The verifier's rules over the shared layout cover
+    /// these, so a verified program never gets one; an unverified one can.
+    Refused,
 }
 
 impl LowerError {
     pub fn new(code: &'static str, message: impl Into<String>, span: Span) -> LowerError {
-        LowerError { code, message: message.into(), span, notes: Vec::new() }
+        let status = if code == "L007" { LowerStatus::NotSupportedYet } else { LowerStatus::Refused };
+        LowerError { code, message: message.into(), span, notes: Vec::new(), status }
+    }
+
+    pub fn is_not_supported_yet(&self) -> bool {
+        self.status == LowerStatus::NotSupportedYet
     }
 
     pub fn with_note(mut self, note: impl Into<String>) -> LowerError {
@@ -154,7 +173,7 @@ impl fmt::Display for LowerError {
 impl std::error::Error for LowerError {}
 
 fn unsupported(what: impl Into<String>, span: Span) -> LowerError {
-    LowerError::new("L001", format!("not supported by the lowering yet: {}", what.into()), span)
+    LowerError { status: LowerStatus::NotSupportedYet, ..LowerError::new("L001", format!("not supported by the lowering yet: {}", what.into()), span) }
 }
 
 /// The program text, for `// cake: line L` markers and `#line` directives.
@@ -204,7 +223,7 @@ pub fn lower_with(v: &Validated, opts: &LowerOptions<'_>) -> Result<Lowered, Low
 /// Lower for an explicit target (compile-checking a program on another architecture). The
 /// caller checks that the target has every op the program uses (`nvrtc::build` does).
 pub fn lower_for(v: &Validated, target: &TargetInfo, opts: &LowerOptions<'_>) -> Result<Lowered, LowerError> {
-    Lw::new(v.module(), target, opts).run()
+    Lw::new(v.module(), v.layout(), target, opts).run()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -269,6 +288,7 @@ struct RoleCx {
 
 pub(crate) struct Lw<'a> {
     m: &'a Module,
+    layout: &'a KernelLayout,
     target: &'a TargetInfo,
     opts: &'a LowerOptions<'a>,
     w: Writer,
@@ -278,7 +298,6 @@ pub(crate) struct Lw<'a> {
     pipes: Vec<PipePlan>,
     bars: Vec<BarPlan>,
     smem_slots: Vec<SmemSlot>,
-    smem_bytes: u64,
     layouts: HashMap<Handle<Local>, Layout>,
     /// f16 accumulators of wgmma / mma_sync: held packed, two f16 per 32-bit register (element i
     /// of the layout in register i / 2, the even element in the lower half).
@@ -340,16 +359,8 @@ fn c_ident(name: &str) -> String {
     }
 }
 
-fn gcd(a: i64, b: i64) -> i64 {
-    let (mut a, mut b) = (a.abs(), b.abs());
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
-}
-
 impl<'a> Lw<'a> {
-    fn new(m: &'a Module, target: &'a TargetInfo, opts: &'a LowerOptions<'a>) -> Lw<'a> {
+    fn new(m: &'a Module, layout: &'a KernelLayout, target: &'a TargetInfo, opts: &'a LowerOptions<'a>) -> Lw<'a> {
         let mut user_names = BTreeSet::new();
         let mut add = |n: &str| {
             user_names.insert(c_ident(n));
@@ -370,6 +381,7 @@ impl<'a> Lw<'a> {
         }
         Lw {
             m,
+            layout,
             target,
             opts,
             w: Writer::default(),
@@ -379,7 +391,6 @@ impl<'a> Lw<'a> {
             pipes: Vec::new(),
             bars: Vec::new(),
             smem_slots: Vec::new(),
-            smem_bytes: 0,
             layouts: HashMap::new(),
             packed: std::collections::HashSet::new(),
             aliases: HashMap::new(),
@@ -456,7 +467,7 @@ impl<'a> Lw<'a> {
             ));
         }
         self.check_unsupported_decls()?;
-        self.plan_smem()?;
+        self.plan_smem();
         self.plan_pipes()?;
         self.plan_grid();
 
@@ -550,132 +561,63 @@ impl<'a> Lw<'a> {
         Ok(())
     }
 
-    fn plan_smem(&mut self) -> Result<(), LowerError> {
-        let m = self.m;
-        let mut off = 0u64;
+    /// Address constants of the regions and views, at the offsets of the derived layout.
+    fn plan_smem(&mut self) {
+        let (m, layout) = (self.m, self.layout);
         for (h, s) in m.smem.iter() {
-            // A swizzled view reads its pattern off the region's base: the base must sit on the
-            // view's swizzle atom too (the view's offset is whole atoms, rule V302).
-            // (The first view with the largest atom is the one an error names.)
-            let view_atom = m
-                .views
-                .iter()
-                .filter(|(_, v)| v.region == h && v.swizzle != Swizzle::None)
-                .map(|(vh, v)| (vh, 8 * u64::from(v.swizzle.bytes())))
-                .fold(None, |best: Option<(Handle<ViewDecl>, u64)>, (vh, atom)| match best {
-                    Some((_, b)) if b >= atom => best,
-                    _ => Some((vh, atom)),
-                });
-            let default_align = if s.swizzle == Swizzle::None { 128 } else { 1024 }.max(view_atom.map_or(0, |(_, atom)| atom));
-            let align = u64::from(s.align.unwrap_or(default_align as u32)).max(16);
-            if let Some((vh, atom)) = view_atom.filter(|&(_, atom)| align < atom) {
-                let v = &m.views[vh];
-                return Err(LowerError::new(
-                    "L002",
-                    format!("view `{}` is {}B-swizzled, so region `{}` needs {atom}-byte alignment, not {align}", v.name, v.swizzle.bytes(), s.name),
-                    m.views.span(vh).item,
-                ));
-            }
-            if !align.is_power_of_two() || align > 1024 {
-                return Err(LowerError::new(
-                    "L002",
-                    format!("alignment {align} of `{}` is not a power of two up to 1024", s.name),
-                    m.smem.span(h).attr("align"),
-                ));
-            }
-            if s.swizzle != Swizzle::None {
-                let atom = 8 * u64::from(s.swizzle.bytes());
-                if align < atom || s.stage_bytes() % atom != 0 {
-                    return Err(LowerError::new(
-                        "L002",
-                        format!(
-                            "`{}`: a {}B-swizzled region needs {atom}-byte alignment and whole {atom}-byte atoms per stage ({} bytes per stage, aligned to {align})",
-                            s.name,
-                            s.swizzle.bytes(),
-                            s.stage_bytes()
-                        ),
-                        m.smem.span(h).item,
-                    ));
-                }
-            }
-            off = off.div_ceil(align) * align;
+            let slot = layout.region(h);
             let addr = self.derived(&format!("smem_{}", c_ident(&s.name)));
-            self.smem_slots.push(SmemSlot {
-                name: s.name.clone(),
-                kind: "region".into(),
-                offset: off,
-                bytes: s.total_bytes(),
-                align,
-            });
+            self.smem_slots.push(SmemSlot { name: s.name.clone(), kind: "region".into(), offset: slot.offset, bytes: slot.bytes, align: slot.align });
             let shape: Vec<String> = s.shape.iter().map(|d| d.to_string()).collect();
             let mut what = format!("{}[{}]", s.dtype, shape.join(", "));
             if s.stages > 1 {
-                what += &format!(" x {} stages of {} bytes", s.stages, s.stage_bytes());
+                what += &format!(" x {} stages of {} bytes", s.stages, slot.stage_bytes);
             }
             if s.swizzle != Swizzle::None {
                 what += &format!(", swizzle {}B", s.swizzle.bytes());
             }
-            self.regions.push(RegionPlan { name: s.name.clone(), addr, offset: off, align, what });
-            off += s.total_bytes();
+            self.regions.push(RegionPlan { name: s.name.clone(), addr, offset: slot.offset, align: slot.align, what });
         }
         for (vh, v) in m.views.iter() {
-            let region = &self.regions[v.region.index()];
-            let bytes = v.shape.iter().product::<i64>().max(0) as u64 * v.dtype.size_bytes();
-            let rel = v.offset.max(0) as u64;
-            // What the view's address is known to be a multiple of: its region's alignment, or
-            // less when the offset is less aligned.
-            let align = if rel == 0 { region.align } else { region.align.min(1 << rel.trailing_zeros()) };
-            if v.swizzle != Swizzle::None {
-                let atom = 8 * u64::from(v.swizzle.bytes());
-                if rel % atom != 0 {
-                    return Err(LowerError::new(
-                        "L002",
-                        format!(
-                            "view `{}` is {}B-swizzled but starts {rel} bytes into `{}`, inside a {atom}-byte swizzle atom (TMA and wgmma read the pattern off the address bits)",
-                            v.name,
-                            v.swizzle.bytes(),
-                            region.name
-                        ),
-                        m.views.span(vh).attr("offset"),
-                    ));
-                }
-            }
-            let offset = region.offset + rel;
+            let slot = layout.view(vh);
+            let region = &m.smem[v.region];
             let shape: Vec<String> = v.shape.iter().map(|d| d.to_string()).collect();
             let mut what = format!("{}[{}], view of `{}` at byte {}", v.dtype, shape.join(", "), region.name, v.offset);
             if v.swizzle != Swizzle::None {
                 what += &format!(", swizzle {}B", v.swizzle.bytes());
             }
-            self.smem_slots.push(SmemSlot { name: v.name.clone(), kind: format!("view of {}", region.name), offset, bytes, align });
+            self.smem_slots.push(SmemSlot { name: v.name.clone(), kind: format!("view of {}", region.name), offset: slot.offset, bytes: slot.bytes, align: slot.align });
             let addr = self.derived(&format!("smem_{}", c_ident(&v.name)));
-            self.regions.push(RegionPlan { name: v.name.clone(), addr, offset, align, what });
+            self.regions.push(RegionPlan { name: v.name.clone(), addr, offset: slot.offset, align: slot.align, what });
         }
-        self.smem_bytes = off;
-        Ok(())
     }
 
+    /// Address constants of the derived mbarriers, at the offsets of the derived layout.
     fn plan_pipes(&mut self) -> Result<(), LowerError> {
-        let m = self.m;
-        let mut off = self.smem_bytes.div_ceil(8) * 8;
+        let (m, layout) = (self.m, self.layout);
         for (h, p) in m.pipelines.iter() {
             if !self.target.has("mbarrier") {
                 return Err(unsupported("pipelines on a target without mbarriers", m.pipelines.span(h).item));
             }
-            let consumer = &m.roles[p.consumer];
-            let consumer_warps = consumer.unit == RoleUnit::Warp;
-            let empty_count = consumer.count;
+            let slot = layout.pipeline(h);
+            let consumer_warps = m.roles[p.consumer].unit == RoleUnit::Warp;
             let name = c_ident(&p.name);
             let full = self.derived(&format!("{name}_full"));
             let empty = self.derived(&format!("{name}_empty"));
             let bytes = 8 * u64::from(p.stages);
-            let full_off = off;
-            let empty_off = off + bytes;
-            off += 2 * bytes;
-            self.smem_slots.push(SmemSlot { name: format!("{}.full", p.name), kind: "mbarrier".into(), offset: full_off, bytes, align: 8 });
-            self.smem_slots.push(SmemSlot { name: format!("{}.empty", p.name), kind: "mbarrier".into(), offset: empty_off, bytes, align: 8 });
-            self.pipes.push(PipePlan { full, empty, full_off, empty_off, stages: p.stages, empty_count, consumer_warps });
+            self.smem_slots.push(SmemSlot { name: format!("{}.full", p.name), kind: "mbarrier".into(), offset: slot.full, bytes, align: 8 });
+            self.smem_slots.push(SmemSlot { name: format!("{}.empty", p.name), kind: "mbarrier".into(), offset: slot.empty, bytes, align: 8 });
+            self.pipes.push(PipePlan {
+                full,
+                empty,
+                full_off: slot.full,
+                empty_off: slot.empty,
+                stages: p.stages,
+                empty_count: slot.empty_arrivals,
+                consumer_warps,
+            });
         }
-        for (h, b) in m.barriers.iter() {
+        for ((h, b), slot) in m.barriers.iter().zip(&layout.barriers) {
             if !self.target.has("mbarrier") {
                 return Err(unsupported("barriers on a target without mbarriers", m.barriers.span(h).item));
             }
@@ -684,46 +626,15 @@ impl<'a> Lw<'a> {
             }
             let addr = self.derived(&format!("{}_bar", c_ident(&b.name)));
             let bytes = 8 * u64::from(b.stages);
-            self.smem_slots.push(SmemSlot { name: b.name.clone(), kind: "mbarrier".into(), offset: off, bytes, align: 8 });
-            self.bars.push(BarPlan { addr, off, count: b.count });
-            off += bytes;
-        }
-        self.smem_bytes = off;
-        let limit = u64::from(self.target.smem_per_block_max);
-        if self.dynamic_smem() > limit {
-            return Err(LowerError::new(
-                "L002",
-                format!(
-                    "shared memory needs {} bytes ({} + {} for aligning the base), over the target's {limit} per block",
-                    self.dynamic_smem(),
-                    self.smem_bytes,
-                    self.base_slack()
-                ),
-                m.smem.iter().next().map(|(h, _)| m.smem.span(h).item).unwrap_or_default(),
-            ));
+            self.smem_slots.push(SmemSlot { name: b.name.clone(), kind: "mbarrier".into(), offset: slot.offset, bytes, align: 8 });
+            self.bars.push(BarPlan { addr, off: slot.offset, count: b.count });
         }
         Ok(())
     }
 
-    /// Dynamic shared memory to request: the layout, plus 1024 bytes to round the base up when the
-    /// async proxy (TMA, wgmma) reads swizzle patterns off absolute address bits.
-    fn dynamic_smem(&self) -> u64 {
-        if self.smem_bytes == 0 {
-            0
-        } else {
-            self.smem_bytes + self.base_slack()
-        }
-    }
-
-    /// 1024 when the kernel has TMA loads or wgmma (whose swizzle and descriptors need 1024-byte
-    /// aligned atoms), else 0: ordinary accesses apply the swizzle to offsets themselves.
-    fn base_slack(&self) -> u64 {
-        let async_proxy = self.m.stmts.iter().any(|(_, s)| matches!(s, Stmt::Op(c) if matches!(c.op.as_str(), "tma_load" | "tma_store" | "wgmma")));
-        if async_proxy {
-            1024
-        } else {
-            0
-        }
+    /// Bytes of the shared-memory layout itself (regions and mbarriers, no base slack).
+    fn layout_bytes(&self) -> u64 {
+        self.layout.smem_bytes - self.layout.base_slack
     }
 
     fn plan_grid(&mut self) {
@@ -769,12 +680,12 @@ impl<'a> Lw<'a> {
 
     fn prologue(&mut self) -> Result<(), LowerError> {
         let m = self.m;
-        if self.smem_bytes > 0 {
+        if self.layout_bytes() > 0 {
             self.need(Helper::SmemU32);
-            if self.base_slack() > 0 {
+            if self.layout.base_slack > 0 {
                 self.w.line(format!(
                     "// Shared memory: {} bytes laid out from a 1024-byte aligned base (the launch adds 1024 bytes of slack).",
-                    self.smem_bytes
+                    self.layout_bytes()
                 ));
                 // Declared with a modest alignment on purpose: the round-up below must stay a
                 // run-time computation (a 1024 declared here would let the compiler assume it).
@@ -783,7 +694,7 @@ impl<'a> Lw<'a> {
             } else {
                 self.w.line(format!(
                     "// Shared memory: {} bytes; only ordinary loads and stores (and cp.async) touch it, which apply the swizzle to offsets themselves.",
-                    self.smem_bytes
+                    self.layout_bytes()
                 ));
                 self.w.line("extern __shared__ __align__(16) unsigned char cake_smem_raw[];");
                 self.w.line("unsigned char* const cake_smem = cake_smem_raw;");
@@ -906,7 +817,7 @@ impl<'a> Lw<'a> {
         let m = self.m;
         let mut roles: Vec<(Handle<RoleDecl>, &RoleDecl)> = m.roles.iter().collect();
         roles.sort_by_key(|(_, r)| r.warps().start);
-        let launch_cap = launch_reg_cap(self.thread_count);
+        let launch_cap = self.layout.launch_regs;
         let single = roles.len() == 1 && roles[0].1.warps().start == 0;
         let mut release_bar_next = 1 + m.roles.len() as u32;
         for (k, (h, r)) in roles.iter().enumerate() {
@@ -1539,7 +1450,7 @@ impl<'a> Lw<'a> {
                 [1, 1, 1],
             ),
         };
-        let dynamic = self.dynamic_smem() as u32;
+        let dynamic = u32::try_from(self.layout.smem_bytes).unwrap_or(u32::MAX);
         LaunchSpec {
             format: LAUNCH_FORMAT,
             kernel: m.name.clone(),
@@ -1638,23 +1549,6 @@ impl<'a> Lw<'a> {
         let n = c_ident(&self.m.locals[l].name);
         self.local_names.insert(l, n.clone());
         n
-    }
-
-    /// A number every value of the integer expression is a multiple of (0: the value is 0).
-    fn known_multiple(&self, e: Handle<Expr>) -> i64 {
-        let m = self.m;
-        match &m.exprs[e].kind {
-            ExprKind::Int(v) => v.abs(),
-            ExprKind::Dim(d) => m.dims[*d].multiple_of.unwrap_or(1).abs(),
-            ExprKind::Unary(UnOp::Neg, a) => self.known_multiple(*a),
-            ExprKind::Binary(BinOp::Mul, a, b) => self.known_multiple(*a).saturating_mul(self.known_multiple(*b)),
-            ExprKind::Binary(BinOp::Shl, a, b) => match self.m.const_value(*b) {
-                Some(s) if (0..40).contains(&s) => self.known_multiple(*a).saturating_mul(1 << s),
-                _ => 1,
-            },
-            ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => gcd(self.known_multiple(*a), self.known_multiple(*b)),
-            _ => 1,
-        }
     }
 
     /// C code of a scalar (run-time value) expression.
@@ -1849,12 +1743,6 @@ fn tensor_map_dtype(d: DType) -> u32 {
     }
 }
 
-/// Registers per thread that `__launch_bounds__(threads, 1)` caps the kernel at.
-pub(crate) fn launch_reg_cap(threads: u32) -> u32 {
-    let per = 65536 / threads.max(1);
-    (per.min(255) / 8) * 8
-}
-
 fn binop_prec(op: BinOp) -> u8 {
     match op {
         BinOp::Mul | BinOp::Div | BinOp::Rem => 8,
@@ -1963,13 +1851,3 @@ pub(crate) fn element_loop_unroll(steps: i64, enclosing_copies: i64) -> i64 {
     (8 / enclosing_copies.max(1)).clamp(1, 4).min(steps.max(1))
 }
 
-/// A number every value of the size is a multiple of.
-pub(crate) fn size_multiple(m: &Module, s: &Size) -> i64 {
-    match s {
-        Size::Const(c) => c.abs(),
-        Size::Dim(d) => m.dims[*d].multiple_of.unwrap_or(1).abs(),
-        Size::Bin(SizeOp::Mul, a, b) => size_multiple(m, a).saturating_mul(size_multiple(m, b)),
-        Size::Bin(SizeOp::Add | SizeOp::Sub, a, b) => gcd(size_multiple(m, a), size_multiple(m, b)),
-        Size::Bin(SizeOp::Div, ..) => 1,
-    }
-}

@@ -5,15 +5,8 @@ use super::layout::Layout;
 use super::prelude::Helper;
 use super::{strip_parens, unsupported, Lw, LowerError};
 use crate::ir::*;
+use crate::layout::{TxDerivation, TX_COUNT_MAX};
 use crate::span::Span;
-
-/// The mbarrier transaction-count range per phase (PTX: ±(2^20 − 1)).
-pub(crate) const TX_MAX: u64 = (1 << 20) - 1;
-
-/// Transaction bytes found after an `acquire` (up to its next acquire).
-struct TxScan {
-    bytes: u64,
-}
 
 impl<'a> Lw<'a> {
     fn pipeline_of(&self, e: Handle<Expr>, span: Span) -> Result<Handle<PipelineDecl>, LowerError> {
@@ -57,21 +50,15 @@ impl<'a> Lw<'a> {
         let st = self.pipe_state(p, span)?;
         let pp = &self.pipes[p.index()];
         let (full, empty, stages) = (pp.full.clone(), pp.empty.clone(), pp.stages);
-        let tx = self.tx_after(p, &siblings[pos + 1..], 1)?;
-        if tx.bytes == 0 {
-            return Err(LowerError::new(
-                "L004",
-                format!("no tma_load into pipeline `{}` follows this acquire before the next one", pd.name),
-                span,
-            ));
-        }
-        if tx.bytes > TX_MAX {
-            return Err(LowerError::new(
-                "L004",
-                format!("{} transaction bytes per stage exceed the mbarrier's range ({TX_MAX})", tx.bytes),
-                span,
-            ));
-        }
+        // The verifier checked the derivation (V459, V460); an unverified module that gets here
+        // without one is refused rather than armed with a wrong count.
+        let tx = match self.layout.tx_of(siblings[pos]) {
+            Some(TxDerivation::Bytes(b)) if (1..=TX_COUNT_MAX).contains(b) => *b,
+            Some(TxDerivation::Underivable { reason, span }) => {
+                return Err(LowerError::new("L004", format!("cannot derive the transaction bytes: {reason}"), *span));
+            }
+            _ => return Err(LowerError::new("L004", format!("no derivable transaction bytes for this acquire of `{}`", pd.name), span)),
+        };
         self.wait_helper();
         self.need(Helper::MbarArriveExpectTx);
         self.w.line(format!("if (++{} == {stages}) {{ {} = 0; {} ^= 1u; }}", st.stage, st.stage, st.phase));
@@ -81,7 +68,7 @@ impl<'a> Lw<'a> {
         ));
         let arm = format!(
             "cake_mbar_arrive_expect_tx({full} + 8 * {}, {}u);  // the bytes of this stage's tma_loads, up to the next acquire",
-            st.stage, tx.bytes
+            st.stage, tx
         );
         match self.is_leader_guarded() {
             Some(l) => self.w.line(format!("if ({l}) {arm}")),
@@ -91,84 +78,6 @@ impl<'a> Lw<'a> {
             top.push(p);
         }
         Ok(())
-    }
-
-    /// Bytes the `tma_load`s naming `p` bring in, in `rest` (times `mult`), up to the next
-    /// `acquire(p)`.
-    fn tx_after(&self, p: Handle<PipelineDecl>, rest: &[Handle<Stmt>], mult: u64) -> Result<TxScan, LowerError> {
-        let m = self.m;
-        let mut total = 0u64;
-        for s in rest {
-            match &m.stmts[*s] {
-                Stmt::Op(c) if c.op == "acquire" && self.names_pipeline(c.args.first().copied().flatten(), p) => {
-                    return Ok(TxScan { bytes: total });
-                }
-                Stmt::Op(c) if c.op == "tma_load" && self.names_pipeline(c.args.get(2).copied().flatten(), p) => {
-                    let Some(dst) = c.args.first().copied().flatten() else { continue };
-                    let ty = &m.exprs[dst].ty;
-                    let bytes = ty.const_shape().map(|s| s.iter().product::<i64>().max(0) as u64).unwrap_or(0)
-                        * ty.dtype().map_or(0, |d| d.size_bytes());
-                    total += bytes * mult;
-                }
-                Stmt::For { lo, hi, body, .. } => {
-                    let trips = match (self.m.const_value(*lo), self.m.const_value(*hi)) {
-                        (Some(a), Some(b)) => Some((b - a).max(0) as u64),
-                        _ => None,
-                    };
-                    let loads = self.block_loads(body, p);
-                    let acquires = self.block_acquires(body, p);
-                    if acquires {
-                        // The loop's own acquires take over; loads before the first one would be
-                        // split between two stages.
-                        let first = self.tx_after(p, &body.stmts, 1)?;
-                        if first.bytes > 0 {
-                            return Err(LowerError::new(
-                                "L004",
-                                "tma_loads before the acquire inside this loop cannot be attributed to one stage",
-                                *m.stmts.span(*s),
-                            ));
-                        }
-                        return Ok(TxScan { bytes: total });
-                    }
-                    if loads {
-                        let Some(n) = trips else {
-                            return Err(LowerError::new(
-                                "L004",
-                                "cannot derive the transaction bytes: tma_loads in a loop with a run-time trip count",
-                                *m.stmts.span(*s),
-                            )
-                            .with_note("acquire the stage inside the loop, or make the trip count constant"));
-                        };
-                        let inner = self.tx_after(p, &body.stmts, mult * n)?;
-                        total += inner.bytes;
-                    }
-                }
-                Stmt::ForTiles { body, .. } => {
-                    if self.block_acquires(body, p) {
-                        return Ok(TxScan { bytes: total });
-                    }
-                    if self.block_loads(body, p) {
-                        return Err(LowerError::new("L004", "cannot derive the transaction bytes: tma_loads in the tile loop after the acquire", *m.stmts.span(*s)));
-                    }
-                }
-                Stmt::If { then_block, else_block, .. } => {
-                    let any = |f: &dyn Fn(&Block) -> bool| f(then_block) || else_block.as_ref().is_some_and(f);
-                    if any(&|b| self.block_loads(b, p) || self.block_acquires(b, p)) {
-                        return Err(LowerError::new(
-                            "L004",
-                            "cannot derive the transaction bytes: a conditional tma_load or acquire",
-                            *m.stmts.span(*s),
-                        ));
-                    }
-                }
-                _ => {}
-            }
-        }
-        Ok(TxScan { bytes: total })
-    }
-
-    fn names_pipeline(&self, e: Option<Handle<Expr>>, p: Handle<PipelineDecl>) -> bool {
-        e.is_some_and(|e| matches!(self.m.exprs[e].kind, ExprKind::Pipeline(q) if q == p))
     }
 
     pub(crate) fn block_has(&self, b: &Block, f: &dyn Fn(&OpCall) -> bool) -> bool {
@@ -181,14 +90,6 @@ impl<'a> Lw<'a> {
             }
         });
         found
-    }
-
-    fn block_loads(&self, b: &Block, p: Handle<PipelineDecl>) -> bool {
-        self.block_has(b, &|c| c.op == "tma_load" && self.names_pipeline(c.args.get(2).copied().flatten(), p))
-    }
-
-    fn block_acquires(&self, b: &Block, p: Handle<PipelineDecl>) -> bool {
-        self.block_has(b, &|c| c.op == "acquire" && self.names_pipeline(c.args.first().copied().flatten(), p))
     }
 
     /// `wait(p)` (consumer): advance, wait until the stage is full.

@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::catalog::{Access, Catalog, EffectAccess, OpDef, ParamKind, Proxy};
 use crate::ir::*;
+use crate::layout::{gcd, known_multiple, size_multiple, smem_window, tma_smem_align, KernelLayout, RegionSlot, TxDerivation, ALIGN_MAX, TX_COUNT_MAX};
 use crate::pred::{Facts, Value};
 use crate::span::Span;
 use crate::syntax::ast::{BinOp, UnOp};
@@ -84,13 +85,13 @@ impl ConstructKind {
         match self {
             ConstructKind::Kernel => &["decl", "smem_largest", "smem_last", "role_first", "role_last", "regs_role", "grid"],
             ConstructKind::Grid => &["decl", "name"],
-            ConstructKind::Smem => &["decl", "name", "fill_call"],
+            ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view"],
             ConstructKind::View => &["decl", "name", "region"],
             ConstructKind::Tensor => &["decl", "name"],
             ConstructKind::Role => &["decl", "name", "body", "overlap", "unit"],
             ConstructKind::Pipeline => &["decl", "name", "producer", "consumer", "missing_body_role", "fill_region"],
             ConstructKind::Barrier => &["decl", "name", "missing_body_role"],
-            ConstructKind::Call => &["decl", "call", "role", "body"],
+            ConstructKind::Call => &["decl", "call", "role", "body", "tx_cause"],
             ConstructKind::Arg => &["decl", "arg", "call", "role", "root", "region"],
         }
     }
@@ -396,7 +397,10 @@ pub const TARGET_FACTS: &[FactDef] = &[
 
 pub const KERNEL_FACTS: &[FactDef] = &[
     f("name", "the kernel's name"),
-    f("smem_bytes", "shared memory all regions need, each aligned (views alias their region)"),
+    f("smem_bytes", "dynamic shared memory the launch requests (the derived layout): smem_regions_bytes + smem_mbarrier_bytes + smem_base_slack"),
+    f("smem_regions_bytes", "bytes up to the end of the last region, each region at its alignment (views alias their region)"),
+    f("smem_mbarrier_bytes", "bytes of the derived mbarriers (2 × stages per pipeline, stages per barrier, 8 B each) and the padding that 8-aligns them"),
+    f("smem_base_slack", "1024 when TMA or wgmma read shared memory (the kernel rounds the base up to 1024 B), else 0"),
     f("smem_regions", "number of shared regions"),
     f("threads_per_block", "threads per block: 32 × the highest warp any role uses"),
     f("warps", "warps per block"),
@@ -438,10 +442,13 @@ pub const SMEM_FACTS: &[FactDef] = &[
     f("inner_bytes", "bytes of the innermost dimension (one row)"),
     f("swizzle", "swizzle span in bytes (0: none)"),
     f("swizzle_atom", "bytes after which the swizzle pattern repeats: 8 × span (1024 for 128B); 16 unswizzled"),
-    f("align", "effective alignment in bytes (declared, else 1024 swizzled / 16 unswizzled)"),
+    f("align", "alignment in bytes: the declared one, else the layout's default (1024 swizzled, 128 unswizzled, raised to `view_atom`)"),
     f("align_declared", "whether `align` is written"),
     f("align_pow2", "whether the alignment is a power of two"),
-    f("offset", "byte offset in the block's shared memory (regions laid out in order, each aligned)"),
+    f("align_max", "the largest alignment the layout honours (1024: the 128B swizzle atom)"),
+    f("offset", "byte offset in the block's shared memory (the derived layout: regions in order, each at its alignment)"),
+    f("view_atom", "the largest swizzle atom (8 × span) of a swizzled view over the region; 0 without one"),
+    f("view_atom_view", "the first view with that atom (unknown: none)"),
     f("views", "number of views onto the region"),
     f("used", "whether any statement names it (or a view of it)"),
     f("reads", "accesses that read it, directly or through a view"),
@@ -468,6 +475,7 @@ pub const VIEW_FACTS: &[FactDef] = &[
     f("required_align", "alignment its offset needs: max(16, swizzle_atom)"),
     f("region_bytes", "bytes of the region (all stages)"),
     f("region_swizzle", "the region's swizzle span"),
+    f("block_offset", "byte offset in the block's shared memory: its region's offset plus its own (the derived layout)"),
     f("used", "whether any statement names it"),
     f("reads", "accesses that read through the view"),
     f("writes", "accesses that write through the view"),
@@ -534,6 +542,8 @@ pub const PIPELINE_FACTS: &[FactDef] = &[
     f("min_fill_stages", "fewest stages among the regions its tma_loads write (unknown: none)"),
     f("max_fill_stages", "most stages among the regions its tma_loads write (unknown: none)"),
     f("acquire_in_loop", "whether an acquire of it sits inside a counted `for` loop"),
+    f("full_offset", "byte offset of its derived `full` mbarriers in shared memory"),
+    f("empty_offset", "byte offset of its derived `empty` mbarriers in shared memory"),
     f("role_without_body", "its producer or consumer role that has no body (unknown: both have one)"),
 ];
 
@@ -563,6 +573,10 @@ pub const CALL_FACTS: &[FactDef] = &[
     f("role_regs", "the executing role's register budget (unknown when not declared)"),
     f("loop_depth", "counted `for` loops around the call"),
     f("in_tile_loop", "whether the call is inside `for t in tiles`"),
+    f("tx_bytes", "`acquire`: the transaction bytes its stage is armed with, the bytes of the tma_loads naming the pipeline up to the next acquire (unknown: not derivable, or not an acquire)"),
+    f("tx_derivable", "`acquire`: whether those bytes follow from the program text (unknown: not an acquire)"),
+    f("tx_max", "`acquire`: the most transaction bytes one mbarrier phase counts (2^20 − 1)"),
+    f("tx_reason", "`acquire`: why the bytes cannot be derived (unknown: they can)"),
 ];
 
 /// Facts of one argument; at a call site each is prefixed with the parameter name (`dst_bytes`).
@@ -599,6 +613,12 @@ pub const ARG_FACTS: &[FactDef] = &[
     f("has_tma", "whether the global tensor is a TMA operand"),
     fi("box", "TMA box extent of the global tensor's dimension i"),
     f("window_is_box", "the global window is exactly one TMA box (indexed dimensions have box extent 1)"),
+    f("row_stride_multiple_bytes", "global: bytes the row stride (the innermost dimension's extent × element size) is provably a multiple of"),
+    f("inner_start_multiple_bytes", "global: bytes the window's innermost start is provably a multiple of (0: it starts at 0)"),
+    f("addr_align", "shared: the largest power of two up to 1024 the window's address is provably a multiple of (the derived layout's alignment of its region or view, and every index term)"),
+    f("outer_terms_align", "shared: the largest power of two up to 1024 every index term but the innermost is provably a multiple of (the base not counted)"),
+    f("inner_term_align", "shared: the same for the innermost index term"),
+    f("tma_align", "shared: the alignment TMA needs of the window: its swizzle atom when swizzled, else 128"),
     f("kind", "`pipeline` or `barrier`"),
     f("name", "the pipeline's or barrier's name"),
     f("stages", "the pipeline's or barrier's stages"),
@@ -652,7 +672,7 @@ pub fn vocabulary(kind: ConstructKind, op: Option<&OpDef>, catalog: &Catalog) ->
 // ─── Computing facts ─────────────────────────────────────────────────────────────────────────────
 
 /// Compute the facts of every construct of `m` for `target`.
-pub fn compute(m: &Module, target: &TargetInfo, catalog: &Catalog) -> ModuleFacts {
+pub fn compute(m: &Module, layout: &KernelLayout, target: &TargetInfo, catalog: &Catalog) -> ModuleFacts {
     let mut w = Walker::new(m, catalog);
     w.walk_bodies();
     let mut out = ModuleFacts {
@@ -661,16 +681,15 @@ pub fn compute(m: &Module, target: &TargetInfo, catalog: &Catalog) -> ModuleFact
         kernel: FactSet::new(ConstructKind::Kernel, m.name.clone(), Span::default()),
         constructs: Vec::new(),
     };
-    out.kernel = kernel_facts(m, target);
+    out.kernel = kernel_facts(m, layout);
     if let Some((h, g)) = m.grid.iter().next() {
         out.constructs.push(grid_facts(m, g, m.grid.span(h), &w));
     }
-    let offsets = smem_offsets(m);
     for (h, s) in m.smem.iter() {
-        out.constructs.push(smem_facts(m, h, s, offsets[h.index()], &w));
+        out.constructs.push(smem_facts(m, h, s, layout.region(h), &w));
     }
     for (h, v) in m.views.iter() {
-        out.constructs.push(view_facts(m, h, v, &w));
+        out.constructs.push(view_facts(m, h, v, layout, &w));
     }
     for (h, t) in m.tensors.iter() {
         out.constructs.push(tensor_facts(m, h, t, &w));
@@ -679,13 +698,13 @@ pub fn compute(m: &Module, target: &TargetInfo, catalog: &Catalog) -> ModuleFact
         out.constructs.push(role_facts(m, h, r, &w));
     }
     for (h, p) in m.pipelines.iter() {
-        out.constructs.push(pipeline_facts(m, h, p, &w));
+        out.constructs.push(pipeline_facts(m, h, p, layout, &w));
     }
     for (h, b) in m.barriers.iter() {
         out.constructs.push(barrier_facts(m, h, b, &w));
     }
     for site in &w.calls {
-        let (call, args) = call_facts(m, catalog, site, &w);
+        let (call, args) = call_facts(m, catalog, site, layout, &w);
         out.constructs.push(call);
         out.constructs.extend(args);
     }
@@ -738,6 +757,8 @@ struct Uses {
 
 /// One op call found in a role body.
 struct CallSite {
+    /// The statement, for calls that are one (`acquire(p)`); None inside an expression.
+    stmt: Option<Handle<Stmt>>,
     op: String,
     args: Vec<Option<Handle<Expr>>>,
     span: Span,
@@ -814,7 +835,7 @@ impl<'m> Walker<'m> {
                 self.expr(*target, Mode::Write);
                 self.expr(*value, Mode::Read);
             }
-            Stmt::Op(call) => self.call(call, *m.stmts.span(h)),
+            Stmt::Op(call) => self.call(call, Some(h), *m.stmts.span(h)),
             Stmt::For { var, lo, hi, body, .. } => {
                 self.loop_bounds.insert(*var, (*lo, *hi));
                 self.expr(*lo, Mode::Read);
@@ -882,7 +903,7 @@ impl<'m> Walker<'m> {
                     }
                 }
             }
-            ExprKind::Call(c) => self.call(c, *m.exprs.span(h)),
+            ExprKind::Call(c) => self.call(c, None, *m.exprs.span(h)),
             ExprKind::Unary(_, x) => self.expr(*x, Mode::Read),
             ExprKind::Binary(_, a, b) => {
                 self.expr(*a, Mode::Read);
@@ -892,10 +913,11 @@ impl<'m> Walker<'m> {
         }
     }
 
-    fn call(&mut self, c: &OpCall, span: Span) {
+    fn call(&mut self, c: &OpCall, stmt: Option<Handle<Stmt>>, span: Span) {
         if let Some((role, body_span)) = self.role {
             *self.calls_per_role.entry(role).or_default() += 1;
             self.calls.push(CallSite {
+                stmt,
                 op: c.op.clone(),
                 args: c.args.clone(),
                 span,
@@ -1018,28 +1040,14 @@ fn swizzle_atom(sw: Swizzle) -> i64 {
     }
 }
 
-fn effective_align(s: &SmemDecl) -> u64 {
-    u64::from(s.align.unwrap_or(if s.swizzle == Swizzle::None { 16 } else { 1024 }))
-}
-
-/// Byte offset of every region, laid out as [`Module::smem_bytes`] does.
-fn smem_offsets(m: &Module) -> Vec<u64> {
-    let mut total = 0u64;
-    let mut out = Vec::new();
-    for (_, s) in m.smem.iter() {
-        let align = effective_align(s).max(1);
-        total = total.div_ceil(align) * align;
-        out.push(total);
-        total += s.total_bytes();
-    }
-    out
-}
-
-fn kernel_facts(m: &Module, target: &TargetInfo) -> FactSet {
+fn kernel_facts(m: &Module, layout: &KernelLayout) -> FactSet {
     let mut f = FactSet::new(ConstructKind::Kernel, m.name.clone(), Span::default());
-    let threads = m.threads_per_block();
+    let threads = layout.threads_per_block;
     f.set("name", m.name.as_str());
-    f.set("smem_bytes", m.smem_bytes());
+    f.set("smem_bytes", layout.smem_bytes);
+    f.set("smem_regions_bytes", layout.regions_bytes);
+    f.set("smem_mbarrier_bytes", layout.mbarrier_bytes);
+    f.set("smem_base_slack", layout.base_slack);
     f.set("smem_regions", m.smem.len());
     f.set("threads_per_block", threads);
     f.set("warps", threads / 32);
@@ -1052,7 +1060,7 @@ fn kernel_facts(m: &Module, target: &TargetInfo) -> FactSet {
     }
     let idle = (threads / 32).saturating_sub(covered.iter().filter(|w| **w < threads / 32).count() as u32);
     f.set("idle_warps", idle);
-    let launch_regs = (threads > 0).then(|| (target.regs_per_thread_max.min(target.regs_per_sm / threads) / 8 * 8) as i64);
+    let launch_regs = (threads > 0).then_some(i64::from(layout.launch_regs));
     f.set("launch_regs", launch_regs);
     f.set("reg_pool", launch_regs.map(|l| l * i64::from(threads)));
     let total = launch_regs.map(|l| {
@@ -1127,7 +1135,7 @@ fn grid_facts(m: &Module, g: &GridDecl, spans: &DeclSpans, w: &Walker) -> FactSe
     f
 }
 
-fn smem_facts(m: &Module, h: Handle<SmemDecl>, s: &SmemDecl, offset: u64, w: &Walker) -> FactSet {
+fn smem_facts(m: &Module, h: Handle<SmemDecl>, s: &SmemDecl, slot: &RegionSlot, w: &Walker) -> FactSet {
     let spans = m.smem.span(h);
     let mut f = FactSet::decl(ConstructKind::Smem, &s.name, spans);
     let e = s.dtype.size_bytes();
@@ -1137,16 +1145,24 @@ fn smem_facts(m: &Module, h: Handle<SmemDecl>, s: &SmemDecl, offset: u64, w: &Wa
     f.set("rank", s.shape.len());
     f.set_list("dim", s.shape.iter().map(|d| Value::Int(*d)).collect());
     f.set("stages", s.stages);
-    f.set("stage_bytes", s.stage_bytes());
-    f.set("bytes", s.total_bytes());
+    f.set("stage_bytes", slot.stage_bytes);
+    f.set("bytes", slot.bytes);
     f.set("inner_bytes", s.shape.last().map(|d| *d as u64 * e));
     f.set("swizzle", s.swizzle.bytes());
     f.set("swizzle_atom", swizzle_atom(s.swizzle));
-    let align = effective_align(s);
+    // A declared alignment is checked as written (V216); the layout places the region at
+    // `align`, which is the declared value whenever that is valid.
+    let align = s.align.map_or(slot.align, u64::from);
     f.set("align", align);
     f.set("align_declared", s.align.is_some());
     f.set("align_pow2", align.is_power_of_two());
-    f.set("offset", offset);
+    f.set("align_max", ALIGN_MAX);
+    f.set("offset", slot.offset);
+    f.set("view_atom", slot.view_atom);
+    if let Some(v) = slot.view_atom_of {
+        f.set("view_atom_view", m.views[v].name.as_str());
+        f.span_at("view_atom_view", m.views.span(v).item);
+    }
     let views: Vec<Handle<ViewDecl>> = m.views.iter().filter(|(_, v)| v.region == h).map(|(vh, _)| vh).collect();
     f.set("views", views.len());
     let mut u = w.smem[h.index()].clone();
@@ -1243,11 +1259,12 @@ fn tma_fill(m: &Module, h: Handle<SmemDecl>, w: &Walker) -> (usize, u64) {
     (loads, total)
 }
 
-fn view_facts(m: &Module, h: Handle<ViewDecl>, v: &ViewDecl, w: &Walker) -> FactSet {
+fn view_facts(m: &Module, h: Handle<ViewDecl>, v: &ViewDecl, layout: &KernelLayout, w: &Walker) -> FactSet {
     let spans = m.views.span(h);
     let mut f = FactSet::decl(ConstructKind::View, &v.name, spans);
     let region = &m.smem[v.region];
-    let bytes = v.shape.iter().product::<i64>().max(0) * v.dtype.size_bytes() as i64;
+    let slot = layout.view(h);
+    let bytes = slot.bytes as i64;
     f.set("name", v.name.as_str());
     f.set("region", region.name.as_str());
     f.set("dtype", v.dtype.name());
@@ -1260,8 +1277,9 @@ fn view_facts(m: &Module, h: Handle<ViewDecl>, v: &ViewDecl, w: &Walker) -> Fact
     f.set("swizzle", v.swizzle.bytes());
     f.set("swizzle_atom", swizzle_atom(v.swizzle));
     f.set("required_align", swizzle_atom(v.swizzle).max(16));
-    f.set("region_bytes", region.total_bytes());
+    f.set("region_bytes", layout.region(v.region).bytes);
     f.set("region_swizzle", region.swizzle.bytes());
+    f.set("block_offset", slot.offset);
     let u = &w.views[h.index()];
     f.set("used", u.refs > 0);
     f.set("reads", u.reads);
@@ -1279,33 +1297,6 @@ fn view_facts(m: &Module, h: Handle<ViewDecl>, v: &ViewDecl, w: &Walker) -> Fact
     f
 }
 
-/// A number a size is known to be a multiple of (0: the size is 0).
-fn size_divisor(m: &Module, s: &Size) -> i64 {
-    match s {
-        Size::Const(c) => c.abs(),
-        Size::Dim(d) => m.dims[*d].multiple_of.unwrap_or(1),
-        Size::Bin(op, a, b) => {
-            let (x, y) = (size_divisor(m, a), size_divisor(m, b));
-            match op {
-                SizeOp::Mul => x.saturating_mul(y),
-                SizeOp::Add | SizeOp::Sub => gcd(x, y),
-                SizeOp::Div => match (a.as_const(), b.as_const()) {
-                    (Some(p), Some(q)) if q != 0 => (p / q).abs(),
-                    _ => 1,
-                },
-            }
-        }
-    }
-}
-
-fn gcd(a: i64, b: i64) -> i64 {
-    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    i64::try_from(a).unwrap_or(i64::MAX)
-}
-
 fn tensor_facts(m: &Module, h: Handle<TensorDecl>, t: &TensorDecl, w: &Walker) -> FactSet {
     let spans = m.tensors.span(h);
     let mut f = FactSet::decl(ConstructKind::Tensor, &t.name, spans);
@@ -1316,12 +1307,12 @@ fn tensor_facts(m: &Module, h: Handle<TensorDecl>, t: &TensorDecl, w: &Walker) -
     f.set("elem_bytes", e);
     f.set("rank", t.shape.len());
     f.set_list("dim", t.shape.iter().map(|d| d.as_const().into_value()).collect());
-    f.set_list("dim_multiple", t.shape.iter().map(|d| Value::Int(size_divisor(m, d))).collect());
+    f.set_list("dim_multiple", t.shape.iter().map(|d| Value::Int(size_multiple(m, d))).collect());
     // Strides: dimension i steps over Π_{j>i} d_j elements.
     let mut aligned = Some(true);
     for i in 0..t.shape.len().saturating_sub(1) {
         let rest = &t.shape[i + 1..];
-        let div = rest.iter().map(|d| size_divisor(m, d)).fold(1i64, |a, b| a.saturating_mul(b));
+        let div = rest.iter().map(|d| size_multiple(m, d)).fold(1i64, |a, b| a.saturating_mul(b));
         if div.saturating_mul(e) % 16 == 0 {
             continue;
         }
@@ -1393,7 +1384,7 @@ fn unit_name(u: RoleUnit) -> &'static str {
     }
 }
 
-fn pipeline_facts(m: &Module, h: Handle<PipelineDecl>, p: &PipelineDecl, w: &Walker) -> FactSet {
+fn pipeline_facts(m: &Module, h: Handle<PipelineDecl>, p: &PipelineDecl, layout: &KernelLayout, w: &Walker) -> FactSet {
     let spans = m.pipelines.span(h);
     let mut f = FactSet::decl(ConstructKind::Pipeline, &p.name, spans);
     let has_body = |r: Handle<RoleDecl>| m.body_of(r).is_some();
@@ -1410,6 +1401,9 @@ fn pipeline_facts(m: &Module, h: Handle<PipelineDecl>, p: &PipelineDecl, w: &Wal
     f.set("waits", count("wait"));
     f.set("releases", count("release"));
     f.set("acquire_in_loop", w.calls.iter().filter(|c| c.op == "acquire").filter(names_p).any(|c| c.loop_depth > 0));
+    let slots = layout.pipeline(h);
+    f.set("full_offset", slots.full);
+    f.set("empty_offset", slots.empty);
     let fills = w.fills_of(h);
     let sites: BTreeSet<Span> = fills.iter().map(|(c, _)| c.span).collect();
     f.set("tma_loads", sites.len());
@@ -1462,7 +1456,7 @@ fn barrier_facts(m: &Module, h: Handle<BarrierDecl>, b: &BarrierDecl, w: &Walker
 
 // ─── Call sites and arguments ────────────────────────────────────────────────────────────────────
 
-fn call_facts(m: &Module, catalog: &Catalog, site: &CallSite, w: &Walker) -> (FactSet, Vec<FactSet>) {
+fn call_facts(m: &Module, catalog: &Catalog, site: &CallSite, layout: &KernelLayout, w: &Walker) -> (FactSet, Vec<FactSet>) {
     let role = &m.roles[site.role];
     let mut common: Vec<(&str, Value)> = vec![
         ("op", Value::Sym(site.op.clone())),
@@ -1488,6 +1482,18 @@ fn call_facts(m: &Module, catalog: &Catalog, site: &CallSite, w: &Walker) -> (Fa
     call.span_at("call", site.span);
     call.span_at("role", role_span);
     call.span_at("body", site.body_span);
+    if let Some(tx) = site.stmt.and_then(|st| layout.tx_of(st)) {
+        call.set("tx_bytes", tx.bytes());
+        call.set("tx_derivable", tx.bytes().is_some());
+        call.set("tx_max", TX_COUNT_MAX);
+        match tx {
+            TxDerivation::Underivable { reason, span } => {
+                call.set("tx_reason", *reason);
+                call.span_at("tx_cause", *span);
+            }
+            TxDerivation::Bytes(_) => call.span_at("tx_cause", site.span),
+        }
+    }
     let mut args = Vec::new();
     let Some(op) = op else { return (call, args) };
     for (p, a) in op.params.iter().zip(&site.args) {
@@ -1503,7 +1509,7 @@ fn call_facts(m: &Module, catalog: &Catalog, site: &CallSite, w: &Walker) -> (Fa
         af.span_at("arg", arg_span);
         af.span_at("call", site.span);
         af.span_at("role", role_span);
-        arg_facts(m, op, p, *a, w, &mut af);
+        arg_facts(m, op, p, *a, layout, w, &mut af);
         for (k, v) in af.values.iter() {
             if ARG_FACTS.iter().any(|d| d.name == k) {
                 call.values.insert(format!("{}_{k}", p.name), v.clone());
@@ -1570,7 +1576,7 @@ fn selection(m: &Module, lets: &HashMap<Handle<Local>, Handle<Expr>>, h: Handle<
     Some(sel)
 }
 
-fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Expr>, w: &Walker, f: &mut FactSet) {
+fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Expr>, layout: &KernelLayout, w: &Walker, f: &mut FactSet) {
     // An argument bound with `let` is described by the expression it names.
     let a = resolve_let(&w.lets, m, a);
     let ty = &m.exprs[a].ty;
@@ -1624,7 +1630,15 @@ fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Exp
     }
     let root = root_of(m, &w.lets, a);
     match root {
-        Some(r @ (Root::Smem(_) | Root::View(_))) => smem_arg(m, a, r, w, f),
+        Some(r @ (Root::Smem(_) | Root::View(_))) => {
+            smem_arg(m, a, r, w, f);
+            if let Some(win) = smem_window(m, layout, a) {
+                f.set("addr_align", win.address_align());
+                f.set("outer_terms_align", win.terms_align(false));
+                f.set("inner_term_align", win.terms_align(true));
+                f.set("tma_align", tma_smem_align(win.swizzle));
+            }
+        }
         Some(Root::Tensor(t)) => tensor_arg(m, &w.lets, a, t, f),
         Some(Root::Pipeline(ph)) => {
             let pd = &m.pipelines[ph];
@@ -1789,6 +1803,19 @@ fn tensor_arg(m: &Module, lets: &HashMap<Handle<Local>, Handle<Expr>>, a: Handle
         ok.into_value()
     });
     f.set("window_is_box", window_is_box);
+    // What 16-byte copies of the window's rows (cp.async) need provable: the row stride and the
+    // innermost start, as multiples of bytes.
+    let esize = td.dtype.size_bytes() as i64;
+    if let Some(inner) = td.shape.last() {
+        f.set("row_stride_multiple_bytes", size_multiple(m, inner).saturating_mul(esize));
+    }
+    if let Some(sel) = selection(m, lets, a, td.shape.len()) {
+        let start = match sel.last() {
+            Some(Sel::At(e) | Sel::Window(e, _)) => known_multiple(m, *e),
+            Some(Sel::Full) | None => 0,
+        };
+        f.set("inner_start_multiple_bytes", start.saturating_mul(esize));
+    }
 }
 
 /// An integer expression as `base + (a multiple of step)`; step 0 means exactly `base`.
@@ -1935,7 +1962,7 @@ mod tests {
     fn fills(src: &str) -> BTreeMap<String, (i64, i64, i64)> {
         let m = check_source(src).module.expect("the program type-checks");
         let t = TargetTable::builtin().get(&m.target).expect("target");
-        let facts = compute(&m, t, Catalog::builtin());
+        let facts = compute(&m, &KernelLayout::compute(&m, t), t, Catalog::builtin());
         let int = |f: &FactSet, k: &str| match f.get(k) {
             Some(Value::Int(i)) => *i,
             other => panic!("{}: {k} = {other:?}", f.name),

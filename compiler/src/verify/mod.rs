@@ -17,7 +17,8 @@ pub mod rules;
 use crate::catalog::Catalog;
 use crate::diag::Diagnostic;
 use crate::ir::Module;
-use crate::target::TargetInfo;
+use crate::layout::KernelLayout;
+use crate::target::{TargetInfo, TargetTable};
 
 pub use facts::{ConstructKind, FactSet, ModuleFacts};
 pub use rules::{Rule, RuleError, RuleSet};
@@ -27,6 +28,8 @@ pub use rules::{Rule, RuleError, RuleSet};
 #[derive(Clone, Debug)]
 pub struct Validated {
     module: Module,
+    /// The derived layout the verifier's rules checked; the cost model and the lowering read it.
+    layout: KernelLayout,
     /// Findings that did not block (warnings, hints, coverage limits).
     pub findings: Vec<Diagnostic>,
     /// True when the verifier was bypassed.
@@ -38,10 +41,19 @@ impl Validated {
         &self.module
     }
 
+    pub fn layout(&self) -> &KernelLayout {
+        &self.layout
+    }
+
     /// Skip the verifier. For running deliberately broken programs through the harness (to
     /// record how they fail on the GPU); the run record says the program was unverified.
+    /// The layout is computed for the module's target (a target the built-in table lacks lays
+    /// out with sm_90a's register file).
     pub fn assume_verified_unsafe(module: Module) -> Validated {
-        Validated { module, findings: Vec::new(), unverified: true }
+        let table = TargetTable::builtin();
+        let target = table.get(&module.target).or_else(|| table.get("sm_90a")).expect("the built-in target table has sm_90a");
+        let layout = KernelLayout::compute(&module, target);
+        Validated { module, layout, findings: Vec::new(), unverified: true }
     }
 }
 
@@ -61,7 +73,8 @@ pub fn verify(module: Module, target: &TargetInfo) -> VerifyOutput {
 /// rules, ...): compute the facts, evaluate every rule, run the protocol analysis, merge.
 /// Findings are sorted by primary span, then code.
 pub fn verify_with(module: Module, target: &TargetInfo, rules: &RuleSet) -> VerifyOutput {
-    let facts = facts::compute(&module, target, Catalog::builtin());
+    let layout = KernelLayout::compute(&module, target);
+    let facts = facts::compute(&module, &layout, target, Catalog::builtin());
     let mut findings = rules.evaluate(&facts);
     findings.extend(protocol::analyze(&module, target));
     findings.sort_by(|a, b| {
@@ -69,11 +82,11 @@ pub fn verify_with(module: Module, target: &TargetInfo, rules: &RuleSet) -> Veri
     });
     findings.dedup_by(|a, b| a.code == b.code && a.primary.span == b.primary.span && a.message == b.message);
     let blocked = findings.iter().any(Diagnostic::is_error);
-    let validated = (!blocked).then(|| Validated { module, findings: findings.clone(), unverified: false });
+    let validated = (!blocked).then(|| Validated { module, layout, findings: findings.clone(), unverified: false });
     VerifyOutput { findings, validated }
 }
 
 /// The facts the rules see for a module (for `cake facts`-style tooling and the evolution engine).
 pub fn module_facts(module: &Module, target: &TargetInfo) -> ModuleFacts {
-    facts::compute(module, target, Catalog::builtin())
+    facts::compute(module, &KernelLayout::compute(module, target), target, Catalog::builtin())
 }

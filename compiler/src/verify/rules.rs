@@ -897,7 +897,7 @@ mod tests {
     fn gemm_facts() -> ModuleFacts {
         let m = check_source(GEMM).module.expect("the GEMM example type-checks");
         let t = TargetTable::builtin().get(&m.target).expect("target");
-        facts::compute(&m, t, Catalog::builtin())
+        facts::compute(&m, &crate::layout::KernelLayout::compute(&m, t), t, Catalog::builtin())
     }
 
     #[test]
