@@ -375,7 +375,7 @@ pub fn from_branch(repo: &Repository, branch: &str) -> Result<Option<Record>, Qu
     let Some((proposal, head)) = git::record_commit(repo, branch) else { return Ok(None) };
     let Some(id) = branch.split('/').nth(2).and_then(|s| s.get(..10)) else { return Ok(None) };
     let bad = |m: String| QueueError::new("Q003", &at, m, "the branch's record was crafted or damaged: delete the branch or propose again");
-    let text = git::read_text(repo, head, &tree_path(id)).map_err(|e| bad(e))?.ok_or_else(|| bad(format!("the record commit has no {}", tree_path(id))))?;
+    let text = git::read_text(repo, head, &tree_path(id)).map_err(&bad)?.ok_or_else(|| bad(format!("the record commit has no {}", tree_path(id))))?;
     let r = parse(&text).map_err(|e| bad(format!("not a proposal record: {e}")))?;
     validate(&r, &at, Some(id))?;
     if r.branch != branch || r.commit != proposal.to_string() {

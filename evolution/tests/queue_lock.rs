@@ -50,7 +50,8 @@ fn concurrent_proposes_from_different_evidence_get_distinct_codes() {
     copy_dir(&checkout().join("evolution/evidence/bundle"), &bundle, &[]);
     let spawn = |ev: &Path| {
         Command::new(env!("CARGO_BIN_EXE_cake-evolve-compiler"))
-            .args(["propose", "--no-gates", "--no-progress", "--lock-timeout", "600", "--evidence", ev.to_str().unwrap()])
+            // The default --lock-timeout (60 s) outlasts the other run.
+            .args(["propose", "--no-gates", "--no-progress", "--evidence", ev.to_str().unwrap()])
             .current_dir(&repo)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -77,9 +78,9 @@ fn propose_beside_accept_gives_no_error_and_no_duplicate_code() {
     let bundle = tmp.path().join("bundle");
     copy_dir(&checkout().join("evolution/evidence/bundle"), &bundle, &[]);
     let bin = env!("CARGO_BIN_EXE_cake-evolve-compiler");
-    let accept = Command::new(bin).args(["accept", &id, "--tier", "static", "--lock-timeout", "600"]).current_dir(&repo).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let accept = Command::new(bin).args(["accept", &id, "--tier", "static"]).current_dir(&repo).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let prop = Command::new(bin)
-        .args(["propose", "--no-gates", "--no-progress", "--lock-timeout", "600", "--evidence", bundle.to_str().unwrap()])
+        .args(["propose", "--no-gates", "--no-progress", "--evidence", bundle.to_str().unwrap()])
         .current_dir(&repo)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
