@@ -11,6 +11,8 @@ use git2::{Commit, ErrorCode, Index, IndexEntry, IndexTime, ObjectType, Oid, Rep
 
 use cake_merge_gates::{Change, ChangedPath};
 
+use crate::sanitize;
+
 pub type Result<T> = std::result::Result<T, String>;
 
 fn e(err: git2::Error) -> String {
@@ -99,8 +101,24 @@ pub fn tree_with(repo: &Repository, base: Oid, edits: &BTreeMap<String, Option<V
     let mut index = Index::new().map_err(e)?;
     index.read_tree(&tree).map_err(e)?;
     for (path, content) in edits {
+        // Paths come from evidence, drafts and LLM output: none may leave the repository's tree.
+        if !sanitize::is_safe_repo_path(path) {
+            return Err(format!(
+                "[Q006] `{}`: not a path inside the repository (absolute, `..`, `.git` or control characters)\n  help: a name from the evidence or a draft made this path; nothing was committed — report the evidence record that carries it",
+                sanitize::line(path)
+            ));
+        }
         match content {
             Some(bytes) => {
+                // Last line of defence for committed text: no raw control sequence gets in.
+                let cleaned;
+                let bytes = match std::str::from_utf8(bytes) {
+                    Ok(t) if !sanitize::is_clean_text(t) => {
+                        cleaned = sanitize::text_bounded(t, usize::MAX).into_bytes();
+                        &cleaned
+                    }
+                    _ => bytes,
+                };
                 let id = repo.blob(bytes).map_err(e)?;
                 let entry = IndexEntry {
                     ctime: IndexTime::new(0, 0),
@@ -133,14 +151,102 @@ pub fn commit_on_branch(repo: &Repository, base: Oid, branch: &str, edits: &BTre
     let tree = repo.find_tree(tree_id).map_err(e)?;
     let parent = repo.find_commit(base).map_err(e)?;
     let sig = engine_signature(repo, base)?;
-    let oid = repo.commit(None, &sig, &sig, message, &tree, &[&parent]).map_err(e)?;
+    let message = commit_message(message);
+    let oid = repo.commit(None, &sig, &sig, &message, &tree, &[&parent]).map_err(e)?;
     set_branch(repo, branch, oid, &format!("cake-evolve-compiler: {}", message.lines().next().unwrap_or("")))?;
     Ok(oid)
 }
 
-/// Point a branch at a commit (force).
+/// A commit message from parts that may hold external text: control characters escaped, the
+/// subject one bounded line.
+pub fn commit_message(message: &str) -> String {
+    let (subject, body) = message.split_once('\n').unwrap_or((message, ""));
+    let subject = sanitize::line_bounded(subject, 200);
+    if body.is_empty() {
+        subject
+    } else {
+        format!("{subject}\n{}", sanitize::text(body))
+    }
+}
+
+/// Point a branch at a commit (force). A name that is not a valid ref is `Q006`.
 pub fn set_branch(repo: &Repository, branch: &str, oid: Oid, log: &str) -> Result<()> {
-    repo.reference(&format!("refs/heads/{branch}"), oid, true, log).map(|_| ()).map_err(e)
+    let name = format!("refs/heads/{branch}");
+    if !git2::Reference::is_valid_name(&name) || branch.chars().any(|c| !c.is_ascii_graphic()) {
+        return Err(format!("[Q006] `{}`: not a valid branch name\n  help: the name was made from evidence or a draft; nothing was written", sanitize::line(branch)));
+    }
+    repo.reference(&name, oid, true, &sanitize::line(log)).map(|_| ()).map_err(e)
+}
+
+/// The subject of a record commit (`record_commit` recognises it by it).
+fn record_subject(id: &str) -> String {
+    format!("cake-evolve record {id}")
+}
+
+/// Point `branch` at a record commit: `proposal` plus the one file `path` (the record), so the
+/// branch carries its own record. The proposal commit stays what gates and `accept` use.
+pub fn commit_record(repo: &Repository, branch: &str, proposal: Oid, path: &str, bytes: &[u8], id: &str) -> Result<Oid> {
+    let mut edits = BTreeMap::new();
+    edits.insert(path.to_string(), Some(bytes.to_vec()));
+    let tree_id = tree_with(repo, proposal, &edits)?;
+    let tree = repo.find_tree(tree_id).map_err(e)?;
+    let parent = repo.find_commit(proposal).map_err(e)?;
+    let sig = engine_signature(repo, proposal)?;
+    let msg = format!("{}\n\nThe review record of proposal {id}, kept on its branch so the queue can be rebuilt\n(`cake-evolve-compiler queue rebuild`). Not part of the proposal: `accept` merges its parent.\n", record_subject(id));
+    let oid = repo.commit(None, &sig, &sig, &msg, &tree, &[&parent]).map_err(e)?;
+    set_branch(repo, branch, oid, &record_subject(id))?;
+    Ok(oid)
+}
+
+/// When `branch` ends in a record commit: (the proposal commit beneath it, the record commit).
+/// A record commit has one parent, the record subject, and changes only `proposals/<id>.toml`.
+pub fn record_commit(repo: &Repository, branch: &str) -> Option<(Oid, Oid)> {
+    let head = branch_target(repo, branch)?;
+    let c = repo.find_commit(head).ok()?;
+    let id = c.summary()?.strip_prefix("cake-evolve record ")?.to_string();
+    if c.parent_count() != 1 {
+        return None;
+    }
+    let parent = c.parent(0).ok()?;
+    let d = repo.diff_tree_to_tree(Some(&parent.tree().ok()?), Some(&c.tree().ok()?), None).ok()?;
+    let only_record = d.deltas().count() == 1 && d.deltas().all(|x| x.new_file().path().and_then(|p| p.to_str()) == Some(&format!("proposals/{id}.toml")));
+    only_record.then(|| (parent.id(), head))
+}
+
+/// The proposal commit of a branch: beneath its record commit, or its head.
+pub fn proposal_commit(repo: &Repository, branch: &str) -> Option<Oid> {
+    record_commit(repo, branch).map(|(p, _)| p).or_else(|| branch_target(repo, branch))
+}
+
+/// Local branches whose name starts with `prefix`, sorted.
+pub fn branches_under(repo: &Repository, prefix: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for r in repo.references_glob(&format!("refs/heads/{prefix}*")).map_err(e)?.flatten() {
+        if let Some(name) = r.name().and_then(|n| n.strip_prefix("refs/heads/")) {
+            out.push(name.to_string());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Where `commit` entered `branch_head`'s first-parent history: itself (a fast-forward) or the
+/// merge commit with it as a parent. `None` when it is not merged (or too far back).
+pub fn merged_at(repo: &Repository, branch_head: Oid, commit: Oid) -> Option<(Oid, &'static str)> {
+    if branch_head != commit && !repo.graph_descendant_of(branch_head, commit).unwrap_or(false) {
+        return None;
+    }
+    let mut at = repo.find_commit(branch_head).ok()?;
+    for _ in 0..100_000 {
+        if at.id() == commit {
+            return Some((at.id(), "fast-forward"));
+        }
+        if at.parent_ids().skip(1).any(|p| p == commit) {
+            return Some((at.id(), "merge commit"));
+        }
+        at = at.parent(0).ok()?;
+    }
+    None
 }
 
 /// Write every file of a commit's tree under `dest` (an isolated checkout for the gates).
@@ -239,7 +345,7 @@ pub fn commit_tree(repo: &Repository, tree: Oid, parents: &[Oid], message: &str,
     let tree = repo.find_tree(tree).map_err(e)?;
     let parents: Vec<Commit<'_>> = parents.iter().map(|p| repo.find_commit(*p)).collect::<std::result::Result<_, _>>().map_err(e)?;
     let refs: Vec<&Commit<'_>> = parents.iter().collect();
-    repo.commit(None, sig, sig, message, &tree, &refs).map_err(e)
+    repo.commit(None, sig, sig, &commit_message(message), &tree, &refs).map_err(e)
 }
 
 /// A signature for merges made on the user's behalf: the repository's configured user, else the

@@ -655,10 +655,10 @@ pub fn run_import(args: ImportArgs) -> u8 {
                 }
                 crate::mine::Format::Human => {
                     for r in &out.records {
-                        let _ = writeln!(stdout, "{} {}  {}", if r.new { "added  " } else { "present" }, &r.id[..12], r.class);
+                        let _ = writeln!(stdout, "{} {}  {}", if r.new { "added  " } else { "present" }, r.id.get(..12).unwrap_or(&r.id), crate::sanitize::line(&r.class));
                     }
                     for n in &out.notes {
-                        eprintln!("note: {n}");
+                        eprintln!("note: {}", crate::sanitize::line(n));
                     }
                     eprintln!(
                         "imported {} ({}): {} record(s), {} new, into {}",
@@ -673,7 +673,7 @@ pub fn run_import(args: ImportArgs) -> u8 {
             0
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::sanitize::text(&e.to_string()));
             2
         }
     }

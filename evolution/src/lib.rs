@@ -3,13 +3,17 @@
 //! the review queue in `proposals/`.
 
 pub mod calibrate;
+pub mod durable;
 pub mod gate;
 pub mod git;
 pub mod import;
 pub mod llm;
+pub mod lock;
 pub mod microbench;
 pub mod mine;
 pub mod queue;
+pub mod records;
 pub mod review;
+pub mod sanitize;
 pub mod store;
 pub mod synth;

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use cake::corpus::Tier;
 use cake_evolve::queue::{self, Kind, ProposeOptions, Status};
 use cake_evolve::review::{self, Accepted};
+use cake_evolve::sanitize;
 use cake_merge_gates::GateOptions;
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -48,6 +49,31 @@ struct RepoArgs {
     /// The main branch (default: main, else master, else HEAD's branch).
     #[arg(long, value_name = "BRANCH")]
     main: Option<String>,
+}
+
+#[derive(clap::Args, Clone, Copy)]
+struct LockArgs {
+    /// Seconds to wait for another run's queue lock (`.git/cake-evolve/lock`) before giving up.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    lock_timeout: u64,
+}
+
+impl LockArgs {
+    fn timeout(self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.lock_timeout)
+    }
+}
+
+#[derive(Subcommand)]
+enum QueueCommand {
+    /// Re-create every missing or unreadable record of proposals/ from the record its
+    /// `evolve/*` branch carries (after `git clean`, or on a fresh clone with the branches).
+    Rebuild {
+        #[command(flatten)]
+        repo: RepoArgs,
+        #[command(flatten)]
+        lock: LockArgs,
+    },
 }
 
 #[derive(clap::Args, Clone)]
@@ -115,7 +141,12 @@ enum Command {
         /// Print plain lines instead of a progress bar.
         #[arg(long)]
         no_progress: bool,
+        #[command(flatten)]
+        lock: LockArgs,
     },
+    /// Maintain the queue folder.
+    #[command(subcommand)]
+    Queue(QueueCommand),
     /// List the queue.
     List {
         #[command(flatten)]
@@ -145,6 +176,8 @@ enum Command {
         note: String,
         #[command(flatten)]
         gates: GateArgs,
+        #[command(flatten)]
+        lock: LockArgs,
     },
     /// Reject a proposal; the reason is remembered and the bucket is not proposed again until
     /// new evidence arrives.
@@ -155,6 +188,8 @@ enum Command {
         /// Why (required).
         #[arg(long, required = true)]
         why: String,
+        #[command(flatten)]
+        lock: LockArgs,
     },
     /// Recalibrate the cost model of a target: run its microbenchmark suite written in Cake IR on
     /// this machine's GPU (calibration/microbench/<target>/suite.toml), fit each bench's
@@ -206,7 +241,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Mine(a) => cake_evolve::mine::run_mine(a),
         Command::Import(a) => cake_evolve::import::run_import(a),
-        Command::Propose { repo, evidence, seed, gates, no_gates, limit, min_programs, no_progress } => {
+        Command::Propose { repo, evidence, seed, gates, no_gates, limit, min_programs, no_progress, lock } => {
             let mut o = ProposeOptions::new(&repo.repo, evidence);
             o.seed = seed;
             o.main = repo.main;
@@ -215,12 +250,13 @@ fn main() -> ExitCode {
             o.limit = limit;
             o.min_programs = min_programs;
             o.progress = !no_progress;
+            o.lock_timeout = lock.timeout();
             match queue::propose(&o) {
                 Ok(s) => {
                     let proposed = s.proposed();
                     println!("propose: {} bucket(s) from the evidence, base {} of `{}`", s.buckets, &s.base[..12.min(s.base.len())], s.main);
                     for o in &s.outcomes {
-                        println!("  {:<13} {:<10} {:<12} {}", o.bucket, o.what, o.proposal.clone().unwrap_or_default(), o.detail);
+                        println!("  {:<13} {:<10} {:<12} {}", o.bucket, o.what, o.proposal.clone().unwrap_or_default(), sanitize::line_bounded(&o.detail, 2000));
                     }
                     println!("{} new or updated proposal(s); review with `cake-evolve-compiler list` / `show ID`", proposed.len());
                     let failed = match git_workdir(&o.repo) {
@@ -232,27 +268,30 @@ fn main() -> ExitCode {
                 Err(e) => fail(&e),
             }
         }
+        Command::Queue(QueueCommand::Rebuild { repo, lock }) => rebuild(&repo, lock),
         Command::List { repo, kind, status } => match git_workdir(&repo.repo) {
-            Some(w) => match queue::load_all(&queue::queue_dir(&w)) {
-                Ok(all) => {
-                    let kind = kind.map(|k| match k {
-                        KindArg::Rule => Kind::Rule,
-                        KindArg::Primitive => Kind::Primitive,
-                        KindArg::Calibration => Kind::Calibration,
-                    });
-                    let status = status.map(|s| match s {
-                        StatusArg::Queued => Status::Queued,
-                        StatusArg::Accepted => Status::Accepted,
-                        StatusArg::Rejected => Status::Rejected,
-                    });
-                    print!("{}", review::list(&review::filter(all, kind, status)));
-                    0
-                }
-                Err(e) => fail(&e),
-            },
+            Some(w) => {
+                let all = scan_reporting(&queue::queue_dir(&w));
+                let kind = kind.map(|k| match k {
+                    KindArg::Rule => Kind::Rule,
+                    KindArg::Primitive => Kind::Primitive,
+                    KindArg::Calibration => Kind::Calibration,
+                });
+                let status = status.map(|s| match s {
+                    StatusArg::Queued => Status::Queued,
+                    StatusArg::Accepted => Status::Accepted,
+                    StatusArg::Rejected => Status::Rejected,
+                });
+                print!("{}", review::list(&review::filter(all, kind, status)));
+                0
+            }
             None => fail(&format!("{}: not inside a git repository with a working directory", repo.repo.display())),
         },
-        Command::Show { id, repo, no_diff } => match git_workdir(&repo.repo).ok_or_else(|| "not inside a git repository".to_string()).and_then(|w| queue::find(&queue::queue_dir(&w), &id)) {
+        Command::Show { id, repo, no_diff } => match git_workdir(&repo.repo).ok_or_else(|| "not inside a git repository".to_string()).and_then(|w| {
+            let dir = queue::queue_dir(&w);
+            scan_reporting(&dir);
+            queue::find(&dir, &id)
+        }) {
             Ok((_, r)) => match review::show(&repo.repo, &r, !no_diff) {
                 Ok(t) => {
                     print!("{t}");
@@ -262,9 +301,9 @@ fn main() -> ExitCode {
             },
             Err(e) => fail(&e),
         },
-        Command::Accept { id, repo, note, gates } => match review::accept(&repo.repo, &id, &note, repo.main.as_deref(), gates.options()) {
+        Command::Accept { id, repo, note, gates, lock } => match review::accept_with_lock_timeout(&repo.repo, &id, &note, repo.main.as_deref(), gates.options(), lock.timeout()) {
             Ok(Accepted::Merged { commit, how }) => {
-                println!("accepted {id}: merged into main ({how}) as {commit}");
+                println!("accepted {}: merged into main ({how}) as {commit}", sanitize::line(&id));
                 0
             }
             Ok(Accepted::GatesFailed { table }) => {
@@ -273,9 +312,9 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(&e),
         },
-        Command::Reject { id, repo, why } => match review::reject(&repo.repo, &id, &why) {
+        Command::Reject { id, repo, why, lock } => match review::reject_with_lock_timeout(&repo.repo, &id, &why, lock.timeout()) {
             Ok(r) => {
-                println!("rejected {} ({}): {why}\nbucket {} will not be proposed again unless new evidence arrives", r.id, r.title, r.bucket);
+                println!("rejected {} ({}): {}\nbucket {} will not be proposed again unless new evidence arrives", r.id, sanitize::line(&r.title), sanitize::line(&why), r.bucket);
                 0
             }
             Err(e) => fail(&e),
@@ -417,7 +456,39 @@ fn git_workdir(p: &std::path::Path) -> Option<PathBuf> {
     cake_evolve::git::open(p).ok().and_then(|r| r.workdir().map(|w| w.to_path_buf()))
 }
 
+/// The good records of the queue; each unreadable one is named on standard error and skipped.
+fn scan_reporting(dir: &std::path::Path) -> Vec<queue::Record> {
+    let scan = queue::scan(dir);
+    for w in scan.warnings() {
+        eprintln!("{w}");
+    }
+    scan.records
+}
+
+/// `queue rebuild`: under the queue lock, restore records from their branches.
+fn rebuild(repo: &RepoArgs, lock: LockArgs) -> u8 {
+    let done = cake_evolve::git::open(&repo.repo).and_then(|r| {
+        let dir = queue::queue_dir(&cake_evolve::git::workdir(&r)?);
+        let _held = cake_evolve::lock::QueueLock::acquire(&r, "queue rebuild", lock.timeout())?;
+        queue::rebuild(&r, &dir).map(|b| (dir, b))
+    });
+    match done {
+        Ok((dir, b)) => {
+            for id in &b.restored {
+                println!("restored {id} from its branch");
+            }
+            for s in &b.skipped {
+                println!("skipped {s}");
+            }
+            println!("{} record(s) restored, {} already in {}, {} branch(es) skipped", b.restored.len(), b.kept.len(), sanitize::line(&dir.display().to_string()), b.skipped.len());
+            0
+        }
+        Err(e) => fail(&e),
+    }
+}
+
 fn fail(msg: &str) -> u8 {
-    eprintln!("error: {msg}");
+    // Errors quote evidence and records: escaped, newlines kept for the help line.
+    eprintln!("error: {}", sanitize::text(msg));
     2
 }

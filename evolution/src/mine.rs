@@ -880,7 +880,7 @@ fn store_warning(e: &StoreError) -> String {
 pub fn mine(store: &EvidenceStore) -> Vec<Bucket> {
     let report = mine_report(store);
     for w in &report.warnings {
-        eprintln!("{w}");
+        eprintln!("{}", crate::sanitize::line(w));
     }
     report.buckets
 }
@@ -909,7 +909,7 @@ pub fn render_table(report: &MineReport) -> String {
             format!("{:.1}", b.cost),
             format!("{:.2}", b.score),
             format!("{}/{}", b.verifier.rejected, b.program_hashes.len()),
-            construct,
+            crate::sanitize::line_bounded(&construct, 80),
         ]);
     }
     let widths: Vec<usize> = (0..8).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
@@ -918,7 +918,8 @@ pub fn render_table(report: &MineReport) -> String {
         for (c, cell) in r.iter().enumerate() {
             out.push_str(&format!("{cell:<w$}  ", w = widths[c]));
         }
-        out.push_str(if i == 0 { "signature" } else { &report.buckets[i - 1].signature });
+        // Signatures are failure-report text: escaped, so a crafted one cannot drive the terminal.
+        out.push_str(&if i == 0 { "signature".to_string() } else { crate::sanitize::line(&report.buckets[i - 1].signature) });
         out.push('\n');
     }
     out.push_str(&format!(
@@ -958,7 +959,10 @@ pub fn run_mine(args: MineArgs) -> u8 {
         report.buckets.truncate(n);
     }
     for w in &report.warnings {
-        eprintln!("{w}");
+        eprintln!("{}", crate::sanitize::line(w));
+    }
+    for b in report.buckets.iter().filter(|b| !crate::sanitize::is_clean_line(&b.signature)) {
+        eprintln!("note[Q009]: bucket {}: its failure text holds control characters; they are shown escaped (\\x1b) and are escaped the same way in the rules, records and commits `propose` makes of it", b.id);
     }
     let text = match args.format {
         Format::Human => render_table(&report),

@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use cake_merge_gates::{GateOptions, GateReport, GateResult};
+use cake_merge_gates::GateOptions;
 use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -48,170 +48,17 @@ use crate::microbench::{SavedRun, Suite, RUN_SCHEMA};
 use crate::gate::Gater;
 use crate::git;
 use crate::llm::{self, LlmConfig};
+use crate::lock::{self, QueueLock};
 use crate::mine::{self, Bucket};
 use crate::store::{EvidenceStore, Stage};
-use crate::synth::{self, Base, BucketInfo, PrimitiveDraft, Program, RuleDraft};
+use crate::synth::{self, Base, BucketInfo, Program};
+use crate::{durable, sanitize};
 
 // ─── Records ─────────────────────────────────────────────────────────────────────────────────────
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Rule,
-    Primitive,
-    Calibration,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Rule => "rule",
-            Kind::Primitive => "primitive",
-            Kind::Calibration => "calibration",
-        }
-    }
-    fn prefix(self) -> &'static str {
-        match self {
-            Kind::Rule => "r",
-            Kind::Primitive => "p",
-            Kind::Calibration => "c",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Queued,
-    Accepted,
-    Rejected,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Queued => "queued",
-            Status::Accepted => "accepted",
-            Status::Rejected => "rejected",
-        }
-    }
-}
-
-/// A review decision.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Review {
-    /// `accepted` or `rejected`.
-    pub action: Status,
-    /// The reviewer's note (`--why` of a rejection).
-    pub note: String,
-    /// The main branch commit it was reviewed against.
-    pub main: String,
-    /// The commit main moved to (accepted).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged: Option<String>,
-    /// `fast-forward` or `merge commit`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub how: Option<String>,
-    /// The evidence ids the decision saw (a rejected bucket is proposed again only with others).
-    pub evidence: Vec<String>,
-    /// The gates re-run on current main at acceptance.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gates: Vec<GateResult>,
-}
-
-/// One proposal: `proposals/<id>.toml`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Record {
-    pub id: String,
-    pub kind: Kind,
-    pub status: Status,
-    pub title: String,
-    pub branch: String,
-    pub base: String,
-    pub commit: String,
-    pub bucket: String,
-    pub signature: String,
-    pub construct: String,
-    pub evidence: Vec<String>,
-    pub programs: Vec<String>,
-    pub seed: u64,
-    pub changelog: String,
-    /// `None` until the gates ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gates_passed: Option<bool>,
-    pub created_by: String,
-    /// Notes on how it was made (skipped programs, LLM drafting, ...).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rule: Option<RuleDraft>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub primitive: Option<PrimitiveDraft>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<CalibrationDraft>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gates: Vec<GateResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub review: Option<Review>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub history: Vec<Review>,
-}
-
-impl Record {
-    pub fn gate_report(&self) -> GateReport {
-        GateReport::new(self.gates.clone())
-    }
-}
-
-/// The queue folder of a working directory.
-pub fn queue_dir(workdir: &Path) -> PathBuf {
-    workdir.join("proposals")
-}
-
-/// The id of the proposal of `kind` for `key` (a bucket id, or an op name for primitives).
-pub fn proposal_id(kind: Kind, key: &str) -> String {
-    let h = Sha256::digest(format!("{}\n{key}", kind.as_str()).as_bytes());
-    let hex: String = h.iter().take(4).map(|b| format!("{b:02x}")).collect();
-    format!("{}-{hex}", kind.prefix())
-}
-
-/// Every record of the queue, sorted by id. Unreadable files are errors naming the file.
-pub fn load_all(dir: &Path) -> Result<Vec<Record>, String> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else { return Ok(out) };
-    let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
-    paths.sort();
-    for p in paths {
-        out.push(load(&p)?);
-    }
-    out.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(out)
-}
-
-pub fn load(path: &Path) -> Result<Record, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    toml::from_str(&text).map_err(|e| format!("{}: not a proposal record: {e}", path.display()))
-}
-
-/// Find a record by id (or a unique prefix).
-pub fn find(dir: &Path, id: &str) -> Result<(PathBuf, Record), String> {
-    let all = load_all(dir)?;
-    let hits: Vec<&Record> = all.iter().filter(|r| r.id == id || r.id.starts_with(id)).collect();
-    match hits.as_slice() {
-        [r] => Ok((dir.join(format!("{}.toml", r.id)), (*r).clone())),
-        [] => Err(format!("no proposal `{id}` in {}", dir.display())),
-        _ => Err(format!("`{id}` matches several proposals: {}", hits.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "))),
-    }
-}
-
-pub fn save(dir: &Path, r: &Record) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let path = dir.join(format!("{}.toml", r.id));
-    let text = toml::to_string_pretty(r).map_err(|e| format!("cannot write the record {}: {e}", r.id))?;
-    let text = format!("# Proposal record written by cake-evolve-compiler; review with `cake-evolve-compiler show {}`.\n{text}", r.id);
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
-}
+// The record type and its load / save live in `records.rs`; re-exported for the callers of
+// `queue::`.
+pub use crate::records::{find, is_valid_id, load, load_all, proposal_id, publish, queue_dir, rebuild, record_path, save, scan, Kind, QueueError, QueueScan, Rebuilt, Record, Review, Status};
 
 // ─── propose ─────────────────────────────────────────────────────────────────────────────────────
 
@@ -237,6 +84,8 @@ pub struct ProposeOptions {
     pub progress: bool,
     /// Plain progress lines go here too (tests collect them).
     pub quiet: bool,
+    /// How long to wait for another run's queue lock (`--lock-timeout`).
+    pub lock_timeout: std::time::Duration,
 }
 
 impl ProposeOptions {
@@ -253,6 +102,7 @@ impl ProposeOptions {
             llm: LlmConfig::from_env(),
             progress: true,
             quiet: false,
+            lock_timeout: lock::DEFAULT_TIMEOUT,
         }
     }
 }
@@ -275,6 +125,9 @@ pub struct ProposeSummary {
     pub main: String,
     pub buckets: usize,
     pub outcomes: Vec<Outcome>,
+    /// Coded warnings and notes: unreadable records skipped, records re-created from branches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl ProposeSummary {
@@ -311,9 +164,8 @@ fn save_state(repo: &Repository, s: &State) -> Result<(), String> {
         std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
     }
     let text = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
-    // Write then rename: a crash never leaves half a state file.
-    let tmp = p.with_extension("json.tmp");
-    std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &p)).map_err(|e| format!("{}: {e}", p.display()))
+    // A crash never leaves half a state file.
+    durable::write_atomic(&p, text.as_bytes()).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 fn fingerprint(buckets: &[Bucket]) -> String {
@@ -350,14 +202,14 @@ impl Progress {
     }
     fn step(&mut self, msg: &str) {
         match &self.bar {
-            Some(b) => b.set_message(msg.to_string()),
-            None if !self.quiet => eprintln!("[{}/{}] {msg}", self.n + 1, self.total),
+            Some(b) => b.set_message(sanitize::line(msg)),
+            None if !self.quiet => eprintln!("[{}/{}] {}", self.n + 1, self.total, sanitize::line(msg)),
             None => {}
         }
     }
     fn done(&mut self, o: &Outcome) {
         self.n += 1;
-        let line = format!("bucket {}: {}{} — {}", o.bucket, o.what, o.proposal.as_ref().map(|p| format!(" {p}")).unwrap_or_default(), o.detail);
+        let line = sanitize::line(&format!("bucket {}: {}{} — {}", o.bucket, o.what, o.proposal.as_ref().map(|p| format!(" {p}")).unwrap_or_default(), o.detail));
         match &self.bar {
             Some(b) => {
                 b.println(line);
@@ -456,21 +308,42 @@ pub fn propose(opts: &ProposeOptions) -> Result<ProposeSummary, String> {
     if !opts.evidence.is_dir() {
         return Err(format!("no evidence store at {}", opts.evidence.display()));
     }
+    // Everything below reads and writes the queue, the state and the rule codes: one run at a time.
+    let _lock = QueueLock::acquire(&repo, "propose", opts.lock_timeout)?;
     let report = mine::mine_report(&store);
     if !opts.quiet {
         for w in &report.warnings {
+            eprintln!("{}", sanitize::line(w));
+        }
+    }
+    // Text from failure reports reaches rule files, commits and terminals: escaped once here.
+    let buckets: Vec<Bucket> = report.buckets.into_iter().map(sanitized_bucket).collect();
+    let mut warnings = Vec::new();
+    // Records lost from the folder (`git clean`) come back from the branches that carry them.
+    let rebuilt = rebuild(&repo, &qdir)?;
+    for id in &rebuilt.restored {
+        warnings.push(format!("note[Q008]: the record of {id} was missing or unreadable in {}: re-created from its branch", qdir.display()));
+    }
+    let scanned = scan(&qdir);
+    warnings.extend(scanned.warnings());
+    if !opts.quiet {
+        for w in &warnings {
             eprintln!("{w}");
         }
     }
-    let buckets = report.buckets;
-    let mut records: BTreeMap<String, Record> = load_all(&qdir)?.into_iter().map(|r| (r.id.clone(), r)).collect();
+    let mut records: BTreeMap<String, Record> = scanned.records.into_iter().map(|r| (r.id.clone(), r)).collect();
 
-    // Resume: the same evidence, base and seed continue the plan where it stopped.
+    // Resume: the same evidence, base and seed continue the plan where it stopped — but only
+    // what still exists: a bucket whose proposal has no record or no branch any more is redone.
     let fp = fingerprint(&buckets);
     let mut state = match load_state(&repo) {
         Some(s) if s.base == base.to_string() && s.seed == opts.seed && s.evidence == fp => s,
         _ => State { base: base.to_string(), seed: opts.seed, evidence: fp, plan: buckets.iter().map(|b| b.id.clone()).collect(), done: BTreeMap::new() },
     };
+    state.done.retain(|_, o| match (&o.proposal, o.what.as_str()) {
+        (Some(id), "proposed") => records.get(id).is_some_and(|r| git::branch_target(&repo, &r.branch).is_some()),
+        _ => true,
+    });
 
     let mut gater = Gater::new(opts.gate.clone())?;
     let base_dir = gater.checkout(&repo, base)?;
@@ -478,7 +351,7 @@ pub fn propose(opts: &ProposeOptions) -> Result<ProposeSummary, String> {
     let base_changelog = git::read_text(&repo, base, "CHANGELOG.md")?.unwrap_or_else(|| "# Changelog\n".into());
     let mut taken: BTreeSet<String> = records.values().filter(|r| r.status != Status::Rejected).filter_map(|r| r.rule.as_ref().map(|d| d.code.clone())).collect();
 
-    let mut summary = ProposeSummary { base: base.to_string(), main: main.clone(), buckets: buckets.len(), outcomes: Vec::new() };
+    let mut summary = ProposeSummary { base: base.to_string(), main: main.clone(), buckets: buckets.len(), outcomes: Vec::new(), warnings };
     let mut progress = Progress::new(buckets.len(), opts.progress, opts.quiet);
     let mut made = 0usize;
     for b in &buckets {
@@ -519,6 +392,16 @@ pub fn propose(opts: &ProposeOptions) -> Result<ProposeSummary, String> {
     Ok(summary)
 }
 
+/// A mined bucket with its external text escaped and bounded ([`sanitize`]): what the rule
+/// files, commits and records are made from.
+fn sanitized_bucket(mut b: Bucket) -> Bucket {
+    b.signature = sanitize::line_bounded(&b.signature, 1000);
+    b.class = sanitize::line(&b.class);
+    b.construct_kind = sanitize::line(&b.construct_kind);
+    b.op = sanitize::line(&b.op);
+    b
+}
+
 fn one_line(s: &str, max: usize) -> String {
     let s: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if s.chars().count() > max {
@@ -556,14 +439,14 @@ fn save_and_gate(
     commit: Oid,
     rec: &mut Record,
 ) -> Result<String, String> {
-    save(qdir, rec)?;
+    publish(repo, qdir, rec)?;
     if !opts.run_gates {
         return Ok("gates not run".into());
     }
     let report = gater.gate(repo, base, commit)?;
     rec.gates_passed = Some(report.passed);
     rec.gates = report.gates.clone();
-    save(qdir, rec)?;
+    publish(repo, qdir, rec)?;
     Ok(report.summary_line())
 }
 
@@ -598,10 +481,11 @@ fn propose_rule(
     };
     let draft = match synth::draft_rule(base_data, &info, &programs, &code, opts.seed) {
         Ok(d) => d,
-        Err(e) => return Ok(out("skipped", None, format!("no rule: {e}"))),
+        // Said in the outcome, so a bucket that cannot be learned is never dropped silently.
+        Err(e) => return Ok(out("skipped", None, sanitize::line(&format!("cannot become a rule: {e}")))),
     };
     taken.insert(code.clone());
-    let branch = format!("evolve/rule/{id}-{}", draft.name);
+    let branch = format!("evolve/rule/{id}-{}", sanitize::slug(&draft.name));
     let mut edits: BTreeMap<String, Option<Vec<u8>>> = draft.files.iter().map(|(p, t)| (p.clone(), Some(t.clone().into_bytes()))).collect();
     edits.insert("CHANGELOG.md".into(), Some(synth::changelog_insert(base_changelog, &draft.changelog).into_bytes()));
     let explained = if draft.unexplained_programs.is_empty() {
@@ -714,13 +598,14 @@ fn propose_primitives(
             let sites: Vec<String> = progs.iter().flat_map(|p| p.source.lines().filter(|l| l.contains(&format!("{op}("))).map(|l| l.trim().to_string()).collect::<Vec<_>>()).collect();
             match llm::draft(cfg, &op, &first.entry, &sites) {
                 Ok(d) => {
-                    draft = synth::draft_primitive(&op, &progs, Some(d.hardware.clone()), Some(d.lowering.clone()))?;
+                    // LLM output is external text: escaped and bounded before it is committed.
+                    draft = synth::draft_primitive(&op, &progs, Some(sanitize::text_bounded(&d.hardware, 4000)), Some(sanitize::text_bounded(&d.lowering, 4000)))?;
                     if !d.rust.trim().is_empty() {
-                        rust = Some(d.rust.clone());
+                        rust = Some(sanitize::text_bounded(&d.rust, 64 * 1024));
                     }
                     notes.push(format!("hardware and lowering notes drafted by the LLM at {} (model {}): review them", cfg.base_url, cfg.model));
                 }
-                Err(e) => notes.push(format!("LLM drafting failed: {e}")),
+                Err(e) => notes.push(sanitize::line(&format!("LLM drafting failed: {e}"))),
             }
         } else {
             notes.push(format!("no LLM configured ({} unset): hardware note and lowering left for a person", llm::ENV_BASE_URL));
@@ -736,7 +621,7 @@ fn propose_primitives(
         }
         let changelog = format!("- Evolved primitive `{op}` ({} op, {}): drafted from {} programs that called it (evidence bucket {}).", draft.class, draft.form, progs.len(), b.id);
         edits.insert("CHANGELOG.md".into(), Some(synth::changelog_insert(base_changelog, &changelog).into_bytes()));
-        let branch = format!("evolve/primitive/{id}-{}", op.replace('_', "-"));
+        let branch = format!("evolve/primitive/{id}-{}", sanitize::slug(&op.replace('_', "-")));
         let message = format!("evolve: primitive `{op}`\n\nA catalog entry drafted from {} call sites in {} programs (evidence bucket {}).\nProposal {id}.", draft.call_sites, progs.len(), b.id);
         let commit = git::commit_on_branch(repo, base, &branch, &edits, &message)?;
         let previous = records.get(&id).cloned();
@@ -804,6 +689,9 @@ fn queue_calibration(repo: &Repository, gater: &mut Gater, qdir: &Path, base: Oi
             ));
         }
     }
+    if !sanitize::is_safe_name(c.target) {
+        return Err(unsafe_target(c.target));
+    }
     let path = format!("calibration/{}.toml", c.target);
     let base_changelog = git::read_text(repo, base, "CHANGELOG.md")?.unwrap_or_else(|| "# Changelog\n".into());
     let mut edits: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
@@ -840,14 +728,25 @@ fn queue_calibration(repo: &Repository, gater: &mut Gater, qdir: &Path, base: Oi
         review: None,
         history: Vec::new(),
     };
-    save(qdir, &rec)?;
+    publish(repo, qdir, &rec)?;
     if run_gates {
         let report = gater.gate(repo, base, commit)?;
         rec.gates_passed = Some(report.passed);
         rec.gates = report.gates;
-        save(qdir, &rec)?;
+        publish(repo, qdir, &rec)?;
     }
     Ok(rec)
+}
+
+/// `Q006`: a target name (from evidence or the command line) that cannot be a file name.
+fn unsafe_target(target: &str) -> String {
+    QueueError::new(
+        "Q006",
+        format!("calibration/{}.toml", sanitize::line_bounded(target, 60)),
+        format!("`{}` is not a target name (letters, digits, `.`, `_`, `-`)", sanitize::line_bounded(target, 60)),
+        "the name came from a run record or the command line; nothing was written",
+    )
+    .to_string()
 }
 
 /// A hash of a measurement set: names and times.
@@ -897,6 +796,7 @@ fn class_refit_change<'a>(target: &'a str, draft: CalibrationDraft, new_text: St
 /// any other.
 pub fn propose_calibration(repo_path: &Path, main: Option<&str>, target: &str, measurements: &[Measurement], fitted_on: &str, gate: GateOptions) -> Result<Record, String> {
     let (repo, qdir, base, text) = calibration_base(repo_path, main, target)?;
+    let _lock = QueueLock::acquire(&repo, "calibrate", lock::DEFAULT_TIMEOUT)?;
     let (draft, new_text) = crate::calibrate::propose_calibration(target, &text, measurements, fitted_on)?;
     let change = class_refit_change(target, draft, new_text, measurements, None, "measurements");
     queue_calibration(&repo, &mut Gater::new(gate)?, &qdir, base, change, true)
@@ -908,6 +808,7 @@ pub fn propose_calibration(repo_path: &Path, main: Option<&str>, target: &str, m
 pub fn propose_suite_calibration(repo_path: &Path, main: Option<&str>, suite: &Suite, run: &SavedRun, fitted_on: &str, gate: GateOptions) -> Result<Record, String> {
     let target = suite.target.as_str();
     let (repo, qdir, base, text) = calibration_base(repo_path, main, target)?;
+    let _lock = QueueLock::acquire(&repo, "calibrate", lock::DEFAULT_TIMEOUT)?;
     let (draft, new_text) = crate::microbench::fit_suite(suite, &text, run, fitted_on)?;
     let key = measurement_key(run.suite.iter().map(|b| &b.m).chain(&run.accuracy));
     let run_path = format!("calibration/runs/{target}-{}.json", &key[..12]);
@@ -949,6 +850,9 @@ pub fn decided_suite_calibration(repo_path: &Path, run: &SavedRun) -> Result<Opt
 }
 
 fn calibration_base(repo_path: &Path, main: Option<&str>, target: &str) -> Result<(Repository, PathBuf, Oid, String), String> {
+    if !sanitize::is_safe_name(target) {
+        return Err(unsafe_target(target));
+    }
     let repo = git::open(repo_path)?;
     let qdir = queue_dir(&git::workdir(&repo)?);
     let main = git::main_branch(&repo, main)?;
@@ -986,6 +890,10 @@ fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &Propos
     let out = |what: &str, proposal: Option<String>, detail: String| Outcome { bucket: b.id.clone(), what: what.into(), proposal, detail };
     let mut outcomes = Vec::new();
     for target in &b.targets {
+        if !sanitize::is_safe_name(target) {
+            outcomes.push(out("skipped", None, unsafe_target(target).replace('\n', " ")));
+            continue;
+        }
         let path = format!("calibration/{target}.toml");
         let Some(text) = git::read_text(repo, base, &path)? else {
             outcomes.push(out("skipped", None, format!("{target} is not calibrated ({path} missing): nothing to refit")));

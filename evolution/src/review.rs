@@ -8,16 +8,24 @@
 //! when it has no uncommitted changes to tracked files (outside `proposals/`); otherwise nothing
 //! is merged and the command says why. `reject` records the reason and the evidence it saw, so
 //! `propose` leaves the bucket alone until new evidence arrives.
+//!
+//! `accept` and `reject` hold the queue lock (`lock.rs`) for their whole run. `accept` is
+//! idempotent: a proposal whose commit is already on main (a crash between moving main and
+//! saving the record) is recorded as merged where it was, with no second merge. What `list`
+//! and `show` print comes from records shared through git and from evidence: it goes through
+//! [`crate::sanitize`].
 
 use std::path::Path;
+use std::time::Duration;
 
 use cake_merge_gates::GateOptions;
 use similar::{ChangeTag, TextDiff};
 
 use crate::gate::Gater;
 use crate::git;
+use crate::lock::{self, QueueLock};
 use crate::queue::{self, Kind, Record, Review, Status};
-use crate::synth;
+use crate::{sanitize, synth};
 
 /// `list`: one line per proposal.
 pub fn list(records: &[Record]) -> String {
@@ -29,7 +37,7 @@ pub fn list(records: &[Record]) -> String {
             Some(false) => "FAIL",
             None => "-",
         };
-        out.push_str(&format!("{:<12} {:<11} {:<9} {:<6} {}  [{}]\n", r.id, r.kind.as_str(), r.status.as_str(), gates, r.title, r.branch));
+        out.push_str(&format!("{:<12} {:<11} {:<9} {:<6} {}  [{}]\n", r.id, r.kind.as_str(), r.status.as_str(), gates, sanitize::line(&r.title), sanitize::line(&r.branch)));
     }
     if records.is_empty() {
         out.push_str("(the queue is empty: run `cake-evolve-compiler propose`)\n");
@@ -141,7 +149,8 @@ pub fn show(repo_path: &Path, r: &Record, with_diff: bool) -> Result<String, Str
             out.push_str(&file_diff(&f.path, f.old.as_deref(), f.new.as_deref()));
         }
     }
-    Ok(out)
+    // Every field above may hold text from evidence or a crafted record.
+    Ok(sanitize::text_bounded(&out, usize::MAX))
 }
 
 fn oid(s: &str) -> Result<git2::Oid, String> {
@@ -158,24 +167,51 @@ pub enum Accepted {
 }
 
 /// The repository, its queue folder and the still-queued proposal `id` (a decided one is an error).
-fn queued(repo_path: &Path, id: &str) -> Result<(git2::Repository, std::path::PathBuf, Record), String> {
+/// The queue lock is taken first, then the record is read, so what is decided is current.
+fn queued(repo_path: &Path, id: &str, command: &str, lock_timeout: Duration) -> Result<(git2::Repository, std::path::PathBuf, Record, QueueLock), String> {
     let repo = git::open(repo_path)?;
     let qdir = queue::queue_dir(&git::workdir(&repo)?);
+    let held = QueueLock::acquire(&repo, command, lock_timeout)?;
     let (_, r) = queue::find(&qdir, id)?;
     if r.status != Status::Queued {
         return Err(format!("proposal {} is {}, not queued", r.id, r.status.as_str()));
     }
-    Ok((repo, qdir, r))
+    Ok((repo, qdir, r, held))
 }
 
-/// `accept ID`: re-gate on current main, merge, record.
+/// `accept ID`: re-gate on current main, merge, record (waiting for the queue lock up to
+/// [`lock::DEFAULT_TIMEOUT`]).
 pub fn accept(repo_path: &Path, id: &str, note: &str, main: Option<&str>, opts: GateOptions) -> Result<Accepted, String> {
-    let (repo, qdir, mut r) = queued(repo_path, id)?;
+    accept_with_lock_timeout(repo_path, id, note, main, opts, lock::DEFAULT_TIMEOUT)
+}
+
+/// [`accept`], waiting up to `lock_timeout` for another run's queue lock.
+pub fn accept_with_lock_timeout(repo_path: &Path, id: &str, note: &str, main: Option<&str>, opts: GateOptions, lock_timeout: Duration) -> Result<Accepted, String> {
+    let (repo, qdir, mut r, _lock) = queued(repo_path, id, "accept", lock_timeout)?;
     let main = git::main_branch(&repo, main)?;
     let main_head = git::branch_commit(&repo, &main)?;
-    let branch_head = git::branch_target(&repo, &r.branch).ok_or_else(|| format!("the proposal's branch `{}` is gone", r.branch))?;
+    // The proposal commit, beneath the record commit the branch carries.
+    let branch_head = git::proposal_commit(&repo, &r.branch).ok_or_else(|| format!("the proposal's branch `{}` is gone", r.branch))?;
     if branch_head.to_string() != r.commit {
         return Err(format!("branch `{}` is at {}, not at the proposal's commit {}: it was changed after proposing", r.branch, branch_head, r.commit));
+    }
+    // Already on main (an earlier accept moved main, then stopped before saving the record):
+    // record where it was merged instead of merging again.
+    if let Some((merged, how)) = git::merged_at(&repo, main_head, branch_head) {
+        r.status = Status::Accepted;
+        r.gates_passed = Some(true);
+        r.notes.push(format!("accept found the proposal already merged into `{main}` at {} (an earlier accept stopped before recording it)", synth::short(&merged.to_string())));
+        r.review = Some(Review {
+            action: Status::Accepted,
+            note: note.to_string(),
+            main: main_head.to_string(),
+            merged: Some(merged.to_string()),
+            how: Some(how.to_string()),
+            evidence: r.evidence.clone(),
+            gates: Vec::new(),
+        });
+        queue::publish(&repo, &qdir, &r)?;
+        return Ok(Accepted::Merged { commit: merged.to_string(), how: how.to_string() });
     }
     let base = oid(&r.base)?;
     // The candidate: fast-forward when main has not moved, else the change re-applied on main.
@@ -204,7 +240,7 @@ pub fn accept(repo_path: &Path, id: &str, note: &str, main: Option<&str>, opts: 
         r.gates_passed = Some(false);
         r.gates = report.gates.clone();
         r.notes.push(format!("accept refused: the gates failed on `{main}` at {}", synth::short(&main_head.to_string())));
-        queue::save(&qdir, &r)?;
+        queue::publish(&repo, &qdir, &r)?;
         return Ok(Accepted::GatesFailed { table: report.table() });
     }
     git::advance_branch(&repo, &main, candidate, &format!("cake-evolve-compiler: accept {}", r.id))?;
@@ -219,20 +255,25 @@ pub fn accept(repo_path: &Path, id: &str, note: &str, main: Option<&str>, opts: 
         evidence: r.evidence.clone(),
         gates: report.gates,
     });
-    queue::save(&qdir, &r)?;
+    queue::publish(&repo, &qdir, &r)?;
     Ok(Accepted::Merged { commit: candidate.to_string(), how })
 }
 
 /// `reject ID --why ...`: remembered with the evidence it saw.
 pub fn reject(repo_path: &Path, id: &str, why: &str) -> Result<Record, String> {
+    reject_with_lock_timeout(repo_path, id, why, lock::DEFAULT_TIMEOUT)
+}
+
+/// [`reject`], waiting up to `lock_timeout` for another run's queue lock.
+pub fn reject_with_lock_timeout(repo_path: &Path, id: &str, why: &str, lock_timeout: Duration) -> Result<Record, String> {
     if why.trim().is_empty() {
         return Err("say why (`--why ...`): the reason is kept with the record".into());
     }
-    let (repo, qdir, mut r) = queued(repo_path, id)?;
+    let (repo, qdir, mut r, _lock) = queued(repo_path, id, "reject", lock_timeout)?;
     let main = git::main_branch(&repo, None).ok().and_then(|m| git::branch_commit(&repo, &m).ok()).map(|c| c.to_string()).unwrap_or_default();
     r.status = Status::Rejected;
     r.review = Some(Review { action: Status::Rejected, note: why.trim().to_string(), main, merged: None, how: None, evidence: r.evidence.clone(), gates: Vec::new() });
-    queue::save(&qdir, &r)?;
+    queue::publish(&repo, &qdir, &r)?;
     Ok(r)
 }
 

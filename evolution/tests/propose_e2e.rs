@@ -95,7 +95,7 @@ fn propose_accept_reject_end_to_end() {
     for r in &rules {
         assert_eq!(r.status, Status::Queued);
         assert!(r.branch.starts_with(&format!("evolve/rule/{}-", r.id)), "{}", r.branch);
-        let head = cake_evolve::git::branch_target(&repo, &r.branch).expect("the branch exists");
+        let head = cake_evolve::git::proposal_commit(&repo, &r.branch).expect("the branch exists");
         assert_eq!(head.to_string(), r.commit);
         assert_eq!(r.base, main_before.to_string());
         assert_eq!(r.gates_passed, Some(true), "{} gates:\n{}", r.id, r.gate_report().table());
