@@ -78,6 +78,7 @@ if cargo nextest --version >/dev/null 2>&1; then
   fi
   # How many tests each left-out name covers (the oneline list: "BINARY TEST" per line).
   count_named() { cargo nextest list --workspace "${cargo_flags[@]}" --message-format oneline 2>/dev/null | grep -c -- "$1" || true; }
+  count_ignored() { cargo nextest list --workspace "${cargo_flags[@]}" --run-ignored only --message-format oneline 2>/dev/null | grep -c . || true; }
 else
   echo "cargo-nextest not found: using cargo test"
   # --lib --bins --tests: everything but the doc tests, which have their own phase below.
@@ -88,19 +89,21 @@ else
   fi
   # How many tests each left-out name covers ("NAME: test" per line of --list).
   count_named() { cargo test --workspace "${cargo_flags[@]}" "${targets[@]}" -q -- --list 2>/dev/null | grep -- "$1" | grep -c ': test$' || true; }
+  count_ignored() { cargo test --workspace "${cargo_flags[@]}" "${targets[@]}" -q -- --list --ignored 2>/dev/null | grep -c ': test$' || true; }
 fi
 # nextest does not run doc tests; cargo test --doc does.
 phase "test: doc tests" cargo test --workspace "${cargo_flags[@]}" --doc || true
 
 phase_summary "scripts/test.sh"
-# One line saying which tests were left out (the runner counts them skipped) and why.
-if [ "${#left_out[@]}" != 0 ]; then
-  why=""
-  for l in "${left_out[@]}"; do
-    why+="${why:+; }$(count_named "${l%%|*}") tests that ${l#*|}, named ${l%%|*}*"
-  done
-  echo "test.sh: skipped $why"
-fi
+# One line saying which tests were left out or are #[ignore]d (the runner counts both skipped)
+# and why.
+why=""
+for l in "${left_out[@]}"; do
+  why+="${why:+; }$(count_named "${l%%|*}") tests that ${l#*|}, named ${l%%|*}*"
+done
+ignored=$(count_ignored)
+[ "$ignored" = 0 ] || why+="${why:+; }$ignored #[ignore]d tests (development tools)"
+[ -z "$why" ] || echo "test.sh: skipped $why"
 # One plain closing line with the counts of the workspace run (the doc-test phase, which has no
 # tests today, would otherwise print the last "0 passed").
 python3 - "$RUNNER_LOG" <<'PY'
