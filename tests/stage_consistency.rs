@@ -5,7 +5,7 @@
 //!   register-budget, box and alignment limits (stages, tile shapes, regions, views, barriers,
 //!   `regs`, `align`, swizzles). A variant the verifier accepts must lower, unless the lowering
 //!   says the construct is not supported yet (`LowerStatus::NotSupportedYet`).
-//! - `checked_variants_build`: a sample of the accepted variants also goes through NVRTC; a
+//! - `needs_toolchain_checked_variants_build`: a sample of the accepted variants also goes through NVRTC; a
 //!   verified program the CUDA compiler rejects is a lowering bug. (ptxas register allocation
 //!   and spills stay build findings, P00x: the verifier checks declared budgets, not allocation.)
 //! - `cost_and_lowering_report_the_verifiers_numbers`: for every corpus case that verifies, the
@@ -271,7 +271,7 @@ fn five_stage_kmeans_is_refused_by_check_with_the_lowerings_number() {
 
 /// The NVRTC sample: every 8th verified program, at least 200.
 #[test]
-fn checked_variants_build() {
+fn needs_toolchain_checked_variants_build() {
     let table = cake::target::TargetTable::builtin();
     let mut sample = Vec::new();
     let mut verified = 0;

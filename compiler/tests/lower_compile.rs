@@ -1,7 +1,9 @@
 //! Compile tier: the example programs through NVRTC to cubins, with the ptxas report.
 //!
-//! Needs the CUDA toolchain (`scripts/setup-cuda-toolchain.sh`, then `. .toolchain/cuda/env.sh`,
-//! which `scripts/test.sh` does). Without it each test prints `SKIP: ...` and passes.
+//! The tests named `needs_toolchain_*` need the CUDA toolchain (`scripts/setup-cuda-toolchain.sh`,
+//! then `. .toolchain/cuda/env.sh`, which `scripts/test.sh` does). `scripts/test.sh` leaves them
+//! out where it is absent (`CAKE_SKIP_TOOLCHAIN=1`), and the runner counts them skipped; run
+//! without it, they fail. The other tests (lowering, the ptxas report parser) need nothing.
 
 use cake::lower::LowerOptions;
 use cake::nvrtc::{self, BuildError, Built};
@@ -23,15 +25,9 @@ fn target(name: &str) -> &'static TargetInfo {
     TargetTable::builtin().get(name).unwrap_or_else(|| panic!("no target {name}"))
 }
 
-/// Whether NVRTC can be loaded; prints why not.
-fn toolchain(test: &str) -> bool {
-    match nvrtc::ensure_nvrtc() {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("SKIP: {test}: {e}");
-            false
-        }
-    }
+/// Fails the test unless NVRTC can be loaded.
+fn toolchain() {
+    nvrtc::ensure_nvrtc().unwrap_or_else(|e| panic!("no CUDA toolchain: {e}"));
 }
 
 fn build(name: &str, target_name: &str) -> Result<Built, BuildError> {
@@ -57,10 +53,8 @@ fn summary(name: &str, t: &str, b: &Built) -> String {
 }
 
 #[test]
-fn examples_compile_to_cubins() {
-    if !toolchain("examples_compile_to_cubins") {
-        return;
-    }
+fn needs_toolchain_examples_compile_to_cubins() {
+    toolchain();
     for (name, t) in [("gemm_bf16_ws", "sm_90a"), ("kmeans_assign", "sm_90a"), ("gemm_bf16_sm80", "sm_80")] {
         let b = build(name, t).unwrap_or_else(|e| panic!("{name}: {e}"));
         eprintln!("{}", summary(name, t, &b));
@@ -87,10 +81,8 @@ fn examples_compile_to_cubins() {
 }
 
 #[test]
-fn gemm_uses_its_register_budgets_without_spills() {
-    if !toolchain("gemm_uses_its_register_budgets_without_spills") {
-        return;
-    }
+fn needs_toolchain_gemm_uses_its_register_budgets_without_spills() {
+    toolchain();
     let b = build("gemm_bf16_ws", "sm_90a").unwrap_or_else(|e| panic!("{e}"));
     // 384 threads with __launch_bounds__(384, 1): 168 registers per thread at launch, which the
     // producer gives back (40) and the consumers take (232).
@@ -103,10 +95,8 @@ fn gemm_uses_its_register_budgets_without_spills() {
 /// The verifier rejects `broken/tx_mismatch` (V101), but bypassed it must still build: the harness
 /// needs the cubin to record the hang on the GPU.
 #[test]
-fn tx_mismatch_builds_unverified() {
-    if !toolchain("tx_mismatch_builds_unverified") {
-        return;
-    }
+fn needs_toolchain_tx_mismatch_builds_unverified() {
+    toolchain();
     let b = build("broken/tx_mismatch", "sm_90a").unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{}", summary("tx_mismatch", "sm_90a", &b));
     assert_eq!(b.report.spills(), 0);
@@ -115,10 +105,8 @@ fn tx_mismatch_builds_unverified() {
 
 /// The sm_80 program on every target that has its ops (mma.sync, ldmatrix, cp.async).
 #[test]
-fn sm80_example_compiles_for_every_target_with_its_ops() {
-    if !toolchain("sm80_example_compiles_for_every_target_with_its_ops") {
-        return;
-    }
+fn needs_toolchain_sm80_example_compiles_for_every_target_with_its_ops() {
+    toolchain();
     for t in ["sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a"] {
         let b = build("gemm_bf16_sm80", t).unwrap_or_else(|e| panic!("{t}: {e}"));
         eprintln!("{}", summary("gemm_bf16_sm80", t, &b));
@@ -142,10 +130,8 @@ fn sm90_examples_are_refused_elsewhere() {
 }
 
 #[test]
-fn line_directives_compile() {
-    if !toolchain("line_directives_compile") {
-        return;
-    }
+fn needs_toolchain_line_directives_compile() {
+    toolchain();
     let src = source("kmeans_assign");
     let mut opts = LowerOptions::with_source("kmeans_assign.cake", &src);
     opts.line_directives = true;
@@ -154,10 +140,8 @@ fn line_directives_compile() {
 }
 
 #[test]
-fn nvrtc_errors_map_back_to_the_program() {
-    if !toolchain("nvrtc_errors_map_back_to_the_program") {
-        return;
-    }
+fn needs_toolchain_nvrtc_errors_map_back_to_the_program() {
+    toolchain();
     // Hand NVRTC broken code directly: a coded compile error with the log.
     match nvrtc::compile("extern \"C\" __global__ void k() { int x = ; }", "kernel.cu", "sm_90a") {
         Err(e @ BuildError::Compile { .. }) => {
@@ -237,15 +221,18 @@ on mma {
 "#;
 
 #[test]
-fn ops_program_compiles() {
+fn ops_program_lowers() {
     let v = validated(OPS_PROGRAM);
     let l = cake::lower::lower_with(&v, &LowerOptions::with_source("ops.cake", OPS_PROGRAM)).unwrap_or_else(|e| panic!("{e}"));
     for needle in ["fmaxf(cake_x[2 * cake_j], cake_x[2 * cake_j + 1])", "min(cake_vi, cake_y)", "__shfl_xor_sync", "__expf(", "exp2f(", "__logf(", "rsqrtf(", "fmaf(", "make_float2(", "cake_round_bf16("] {
         assert!(l.cuda.contains(needle), "missing `{needle}`");
     }
-    if !toolchain("ops_program_compiles") {
-        return;
-    }
+}
+
+#[test]
+fn needs_toolchain_ops_program_compiles() {
+    toolchain();
+    let v = validated(OPS_PROGRAM);
     let b = nvrtc::build_with(&v, target("sm_90a"), &LowerOptions::with_source("ops.cake", OPS_PROGRAM))
         .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{}", summary("ops", "sm_90a", &b));
@@ -292,18 +279,36 @@ fn ptxas_facts_become_role_diagnostics() {
 
 // ---------------------------------------------------------------------------------------------
 // Constructs the corpus needs beyond bf16 GEMMs: every case of these families lowers (and, with
-// the toolchain, builds without spills or stack), whatever tiers their manifests list today.
+// the toolchain, builds without spills or stack: `needs_toolchain_families_build_...`), whatever
+// tiers their manifests list today.
 
 fn corpus() -> cake::corpus::Corpus {
     let root = format!("{}/../corpus", env!("CARGO_MANIFEST_DIR"));
     cake::corpus::Corpus::load(&root).unwrap_or_else(|e| panic!("{root}: {e}"))
 }
 
-fn family_builds(family: &str, needles: &[&str]) {
+/// The families whose constructs the tests below check.
+const FAMILIES: [&str; 12] = [
+    "tma-copy",
+    "tma-transpose",
+    "attention-fwd",
+    "kmeans-update",
+    "knn-topk",
+    "softmax",
+    "row-reduce",
+    "rmsnorm",
+    "layernorm",
+    "elementwise",
+    "gemm-sm90-ws",
+    "gemm-sm80",
+];
+
+/// Every case of `family` lowers for its own target, and some case's CUDA contains each needle.
+fn family_lowers(family: &str, needles: &[&str]) {
+    assert!(FAMILIES.contains(&family), "{family}: add it to FAMILIES, so that it is built too");
     let c = corpus();
     let cases: Vec<_> = c.cases.iter().filter(|k| k.family == family).collect();
     assert!(!cases.is_empty(), "no cases in {family}");
-    let have_nvrtc = nvrtc::ensure_nvrtc().is_ok();
     let mut seen = vec![false; needles.len()];
     for case in cases {
         let v = validated(&case.source);
@@ -312,24 +317,34 @@ fn family_builds(family: &str, needles: &[&str]) {
         for (i, n) in needles.iter().enumerate() {
             seen[i] |= l.cuda.contains(n);
         }
-        if have_nvrtc {
+    }
+    for (i, n) in needles.iter().enumerate() {
+        assert!(seen[i], "{family}: no case lowers to `{n}`");
+    }
+}
+
+/// Every case of every family in `FAMILIES` builds through NVRTC without spills or stack.
+#[test]
+fn needs_toolchain_families_build_without_spills_or_stack() {
+    toolchain();
+    let c = corpus();
+    for family in FAMILIES {
+        let cases: Vec<_> = c.cases.iter().filter(|k| k.family == family).collect();
+        assert!(!cases.is_empty(), "no cases in {family}");
+        for case in cases {
+            let v = validated(&case.source);
+            let t = target(&v.module().target.clone());
             let b = nvrtc::build_with(&v, t, &LowerOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", case.id));
             assert_eq!(b.report.spills(), 0, "{}", case.id);
             assert_eq!(b.report.stack_frame_bytes, 0, "{}: {}", case.id, b.log);
         }
     }
-    for (i, n) in needles.iter().enumerate() {
-        assert!(seen[i], "{family}: no case lowers to `{n}`");
-    }
-    if !have_nvrtc {
-        eprintln!("SKIP: {family}: lowered only (no NVRTC)");
-    }
 }
 
 /// tma_store / tma_store_wait: bulk-group TMA stores from a pipeline ring.
 #[test]
-fn tma_copy_family_builds() {
-    family_builds(
+fn tma_copy_family_lowers() {
+    family_lowers(
         "tma-copy",
         &["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "cake_tma_store_wait_read<0>();", "cake_tma_store_wait_all();"],
     );
@@ -337,15 +352,15 @@ fn tma_copy_family_builds() {
 
 /// Shared → shared stores without a register layout, then a TMA store of the tile.
 #[test]
-fn tma_transpose_family_builds() {
-    family_builds("tma-transpose", &["split round-robin over the role's threads"]);
+fn tma_transpose_family_lowers() {
+    family_lowers("tma-transpose", &["split round-robin over the role's threads"]);
 }
 
 /// Fragment stores into swizzled shared memory, row-vector stores, [64, 1] shared broadcasts,
 /// f16 wgmma.
 #[test]
-fn attention_family_builds() {
-    family_builds(
+fn attention_family_lowers() {
+    family_lowers(
         "attention-fwd",
         &["cake_swizzle<128>(", "if (cake_lane % 4 == 0) {", "cake_wgmma_m64n64k16_f32_f16("],
     );
@@ -353,37 +368,37 @@ fn attention_family_builds() {
 
 /// A global vector broadcast along the columns of an accumulator.
 #[test]
-fn kmeans_update_family_builds() {
-    family_builds("kmeans-update", &["*(const float*)(ICNT + "]);
+fn kmeans_update_family_lowers() {
+    family_lowers("kmeans-update", &["*(const float*)(ICNT + "]);
 }
 
 /// `let` naming a global window, read in the row-vector layout.
 #[test]
-fn knn_topk_family_builds() {
-    family_builds("knn-topk", &["names a read-only window", "*(const float*)(QN + "]);
+fn knn_topk_family_lowers() {
+    family_lowers("knn-topk", &["names a read-only window", "*(const float*)(QN + "]);
 }
 
 /// Row reductions over per-warp windows (a butterfly across the warp) into per-warp running
 /// state that every lane holds whole.
 #[test]
-fn row_families_build() {
+fn row_families_lower() {
     let butterfly = "for (int cake_o = 16; cake_o > 0; cake_o /= 2) cake_v = ";
-    family_builds("softmax", &[butterfly, "float m[1];  // f32[1] per warp: the whole fragment in every thread of its scope"]);
-    family_builds("row-reduce", &[butterfly]);
-    family_builds("rmsnorm", &[butterfly]);
-    family_builds("layernorm", &[butterfly]);
+    family_lowers("softmax", &[butterfly, "float m[1];  // f32[1] per warp: the whole fragment in every thread of its scope"]);
+    family_lowers("row-reduce", &[butterfly]);
+    family_lowers("rmsnorm", &[butterfly]);
+    family_lowers("layernorm", &[butterfly]);
 }
 
 /// Layout-free elementwise rows: `let` names of global windows, stores split over each warp's lanes.
 #[test]
-fn elementwise_family_builds() {
-    family_builds("elementwise", &["split round-robin over the lanes of each warp"]);
+fn elementwise_family_lowers() {
+    family_lowers("elementwise", &["split round-robin over the lanes of each warp"]);
 }
 
 /// wgmma beyond bf16: f16 (k16) with f32 and packed f16 accumulators, fp8 e4m3/e5m2 (k32, mixed).
 #[test]
-fn gemm_sm90_ws_family_builds() {
-    family_builds(
+fn gemm_sm90_ws_family_lowers() {
+    family_lowers(
         "gemm-sm90-ws",
         &[
             "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2",
@@ -396,6 +411,6 @@ fn gemm_sm90_ws_family_builds() {
 
 /// mma.sync with packed f16 accumulators.
 #[test]
-fn gemm_sm80_family_builds() {
-    family_builds("gemm-sm80", &["cake_mma_m16n8k16_f16_f16(acc[cake_d / 2], acc[cake_d / 2 + 1],"]);
+fn gemm_sm80_family_lowers() {
+    family_lowers("gemm-sm80", &["cake_mma_m16n8k16_f16_f16(acc[cake_d / 2], acc[cake_d / 2 + 1],"]);
 }

@@ -1,7 +1,7 @@
 //! Row reductions of accumulator fragments (`reduce_min` / `reduce_max` / `reduce_argmin` /
 //! `reduce_argmax` over axis 1): the branch-free tree lowering, the reuse of a row extremum that a
-//! `let` in scope already computed, and (with the CUDA toolchain) that the result compiles with
-//! every per-thread array in registers.
+//! `let` in scope already computed, and (with the CUDA toolchain: `needs_toolchain_`, left out
+//! where it is absent) that the result compiles with every per-thread array in registers.
 //!
 //! The programs are the serialized kmeans fixture (`fixtures/kmeans_assign_serial.cake`) with its
 //! per-tile epilogue replaced.
@@ -121,15 +121,15 @@ fn a_row_extremum_is_not_reused_outside_its_block_or_for_a_reg() {
     assert!(!stmt_c(&cuda, "let i = reduce_argmin(acc, axis=1)").contains(REUSED));
 }
 
-#[test]
-fn odd_column_counts_fold_the_last_element_through() {
-    // A 24-column window: 6 elements of a row per thread, 2 chunks of (at most) 4 columns.
-    let src = program(
-        "            let w = d[:, 8 :+ 24]
+/// A 24-column window: 6 elements of a row per thread, 2 chunks of (at most) 4 columns.
+const ODD_COLUMNS: &str = "            let w = d[:, 8 :+ 24]
             let m = reduce_min(w, axis=1)
             let i = reduce_argmin(w, axis=1) + kt * 128
-",
-    );
+";
+
+#[test]
+fn odd_column_counts_fold_the_last_element_through() {
+    let src = program(ODD_COLUMNS);
     let cuda = lower(&src);
     let min = stmt_c(&cuda, "let m = reduce_min(w, axis=1)");
     // 6 → 3 (pairs), 3 → 2 (one pair, the third carried), 2 → 1.
@@ -139,12 +139,13 @@ fn odd_column_counts_fold_the_last_element_through() {
     let arg = stmt_c(&cuda, "let i = reduce_argmin(w, axis=1)");
     assert!(arg.contains("int cake_k[2];") && arg.contains("for (int cake_c = 5; cake_c >= 0; --cake_c)"), "{arg}");
     assert!(arg.contains("8 * (((cake_i) / 4) % 3) + (cake_i) % 2"), "{arg}");
-    // Through NVRTC: every per-thread array stays in registers.
-    if nvrtc::ensure_nvrtc().is_err() {
-        eprintln!("SKIP: odd_column_counts_fold_the_last_element_through: no NVRTC");
-        return;
-    }
-    for s in [src.clone(), program(EPILOGUE)] {
+}
+
+/// Through NVRTC: every per-thread array of the row reductions stays in registers.
+#[test]
+fn needs_toolchain_row_reductions_compile_in_registers() {
+    nvrtc::ensure_nvrtc().unwrap_or_else(|e| panic!("no CUDA toolchain: {e}"));
+    for s in [program(ODD_COLUMNS), program(EPILOGUE)] {
         let target = TargetTable::builtin().get("sm_90a").expect("sm_90a");
         let b = nvrtc::build_with(&validated(&s), target, &LowerOptions::with_source("reductions.cake", &s)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(b.report.stack_frame_bytes, 0, "{}", b.log);

@@ -113,7 +113,8 @@ fn a_real_job_without_a_gpu_is_skipped() {
             let e = r.error.as_ref().unwrap();
             assert_eq!(e.class, "no_gpu");
             assert!(e.message.starts_with("no GPU: "), "{}", e.message);
-            eprintln!("SKIP (no GPU): {}", e.message);
+            // Right only where scripts/test.sh found no GPU either (it exports CAKE_TEST_GPU).
+            assert!(std::env::var("CAKE_TEST_GPU").map_or(true, |v| v != "1"), "the child found no GPU, but scripts/test.sh found one");
         }
         // On a GPU machine the job gets past the GPU and fails on the missing cubin.
         _ => {

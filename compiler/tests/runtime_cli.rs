@@ -1,6 +1,12 @@
 //! `cake run` / `cake bench` end to end on any machine: without a GPU every run is `skipped`
 //! (exit 3) and still leaves a content-addressed run record; usage errors exit 2; a program the
 //! verifier rejects runs only with `--unsafe-skip-verify` and is then recorded as unverified.
+//!
+//! Tests that build a program need the CUDA toolchain (their names start with `needs_toolchain_`;
+//! `scripts/test.sh` leaves them out where it is absent, and the runner counts them skipped). Run
+//! without it, they fail. Where a GPU is found they run the program and check it; without one
+//! they check the `no_gpu` records instead, and fail if `scripts/test.sh` found a GPU
+//! (`CAKE_TEST_GPU=1`) that `cake` then did not.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,10 +30,25 @@ fn evidence() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
-#[test]
-fn run_without_a_gpu_skips_and_records() {
-    let ev = evidence();
-    let evs = ev.path().to_str().unwrap();
+/// Whether `scripts/test.sh` found a GPU on this machine (it exports `CAKE_TEST_GPU`).
+fn gpu_expected() -> bool {
+    std::env::var("CAKE_TEST_GPU").is_ok_and(|v| v == "1")
+}
+
+/// `what` found no GPU (exit 3, `no_gpu`): right only on a machine without one.
+fn assert_no_gpu_expected(what: &str) {
+    assert!(!gpu_expected(), "{what}: `cake` found no GPU, but scripts/test.sh found one (CAKE_TEST_GPU=1)");
+}
+
+/// A build that failed because the CUDA toolchain (NVRTC) is absent.
+fn no_toolchain(rec: &RunRecord) -> bool {
+    rec.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00"))
+}
+
+/// `cake run` of the GEMM example at a small shape into a fresh evidence directory: the exit
+/// code, stdout, stderr and the records written.
+fn run_gemm(ev: &Path) -> (i32, String, String, Vec<(PathBuf, RunRecord)>) {
+    let evs = ev.to_str().unwrap();
     let (code, stdout, stderr) = cake(&[
         "run",
         "examples/gemm_bf16_ws.cake",
@@ -38,8 +59,17 @@ fn run_without_a_gpu_skips_and_records() {
         "--evidence",
         evs,
     ]);
-    let recs = read_records(ev.path()).unwrap();
+    let recs = read_records(ev).unwrap();
     assert_eq!(recs.len(), 1, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    (code, stdout, stderr, recs)
+}
+
+/// Whatever the machine (no toolchain: a build error; no GPU: skipped; a GPU: run), `cake run`
+/// leaves one content-addressed run record that names the canonical program and its workload.
+#[test]
+fn run_writes_a_content_addressed_record() {
+    let ev = evidence();
+    let (code, stdout, stderr, recs) = run_gemm(ev.path());
     let (path, rec) = &recs[0];
     // Content addressing: the file name is the SHA-256 of the file's bytes.
     let bytes = std::fs::read(path).unwrap();
@@ -52,25 +82,32 @@ fn run_without_a_gpu_skips_and_records() {
     assert_eq!(rec.program.name, "gemm_bf16_ws");
     assert!(!rec.program.unverified);
     assert_eq!(rec.workload.as_ref().unwrap().oracle, "matmul_abt");
+    assert!(matches!((code, rec.verdict.name()), (0, "pass") | (1, "error") | (3, "skipped")), "exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+}
+
+/// With the toolchain, `cake run` builds (the record carries the ptxas facts and the cost model's
+/// prediction), then passes on a GPU, or without one records the run `skipped` (exit 3, `no_gpu`).
+#[test]
+fn needs_toolchain_run_builds_then_runs_or_records_no_gpu() {
+    let ev = evidence();
+    let (code, stdout, stderr, recs) = run_gemm(ev.path());
+    let rec = &recs[0].1;
+    assert!(!no_toolchain(rec), "no CUDA toolchain (NVRTC): {stderr}");
     let build_failed = rec.error.as_ref().is_some_and(|e| e.class.starts_with("build_"));
-    if !build_failed {
-        assert_eq!(rec.shape["M"], 128);
-        assert_eq!(rec.dist, "normal");
-        // sm_90a is calibrated: the record carries the cost model's prediction for this shape,
-        // which mining compares with the measured time.
-        let p = rec.prediction.as_ref().expect("a prediction for a calibrated target");
-        assert!(p.predicted_ms > 0.0 && !p.bottleneck.is_empty(), "{p:?}");
-    }
+    assert!(!build_failed, "the build failed: {stderr}");
+    assert_eq!(rec.shape["M"], 128);
+    assert_eq!(rec.dist, "normal");
+    assert!(rec.ptxas.is_some(), "the build ran: ptxas facts are recorded");
+    // sm_90a is calibrated: the record carries the cost model's prediction for this shape,
+    // which mining compares with the measured time.
+    let p = rec.prediction.as_ref().expect("a prediction for a calibrated target");
+    assert!(p.predicted_ms > 0.0 && !p.bottleneck.is_empty(), "{p:?}");
     match code {
         3 => {
+            assert_no_gpu_expected("cake run");
             assert_eq!(rec.verdict.name(), "skipped");
             assert_eq!(rec.error.as_ref().unwrap().class, "no_gpu");
-            assert!(rec.ptxas.is_some(), "the build ran: ptxas facts are recorded");
             assert!(stdout.contains("skipped"), "{stdout}");
-            eprintln!("SKIP (no GPU): {}", rec.error.as_ref().unwrap().message);
-        }
-        1 if rec.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00")) => {
-            eprintln!("SKIP (no NVRTC): {}", rec.error.as_ref().unwrap().message);
         }
         0 => assert_eq!(rec.verdict.name(), "pass"),
         _ => panic!("exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}"),
@@ -122,46 +159,71 @@ fn sm90a_case_with_workload<'c>(corpus: &'c cake::corpus::Corpus, family: &str) 
     (c, toml::to_string(c.manifest.workload.as_ref().unwrap()).unwrap())
 }
 
-/// Write `source` and `workload` into `dir` as `ORACLE.cake` / `ORACLE.workload.toml`, and check
-/// that `cake bench --baseline cublas` refuses them (an oracle with no peer GEMM: exit 2, no
-/// record). Returns the two paths.
-fn program_without_a_peer(dir: &std::path::Path, source: &str, oracle: &str, workload: &str, evs: &str) -> (String, String) {
+/// Write `source` and `workload` into `dir` as `ORACLE.cake` / `ORACLE.workload.toml`. Returns
+/// the two paths.
+fn write_program(dir: &Path, source: &str, oracle: &str, workload: &str) -> (String, String) {
     let program = dir.join(format!("{oracle}.cake"));
     let workload_path = dir.join(format!("{oracle}.workload.toml"));
     std::fs::write(&program, source).unwrap();
     std::fs::write(&workload_path, workload).unwrap();
-    let (p, w) = (program.to_str().unwrap().to_string(), workload_path.to_str().unwrap().to_string());
-    let (code, _, stderr) = cake(&["bench", &p, "--workload", &w, "--baseline", "cublas", "--evidence", evs]);
+    (program.to_str().unwrap().to_string(), workload_path.to_str().unwrap().to_string())
+}
+
+/// `cake bench --baseline cublas` refuses `program` over `workload` (an oracle with no peer GEMM:
+/// exit 2, no record).
+fn assert_refuses_cublas(program: &str, workload: &str, oracle: &str) {
+    let ev = evidence();
+    let evs = ev.path().to_str().unwrap();
+    let (code, _, stderr) = cake(&["bench", program, "--workload", workload, "--baseline", "cublas", "--evidence", evs]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("needs a workload with a peer GEMM") && stderr.contains(oracle), "{stderr}");
-    (p, w)
+    assert!(read_records(ev.path()).unwrap().is_empty(), "a usage error writes no record");
+}
+
+/// The copy and transpose corpus cases that run through the CLI (case, oracle), and the
+/// workload each gets.
+const COPY_CASES: [(&str, &str); 2] = [("tma-copy/sm_90a-bf16-128x64-s4-sw128", "copy"), ("tma-transpose/sm_90a-bf16-64x64-s2-w4", "transpose")];
+const COPY_WORKLOAD: &str = "headline = { R = 1024, C = 512 }\nshapes = [{ R = 256, C = 128 }]\n";
+
+/// The oracles without a peer GEMM (copy, transpose, the row kernels', attention): on the corpus
+/// programs the CLI tests run, `cake bench --baseline cublas` is a usage error.
+#[test]
+fn workloads_without_a_peer_gemm_refuse_a_cublas_baseline() {
+    let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (case, oracle) in COPY_CASES {
+        let c = corpus.cases.iter().find(|c| c.id == case).unwrap_or_else(|| panic!("no case {case}"));
+        let (p, w) = write_program(dir.path(), &c.source, oracle, &format!("oracle = \"{oracle}\"\n{COPY_WORKLOAD}"));
+        assert_refuses_cublas(&p, &w, oracle);
+    }
+    for (family, oracle) in ROW_FAMILIES.into_iter().chain([("attention-fwd", "attention")]) {
+        let (c, workload) = sm90a_case_with_workload(&corpus, family);
+        let (p, w) = write_program(dir.path(), &c.source, oracle, &workload);
+        assert_refuses_cublas(&p, &w, oracle);
+    }
 }
 
 /// The copy and transpose oracles through the CLI, on corpus programs: `cake run` builds and runs
-/// them (skipped without a GPU, checked exactly with one); `cake bench --baseline cublas` is a
-/// usage error, since there is no peer GEMM to time.
+/// them (recorded `no_gpu` without a GPU, checked exactly with one).
 #[test]
-fn copy_and_transpose_workloads_run_through_the_cli() {
+fn needs_toolchain_copy_and_transpose_workloads_run_through_the_cli() {
     let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    for (case, oracle) in [("tma-copy/sm_90a-bf16-128x64-s4-sw128", "copy"), ("tma-transpose/sm_90a-bf16-64x64-s2-w4", "transpose")] {
+    for (case, oracle) in COPY_CASES {
         let c = corpus.cases.iter().find(|c| c.id == case).unwrap_or_else(|| panic!("no case {case}"));
-        let workload = format!("oracle = \"{oracle}\"\nheadline = {{ R = 1024, C = 512 }}\nshapes = [{{ R = 256, C = 128 }}]\n");
         let ev = evidence();
         let evs = ev.path().to_str().unwrap();
-        let (p, w) = program_without_a_peer(dir.path(), &c.source, oracle, &workload, evs);
+        let (p, w) = write_program(dir.path(), &c.source, oracle, &format!("oracle = \"{oracle}\"\n{COPY_WORKLOAD}"));
         let (code, stdout, stderr) = cake(&["run", &p, "--workload", &w, "--dist", "normal", "--evidence", evs]);
         let recs = read_records(ev.path()).unwrap();
         assert_eq!(recs.len(), 1, "stdout:\n{stdout}\nstderr:\n{stderr}");
         let rec = &recs[0].1;
         assert_eq!(rec.workload.as_ref().unwrap().oracle, oracle);
+        assert!(!no_toolchain(rec), "no CUDA toolchain (NVRTC): {stderr}");
         match code {
             3 => {
+                assert_no_gpu_expected(case);
                 assert_eq!(rec.error.as_ref().unwrap().class, "no_gpu", "{stderr}");
-                eprintln!("SKIP (no GPU): {case}: {}", rec.error.as_ref().unwrap().message);
-            }
-            1 if rec.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00")) => {
-                eprintln!("SKIP (no NVRTC): {}", rec.error.as_ref().unwrap().message);
             }
             0 => {
                 assert_eq!(rec.verdict.name(), "pass");
@@ -198,20 +260,14 @@ fn reduction_of(vars: &std::collections::BTreeMap<String, String>) -> &'static s
     }
 }
 
-/// `cake run` a program over its workload's two shapes and judge the records: without NVRTC, one
-/// build record (the workload was accepted; skipped); without a GPU, a `no_gpu` record per shape
-/// (skipped); with one, a passing record per shape, each also judged by `passed`.
+/// `cake run` a program over its workload's two shapes and judge the records: without a GPU, a
+/// `no_gpu` record per shape; with one, a passing record per shape, each also judged by `passed`.
+/// Without the toolchain (NVRTC) it fails.
 fn run_two_shapes(id: &str, program: &str, workload: &str, evidence: &Path, oracle: &str, passed: impl Fn(&RunRecord)) {
     let evs = evidence.to_str().unwrap();
     let (code, stdout, stderr) = cake(&["run", program, "--workload", workload, "--evidence", evs]);
     let recs = read_records(evidence).unwrap();
-    let no_nvrtc = code == 1 && recs.iter().any(|(_, r)| r.error.as_ref().is_some_and(|e| e.class.starts_with("build_N00")));
-    if no_nvrtc {
-        assert_eq!(recs.len(), 1, "{stderr}");
-        assert_eq!(recs[0].1.workload.as_ref().unwrap().oracle, oracle);
-        eprintln!("SKIP (no NVRTC): {id}");
-        return;
-    }
+    assert!(!recs.iter().any(|(_, r)| no_toolchain(r)), "{id}: no CUDA toolchain (NVRTC): {stderr}");
     assert_eq!(recs.len(), 2, "one record per workload shape\nstdout:\n{stdout}\nstderr:\n{stderr}");
     for (_, rec) in &recs {
         assert_eq!(rec.workload.as_ref().unwrap().oracle, oracle);
@@ -225,7 +281,7 @@ fn run_two_shapes(id: &str, program: &str, workload: &str, evidence: &Path, orac
         }
     }
     if code == 3 {
-        eprintln!("SKIP (no GPU): {id}");
+        assert_no_gpu_expected(id);
     }
 }
 
@@ -281,17 +337,16 @@ fn row_kernel_workloads_fit_their_programs() {
 }
 
 /// The row kernels' oracles through the CLI on one sm_90a corpus instance each, with the family's
-/// workload: `cake run` validates, builds and runs them (skipped without a GPU, every element
-/// checked with one); `cake bench --baseline cublas` is a usage error (no peer GEMM).
+/// workload: `cake run` validates, builds and runs them (recorded `no_gpu` without a GPU, every
+/// element checked with one).
 #[test]
-fn row_kernel_workloads_run_through_the_cli() {
+fn needs_toolchain_row_kernel_workloads_run_through_the_cli() {
     let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     for (family, oracle) in ROW_FAMILIES {
         let (c, workload) = sm90a_case_with_workload(&corpus, family);
         let ev = evidence();
-        let evs = ev.path().to_str().unwrap();
-        let (p, w) = program_without_a_peer(dir.path(), &c.source, oracle, &workload, evs);
+        let (p, w) = write_program(dir.path(), &c.source, oracle, &workload);
         run_two_shapes(&c.id, &p, &w, ev.path(), oracle, |rec| {
             let check = rec.checks.iter().find(|k| k.oracle == oracle).expect("the oracle's check");
             let cols: u64 = c.vars["C"].parse().unwrap();
@@ -351,24 +406,16 @@ fn product_workloads_fit_their_programs() {
 }
 
 /// The product oracles through the CLI on one sm_90a corpus instance each, with the family's
-/// workload: `cake run` validates, builds and runs every workload shape (skipped without a GPU,
-/// checked with one); attention has no peer GEMM, so `cake bench --baseline cublas` refuses it.
+/// workload: `cake run` validates, builds and runs every workload shape (recorded `no_gpu`
+/// without a GPU, checked with one).
 #[test]
-fn product_workloads_run_through_the_cli() {
+fn needs_toolchain_product_workloads_run_through_the_cli() {
     let corpus = cake::corpus::Corpus::load(root().join("corpus")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     for (family, oracle) in PRODUCT_FAMILIES {
         let (c, workload) = sm90a_case_with_workload(&corpus, family);
         let ev = evidence();
-        let evs = ev.path().to_str().unwrap();
-        let (p, w) = if oracle == "attention" {
-            program_without_a_peer(dir.path(), &c.source, oracle, &workload, evs)
-        } else {
-            let (p, w) = (dir.path().join(format!("{oracle}.cake")), dir.path().join(format!("{oracle}.workload.toml")));
-            std::fs::write(&p, &c.source).unwrap();
-            std::fs::write(&w, &workload).unwrap();
-            (p.to_str().unwrap().to_string(), w.to_str().unwrap().to_string())
-        };
+        let (p, w) = write_program(dir.path(), &c.source, oracle, &workload);
         run_two_shapes(&c.id, &p, &w, ev.path(), oracle, |rec| {
             let check = rec.checks.iter().find(|k| k.oracle == oracle).expect("the oracle's check");
             assert!(check.checked > 0 && check.mismatches == 0 && check.nonfinite == 0, "{check:?}");
@@ -377,7 +424,7 @@ fn product_workloads_run_through_the_cli() {
 }
 
 #[test]
-fn a_rejected_program_runs_only_unverified() {
+fn a_rejected_program_does_not_run() {
     let ev = evidence();
     let evs = ev.path().to_str().unwrap();
     let (code, _, stderr) =
@@ -385,7 +432,12 @@ fn a_rejected_program_runs_only_unverified() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("nothing ran"), "{stderr}");
     assert!(read_records(ev.path()).unwrap().is_empty());
+}
 
+#[test]
+fn needs_toolchain_a_rejected_program_runs_only_unverified() {
+    let ev = evidence();
+    let evs = ev.path().to_str().unwrap();
     let (code, _, stderr) = cake(&[
         "run",
         "examples/broken/tx_mismatch.cake",
@@ -404,10 +456,12 @@ fn a_rejected_program_runs_only_unverified() {
     let rec = &recs[0].1;
     assert!(rec.program.unverified);
     assert!(rec.program.findings.iter().any(|c| c == "V101"), "{:?}", rec.program.findings);
+    assert!(!no_toolchain(rec), "no CUDA toolchain (NVRTC): {stderr}");
     // Without a GPU: skipped (exit 3); on a GPU: the hang is a timeout (exit 1); a lowering that
     // cannot build it yet: a build error record (exit 1).
     match (code, rec.verdict.name()) {
-        (3, "skipped") | (1, "timeout") => {}
+        (3, "skipped") => assert_no_gpu_expected("the tx-mismatch run"),
+        (1, "timeout") => {}
         (1, "error") if rec.error.as_ref().is_some_and(|e| e.class.starts_with("build_")) => {
             eprintln!("note: the tx-mismatch program does not build yet: {}", rec.error.as_ref().unwrap().message)
         }
@@ -421,27 +475,27 @@ fn the_gpu_probe_answers_json() {
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     if v["gpu"].is_null() {
+        assert_no_gpu_expected("cake __probe-gpu");
         assert_eq!(v["error"]["class"], "no_gpu", "{v}");
-        eprintln!("SKIP (no GPU): {}", v["error"]["message"]);
     } else {
         assert!(v["gpu"]["sm_count"].as_u64().unwrap() > 0);
     }
 }
 
 #[test]
-fn lower_prints_cuda_and_build_writes_the_build_dir() {
+fn lower_prints_cuda() {
     let (code, stdout, stderr) = cake(&["lower", "examples/gemm_bf16_ws.cake"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("extern \"C\" __global__"), "{stdout}");
     assert!(stdout.contains("__grid_constant__ CUtensorMap A_tmap"), "{stdout}");
+}
 
+#[test]
+fn needs_toolchain_build_writes_the_build_dir() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("build");
     let (code, stdout, stderr) = cake(&["build", "examples/gemm_bf16_ws.cake", "-o", out.to_str().unwrap()]);
-    if code == 1 && stderr.contains("N001") {
-        eprintln!("SKIP (no NVRTC): {stderr}");
-        return;
-    }
+    assert!(!(code == 1 && stderr.contains("N001")), "no CUDA toolchain (NVRTC): {stderr}");
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("registers"), "{stdout}");
     for f in ["kernel.cu", "kernel.cubin", "launch.json", "ptxas.json"] {

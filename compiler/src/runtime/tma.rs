@@ -3,8 +3,7 @@
 //!
 //! Validation runs before the driver sees anything and answers with a coded [`TmaError`], so a
 //! bad descriptor is evidence with a stable name instead of a bare `CUDA_ERROR_INVALID_VALUE`.
-//! The limits are the driver's documented ones (`cuTensorMapEncodeTiled`, CUDA 12/13), the same
-//! list as DESIGN.md §5 item 10: rank 1..=5; global address 16-B aligned; every global stride a
+//! The limits are the driver's documented ones (`cuTensorMapEncodeTiled`, CUDA 12/13): rank 1..=5; global address 16-B aligned; every global stride a
 //! multiple of 16 B and < 2^40; global dims in 1..=2^32; box dims in 1..=256; the inner box row
 //! (box[0] × element size) a multiple of 16 B and, with a swizzle, at most the swizzle span;
 //! element strides in 1..=8.
