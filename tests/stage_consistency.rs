@@ -286,17 +286,19 @@ fn needs_toolchain_checked_variants_build() {
     }
     assert!(sample.len() >= 200, "only {} variants in the build sample", sample.len());
     let mut broken = Vec::new();
-    let mut built = 0;
+    let (mut built, mut allocation) = (0, 0);
     for (id, v, what) in &sample {
         let target = table.get(&v.module().target).expect("a verified program's target is in the table");
         match cake::nvrtc::build(v, target) {
             Ok(_) => built += 1,
             Err(cake::nvrtc::BuildError::Toolchain { message }) => panic!("NVRTC is not available: {message}"),
             Err(cake::nvrtc::BuildError::Lower(e)) if e.is_not_supported_yet() => {}
+            // Register allocation stays a build finding (P007, like spills).
+            Err(e) if e.is_register_allocation() => allocation += 1,
             Err(e) => broken.push(format!("{id} [{}]: {} {e}", what.join("; "), e.code())),
         }
     }
-    eprintln!("stage consistency: {} variants built through NVRTC, {built} compiled", sample.len());
+    eprintln!("stage consistency: {} variants built through NVRTC, {built} compiled, {allocation} register-allocation findings (P007)", sample.len());
     assert!(broken.is_empty(), "{} verified programs do not build:\n{}", broken.len(), broken.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
 }
 

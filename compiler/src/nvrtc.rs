@@ -109,15 +109,29 @@ impl BuildError {
         match self {
             BuildError::Lower(e) => e.code,
             BuildError::Toolchain { .. } => "N001",
+            BuildError::Compile { .. } if self.is_register_allocation() => "P007",
             BuildError::Compile { .. } => "N002",
             BuildError::Nvrtc { .. } => "N003",
             BuildError::Target { .. } => "N004",
         }
     }
 
+    /// ptxas could not allocate registers for an instruction under the kernel's register cap
+    /// (C7602, "Insufficient registers"): a build finding about allocation, like spills (P001),
+    /// not a lowering bug. The verifier checks declared budgets, not allocation.
+    pub fn is_register_allocation(&self) -> bool {
+        matches!(self, BuildError::Compile { log, .. } if log.contains("C7602") || log.contains("Insufficient registers"))
+    }
+
     /// The error as diagnostics (located where possible).
     pub fn to_diagnostics(&self) -> Vec<Diagnostic> {
         match self {
+            BuildError::Compile { log, .. } if self.is_register_allocation() => {
+                let line = log.lines().find(|l| l.contains("Insufficient registers")).unwrap_or("ptxas: insufficient registers").trim();
+                vec![Diagnostic::error("P007", "ptxas could not allocate the registers an instruction needs under the kernel's register cap", Span::default(), "")
+                    .with_note(line.to_string())
+                    .with_help("raise the `regs` budget of the role that holds the largest fragments (ptxas names the count it needs), or shrink them")]
+            }
             BuildError::Lower(e) => vec![e.to_diagnostic()],
             BuildError::Target { message, span } => {
                 vec![Diagnostic::error("N004", message.clone(), *span, "not available on this target")]

@@ -10,17 +10,39 @@ use std::process::{Command, Output};
 
 pub use fixture::*;
 
-/// A temporary repository (`repo/`) on `main` and an evidence store (`evidence/`) of lowering
-/// refusals of real mutated corpus programs (one bucket: shared-memory alignment 2048).
+/// A temporary repository (`repo/`) on `main` and a copy of the committed evidence bundle
+/// (`evidence/`): real H200 runs whose half-filled TMA stages are a class today's verifier
+/// misses, so `propose` makes a rule from them.
 pub fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     let evidence = tmp.path().join("evidence");
     make_repo(&repo);
-    let muts = [Mutation { from: "align 1024", to: &["align 2048"] }];
-    let stored = make_evidence(&repo, &evidence, &["attention-fwd", "knn-topk"], &muts, 3);
-    assert!(stored.len() >= 2, "the fixture makes evidence");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("evidence/bundle"), &evidence, &[]);
     (tmp, repo, evidence)
+}
+
+/// A store of failure reports (stage `run`) made from the wrong-answer runs of the store at
+/// `clean`, over its programs, each report's class and message ending in `suffix`: a second
+/// evidence set whose buckets differ from the run records'.
+pub fn failure_store(tmp: &Path, clean: &Path, suffix: &str) -> PathBuf {
+    use cake::runtime::job::Verdict;
+    use cake_evolve::store::{EvidenceStore, FailureReport, Record, Stage};
+    let dir = tmp.join(format!("failures-{}", suffix.len()));
+    copy_dir(&clean.join("programs"), &dir.join("programs"), &[]);
+    let store = EvidenceStore::open(&dir).unwrap();
+    let mut made = 0;
+    for s in &EvidenceStore::open(clean).unwrap().scan().records {
+        let Record::Run(r) = &s.record else { continue };
+        if r.verdict != Verdict::Mismatch {
+            continue;
+        }
+        let f = FailureReport::new(&r.program.sha256, &r.program.target, Stage::Run, "cake", format!("run/mismatch{suffix}"), format!("wrong answer: rows differ{suffix}"));
+        store.append(f).unwrap();
+        made += 1;
+    }
+    assert!(made >= 2, "the store has wrong-answer runs");
+    dir
 }
 
 /// Run `cake-evolve-compiler` with `args` in `dir`.

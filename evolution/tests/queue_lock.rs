@@ -46,8 +46,8 @@ fn a_second_run_waits_for_the_lock_then_names_the_holder() {
 #[test]
 fn concurrent_proposes_from_different_evidence_get_distinct_codes() {
     let (tmp, repo, evidence) = setup();
-    let bundle = tmp.path().join("bundle");
-    copy_dir(&checkout().join("evolution/evidence/bundle"), &bundle, &[]);
+    // A second, different store: the same wrong answers as failure reports (buckets of its own).
+    let bundle = failure_store(tmp.path(), &evidence, "");
     let spawn = |ev: &Path| {
         Command::new(env!("CARGO_BIN_EXE_cake-evolve-compiler"))
             // The default --lock-timeout (60 s) outlasts the other run.
@@ -75,8 +75,8 @@ fn propose_beside_accept_gives_no_error_and_no_duplicate_code() {
     let (tmp, repo, evidence) = setup();
     propose(&repo, &evidence);
     let id = record_files(&repo)[0].trim_end_matches(".toml").to_string();
-    let bundle = tmp.path().join("bundle");
-    copy_dir(&checkout().join("evolution/evidence/bundle"), &bundle, &[]);
+    // A second, different store: the same wrong answers as failure reports (buckets of its own).
+    let bundle = failure_store(tmp.path(), &evidence, "");
     let bin = env!("CARGO_BIN_EXE_cake-evolve-compiler");
     let accept = Command::new(bin).args(["accept", &id, "--tier", "static"]).current_dir(&repo).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let prop = Command::new(bin)

@@ -6,7 +6,6 @@
 #[path = "hardening_support.rs"]
 mod support;
 
-use cake_evolve::store::{EvidenceStore, FailureReport};
 use support::*;
 
 const EVIL: &str = "\x1b]0;owned\x07\x1b[2J\x1b]8;;http://evil.invalid\x07click\x1b]8;;\x07\u{9b}31m";
@@ -15,24 +14,10 @@ fn has_esc(b: &[u8]) -> bool {
     b.contains(&0x1b) || String::from_utf8_lossy(b).contains('\u{9b}')
 }
 
-/// The fixture's evidence, each failure's message with `EVIL` in it.
-fn evil_store(tmp: &std::path::Path, clean: &std::path::Path) -> std::path::PathBuf {
-    let dir = tmp.join("evil");
-    copy_dir(&clean.join("programs"), &dir.join("programs"), &[]);
-    let store = EvidenceStore::open(&dir).unwrap();
-    for e in std::fs::read_dir(clean.join("failures")).unwrap().flatten() {
-        let mut f: FailureReport = serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
-        f.message = format!("{}{EVIL}", f.message);
-        f.error_class = format!("{}{EVIL}", f.error_class);
-        store.append(f).unwrap();
-    }
-    dir
-}
-
 #[test]
 fn control_sequences_from_a_report_never_reach_the_terminal_or_the_branch() {
     let (tmp, repo_dir, evidence) = setup();
-    let evil = evil_store(tmp.path(), &evidence);
+    let evil = failure_store(tmp.path(), &evidence, EVIL);
     let ev = evil.to_str().unwrap();
 
     let m = run(&repo_dir, &["mine", "--store", ev]);

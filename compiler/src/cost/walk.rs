@@ -12,6 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::ir::*;
 use crate::layout::KernelLayout;
+use crate::ops::OpId::{self, *};
 use crate::syntax::ast::{BinOp, UnOp};
 
 use super::calibration::{Calibration, P};
@@ -526,8 +527,12 @@ impl<'a> Walker<'a, '_> {
         let ty = |i: usize| Self::arg(call, i).map(|e| &m.exprs[e].ty);
         let shape = |i: usize| ty(i).and_then(Type::const_shape).unwrap_or_default();
         let threads = f64::from(self.role.threads().max(1));
-        match call.op.as_str() {
-            "wgmma" => {
+        let Some(op) = OpId::from_name(&call.op) else {
+            ctx.note(format!("operation `{}` is not in the cost model: counted as free", call.op));
+            return;
+        };
+        match op {
+            Wgmma => {
                 let dtype = ty(1).and_then(Type::dtype).unwrap_or(DType::BF16);
                 let (a, b) = (shape(1), shape(2));
                 let k = a.get(1).copied().unwrap_or(0) as f64;
@@ -542,7 +547,7 @@ impl<'a> Walker<'a, '_> {
                 w.tensor_ns += mult * per * groups;
                 w.tensor_own_ns += mult * per;
             }
-            "mma_sync" => {
+            MmaSync => {
                 let (acc, a) = (shape(0), shape(1));
                 let (mm, nn) = (acc.first().copied().unwrap_or(0) as f64, acc.get(1).copied().unwrap_or(0) as f64);
                 let k = a.get(1).copied().unwrap_or(0) as f64;
@@ -557,14 +562,14 @@ impl<'a> Walker<'a, '_> {
                 // One warp drives one of the SM's four sub-partition tensor cores.
                 w.tensor_own_ns += mult * per * 4.0_f64.min(warps);
             }
-            "wgmma_commit" => self.mma_in_flight = true,
-            "cp_async_commit" | "griddep_wait" | "griddep_launch_dependents" => {}
-            "arrive_expect_tx" => {
+            WgmmaCommit => self.mma_in_flight = true,
+            CpAsyncCommit | GriddepWait | GriddepLaunchDependents => {}
+            ArriveExpectTx => {
                 if let Some(b) = Self::arg(call, 0).and_then(|a| self.barrier_of(a)) {
                     self.work(dest).bars[b].arrives += mult;
                 }
             }
-            "wgmma_wait" => {
+            WgmmaWait => {
                 let n = Self::arg(call, 0).and_then(|e| self.eval(e)).unwrap_or(0.0);
                 if n == 0.0 {
                     self.mma_in_flight = false;
@@ -574,7 +579,7 @@ impl<'a> Walker<'a, '_> {
                     w.wgmma_wait0_stmt.get_or_insert(sh);
                 }
             }
-            "zero" => {
+            Zero => {
                 let folded = Self::arg(call, 0)
                     .is_some_and(|e| matches!(m.exprs[e].kind, ExprKind::Local(l) if self.wgmma_accs.contains(&l)));
                 if !folded {
@@ -582,11 +587,11 @@ impl<'a> Walker<'a, '_> {
                     self.work(dest).alu += mult * e;
                 }
             }
-            "fill" => {
+            Fill => {
                 let e = ty(0).map_or(0.0, |t| self.elem_ops(t));
                 self.work(dest).alu += mult * e;
             }
-            "tma_load" => {
+            TmaLoad => {
                 let issue = ctx.p(P::TmaIssueNs);
                 let (Some(dst), Some(src)) = (Self::arg(call, 0), Self::arg(call, 1)) else { return };
                 let read = self.global_read(src);
@@ -609,7 +614,7 @@ impl<'a> Walker<'a, '_> {
                     add_read(&mut w.reads, r);
                 }
             }
-            "tma_store" => {
+            TmaStore => {
                 let issue = ctx.p(P::TmaIssueNs);
                 let bytes = Self::arg(call, 0).map_or(0.0, |e| self.window_bytes(e) * self.group_mult(e));
                 let w = self.work(dest);
@@ -618,8 +623,8 @@ impl<'a> Walker<'a, '_> {
                 w.write_l2_bytes += mult * bytes;
                 w.store_stmt.get_or_insert(sh);
             }
-            "tma_store_wait" => {}
-            "cp_async" => {
+            TmaStoreWait => {}
+            CpAsync => {
                 let (Some(dst), Some(src)) = (Self::arg(call, 0), Self::arg(call, 1)) else { return };
                 let read = self.global_read(src);
                 let depth = self.smem_region(dst).map_or(1, |r| m.smem[r].stages.saturating_sub(1).max(1));
@@ -631,14 +636,14 @@ impl<'a> Walker<'a, '_> {
                 }
                 w.cp_async_depth = w.cp_async_depth.max(depth);
             }
-            "cp_async_wait" => self.work(dest).cp_async_waits += mult,
-            "ldmatrix" => {
+            CpAsyncWait => self.work(dest).cp_async_waits += mult,
+            Ldmatrix => {
                 // Each warp loads its own window: 16 bytes per lane-instruction.
                 let bytes = Self::arg(call, 1).map_or(0.0, |e| self.shared_bytes(e));
                 let warps = (threads / 32.0).max(1.0);
                 self.work(dest).lsu += mult * bytes / 16.0 * warps;
             }
-            "stmatrix" => {
+            Stmatrix => {
                 if let Some(src) = Self::arg(call, 1) {
                     let e = self.elem_ops(&m.exprs[src].ty);
                     let size = m.exprs[src].ty.dtype().map_or(2, DType::size_bytes) as f64;
@@ -646,7 +651,7 @@ impl<'a> Walker<'a, '_> {
                     self.work(dest).lsu += mult * e * size / 16.0;
                 }
             }
-            "store" => {
+            Store => {
                 let (Some(dst), Some(src)) = (Self::arg(call, 0), Self::arg(call, 1)) else { return };
                 let src_elems = self.elem_ops(&m.exprs[src].ty);
                 self.value(src, mult, dest, src_elems);
@@ -676,7 +681,7 @@ impl<'a> Walker<'a, '_> {
                     }
                 }
             }
-            "acquire" | "wait" | "release" => {
+            Acquire | Wait | Release => {
                 let Some(a) = Self::arg(call, 0) else { return };
                 match m.exprs[a].ty {
                     Type::Pipeline(p) => {
@@ -702,7 +707,7 @@ impl<'a> Walker<'a, '_> {
             }
             // The role meet before an arrival, and sync_role, are a named barrier (`bar.sync`) for
             // a role of several warps and `__syncwarp()` for a one-warp role (counted as free).
-            "arrive" | "sync_role" => {
+            Arrive | SyncRole => {
                 if self.role.threads() > 32 {
                     let c = ctx.p(P::BarSyncNs);
                     self.work(dest).sync_ns += mult * c;
@@ -713,11 +718,11 @@ impl<'a> Walker<'a, '_> {
                     }
                 }
             }
-            "sync" => {
+            Sync => {
                 let c = ctx.p(P::BarSyncNs);
                 self.work(dest).sync_ns += mult * c;
             }
-            "wait_parity" => {
+            WaitParity => {
                 let c = ctx.p(P::MbarrierHandoffNs);
                 let b = Self::arg(call, 0).and_then(|a| self.barrier_of(a));
                 let w = self.work(dest);
@@ -726,16 +731,17 @@ impl<'a> Walker<'a, '_> {
                     w.bars[b].waits += mult;
                 }
             }
-            "fence_proxy_async" => {
+            FenceProxyAsync => {
                 let c = ctx.p(P::FenceProxyAsyncNs);
                 self.work(dest).sync_ns += mult * c;
             }
-            "cluster_sync" => {
+            ClusterSync => {
                 let c = ctx.p(P::ClusterSyncNs);
                 self.work(dest).sync_ns += mult * c;
             }
-            other => {
-                ctx.note(format!("operation `{other}` is not in the cost model: counted as free"));
+            Cast | Exp | Exp2 | Log | Sqrt | Rsqrt | Abs | Min | Max | Select | Fma | ReduceMin | ReduceMax | ReduceSum | ReduceArgmin
+            | ReduceArgmax => {
+                ctx.note(format!("expression operation `{op}` used as a statement is not in the cost model: counted as free"));
                 for &a in call.args.iter().flatten() {
                     if matches!(m.exprs[a].ty, Type::Frag { .. }) {
                         let e = self.elem_ops(&m.exprs[a].ty);
@@ -814,25 +820,29 @@ impl<'a> Walker<'a, '_> {
         let out = self.elem_ops(&m.exprs[e].ty);
         let arg0 = Self::arg(call, 0);
         let input = arg0.map_or(0.0, |a| self.elem_ops(&m.exprs[a].ty));
-        match call.op.as_str() {
-            "cast" => {
+        let Some(op) = OpId::from_name(&call.op) else {
+            ctx.note(format!("operation `{}` is not in the cost model: counted as free", call.op));
+            return;
+        };
+        match op {
+            Cast => {
                 let c = ctx.p(P::CastAluSlots);
                 self.work(dest).alu += mult * out * c;
             }
-            "exp" | "log" => {
+            Exp | Log => {
                 let w = self.work(dest);
                 w.sfu += mult * out;
                 w.alu += mult * out;
             }
-            "exp2" | "rsqrt" => self.work(dest).sfu += mult * out,
-            "sqrt" => {
+            Exp2 | Rsqrt => self.work(dest).sfu += mult * out,
+            Sqrt => {
                 let c = ctx.p(P::SqrtAluSlots);
                 let w = self.work(dest);
                 w.sfu += mult * out;
                 w.alu += mult * out * c;
             }
-            "abs" | "min" | "max" | "select" | "fma" => self.work(dest).alu += mult * out,
-            "reduce_min" | "reduce_max" | "reduce_sum" | "reduce_argmin" | "reduce_argmax" => {
+            Abs | Min | Max | Select | Fma => self.work(dest).alu += mult * out,
+            ReduceMin | ReduceMax | ReduceSum | ReduceArgmin | ReduceArgmax => {
                 let (rank, numel_out) = match (&arg0.map(|a| &m.exprs[a].ty), &m.exprs[e].ty) {
                     (Some(Type::Frag { shape, .. }), Type::Frag { shape: o, .. }) => (shape.len(), prod(o)),
                     _ => (1, 1.0),
@@ -912,7 +922,7 @@ impl<'a> Walker<'a, '_> {
                     }
                 }
             }
-            other => ctx.note(format!("operation `{other}` is not in the cost model: counted as free")),
+            Wgmma | WgmmaCommit | WgmmaWait | MmaSync | Zero | Fill | GriddepWait | GriddepLaunchDependents | TmaLoad | TmaStore | TmaStoreWait | CpAsync | CpAsyncCommit | CpAsyncWait | Ldmatrix | Stmatrix | Store | Acquire | Wait | Release | Arrive | ArriveExpectTx | WaitParity | Sync | SyncRole | FenceProxyAsync | ClusterSync => ctx.note(format!("statement operation `{op}` used in an expression is not in the cost model: counted as free")),
         }
         for &a in call.args.iter().flatten() {
             let t = &m.exprs[a].ty;

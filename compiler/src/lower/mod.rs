@@ -70,6 +70,7 @@ mod barrier;
 mod frag;
 pub(crate) mod layout;
 mod prelude;
+pub mod registry;
 mod sm80;
 mod sm90;
 mod window;
@@ -84,6 +85,7 @@ use crate::diag::Diagnostic;
 use crate::ir::*;
 pub(crate) use crate::layout::size_multiple;
 use crate::layout::KernelLayout;
+use crate::ops::OpId;
 use crate::span::Span;
 use crate::syntax::ast::{BinOp, UnOp};
 use crate::target::{TargetInfo, TargetTable};
@@ -1469,73 +1471,12 @@ impl<'a> Lw<'a> {
         }
     }
 
+    /// A statement op: its registered handler (`registry.rs`), or a "not supported yet" refusal.
     fn op_stmt(&mut self, call: &OpCall, span: Span, siblings: &[Handle<Stmt>], pos: usize) -> Result<(), LowerError> {
-        let arg = |i: usize| call.args.get(i).copied().flatten();
-        let need_arg = |i: usize| arg(i).ok_or_else(|| LowerError::new("L001", format!("`{}` is missing an argument", call.op), span));
-        match call.op.as_str() {
-            "acquire" => self.acquire(need_arg(0)?, span, siblings, pos),
-            "wait" if self.is_barrier_expr(need_arg(0)?) => self.bar_wait(need_arg(0)?, None, span),
-            "wait" => self.wait(need_arg(0)?, span),
-            "wait_parity" => self.bar_wait(need_arg(0)?, Some(need_arg(1)?), span),
-            "arrive" => self.bar_arrive(need_arg(0)?, span),
-            "arrive_expect_tx" => self.bar_arrive_expect_tx(need_arg(0)?, need_arg(1)?, span),
-            "release" => self.release(need_arg(0)?, span),
-            "tma_load" => self.tma_load(need_arg(0)?, need_arg(1)?, need_arg(2)?, span),
-            "wgmma" => self.wgmma(need_arg(0)?, need_arg(1)?, need_arg(2)?, span),
-            "tma_store" => self.tma_store(need_arg(0)?, need_arg(1)?, span),
-            "tma_store_wait" => self.tma_store_wait(need_arg(0)?, span),
-            "wgmma_commit" => {
-                self.need(Helper::WgmmaCommit);
-                self.w.line("cake_wgmma_commit();");
-                Ok(())
-            }
-            "wgmma_wait" => self.wgmma_wait(need_arg(0)?, span),
-            "zero" => self.zero(need_arg(0)?, span, siblings, pos),
-            "fill" => self.fill(need_arg(0)?, need_arg(1)?, span),
-            "store" => self.store(need_arg(0)?, need_arg(1)?, span),
-            "cp_async" => self.cp_async(need_arg(0)?, need_arg(1)?, span),
-            "cp_async_commit" => {
-                self.need(Helper::CpAsyncCommit);
-                self.w.line("cake_cp_async_commit();");
-                Ok(())
-            }
-            "cp_async_wait" => {
-                let n = self.m.const_value(need_arg(0)?).ok_or_else(|| LowerError::new("L001", "cp_async_wait needs a constant", span))?;
-                self.need(Helper::CpAsyncWait);
-                self.w.line(format!("cake_cp_async_wait<{n}>();"));
-                Ok(())
-            }
-            "ldmatrix" => self.ldmatrix(need_arg(0)?, need_arg(1)?, span),
-            "mma_sync" => self.mma_sync(need_arg(0)?, need_arg(1)?, need_arg(2)?, span),
-            "sync" => {
-                self.w.line("__syncthreads();");
-                Ok(())
-            }
-            "sync_role" => {
-                let role = self.role.as_ref().map(|r| r.h).ok_or_else(|| unsupported("sync_role outside a role", span))?;
-                let r = &self.m.roles[role];
-                if r.threads() == 32 {
-                    self.w.line("__syncwarp();");
-                } else {
-                    self.need(Helper::NamedBarrier);
-                    self.w.line(format!("cake_named_barrier({}, {});  // named barrier of role `{}`", 1 + role.index(), r.threads(), r.name));
-                }
-                Ok(())
-            }
-            "fence_proxy_async" => {
-                self.need(Helper::FenceProxyAsync);
-                self.w.line("cake_fence_proxy_async();");
-                Ok(())
-            }
-            "griddep_wait" => {
-                self.w.line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
-                Ok(())
-            }
-            "griddep_launch_dependents" => {
-                self.w.line("asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");");
-                Ok(())
-            }
-            other => Err(unsupported(format!("the `{other}` operation"), span)),
+        match OpId::from_name(&call.op).and_then(registry::lowering) {
+            Some(registry::Lowering::Stmt(handler)) => handler(self, call, span, siblings, pos),
+            Some(registry::Lowering::Expr) => Err(unsupported(format!("`{}` as a statement", call.op), span)),
+            None => Err(unsupported(format!("the `{}` operation", call.op), span)),
         }
     }
 
