@@ -1,4 +1,4 @@
-# V901 (global-strides-undecidable): C gets a TMA box for a later TMA epilogue, but N has no `multiple_of`: whether the rows of C are a multiple of 16 bytes apart is only known at launch — a coverage limit, not a pass.
+# V901 (global-strides-undecidable): C gets a TMA box for a later TMA epilogue, but N has no `multiple_of`: whether the rows of C are a multiple of 16 bytes apart is only known at launch — a coverage limit, not a pass. (And since N allows any value, the n tiles of 256 columns leave the last N % 256 columns of C unwritten: V320.)
 # Based on examples/gemm_bf16_ws.cake with this one change.
 # Warp-specialized persistent bf16 GEMM for Hopper: C = A · Bᵀ (both operands K-major).
 # One producer warpgroup streams 128×64 tiles of A and 256×64 tiles of B through a

@@ -1021,7 +1021,10 @@ on ping {
             wait(to_ping)
         }
         fill(v, 1.0)
-        store(O[t.b, :], v)
+        # One warp stores the tile's row (every warp storing it would be a double write).
+        if ping.warp == 0 {
+            store(O[t.b, :], v)
+        }
     }
 }
 on pong {

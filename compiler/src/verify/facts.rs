@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::catalog::{Access, Catalog, EffectAccess, OpDef, ParamKind, Proxy};
 use crate::ir::*;
+use super::coverage::Coverage;
 use crate::layout::{gcd, known_multiple, size_multiple, smem_window, tma_smem_align, KernelLayout, RegionSlot, TxDerivation, ALIGN_MAX, TX_COUNT_MAX};
 use crate::pred::{Facts, Value};
 use crate::span::Span;
@@ -87,7 +88,7 @@ impl ConstructKind {
             ConstructKind::Grid => &["decl", "name"],
             ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view"],
             ConstructKind::View => &["decl", "name", "region"],
-            ConstructKind::Tensor => &["decl", "name"],
+            ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "overlap_first", "overlap_second"],
             ConstructKind::Role => &["decl", "name", "body", "overlap", "unit"],
             ConstructKind::Pipeline => &["decl", "name", "producer", "consumer", "missing_body_role", "fill_region"],
             ConstructKind::Barrier => &["decl", "name", "missing_body_role"],
@@ -428,6 +429,8 @@ pub const GRID_FACTS: &[FactDef] = &[
     f("min_cluster", "smallest cluster extent"),
     f("roles_with_tile_loop", "roles whose body walks the tile space"),
     f("roles_without_tile_loop", "roles with a body that never walks the tile space"),
+    f("axes_dividing_by_zero", "axes whose extent divides by a constant 0 (`M / 0`)"),
+    f("zero_divided_axis", "the first such axis (unknown: none)"),
 ];
 
 pub const SMEM_FACTS: &[FactDef] = &[
@@ -485,6 +488,14 @@ pub const VIEW_FACTS: &[FactDef] = &[
 
 pub const TENSOR_FACTS: &[FactDef] = &[
     f("name", "the tensor's name"),
+    f("stored", "whether a `store` or `tma_store` writes it (an `out` or `inout` tensor)"),
+    f("unwritten_elements", "output coverage: elements of an `out` tensor no (tile, role, warp) stores, at the first allowed binding of the dims that leaves some (0: every element is written at every binding tried; unknown: a store could not be placed)"),
+    f("overlap_elements", "output coverage: elements two different writers (tiles, roles, warps or warpgroups) both store (unknown: a store could not be placed)"),
+    f("coverage_binding", "the binding of the dims those counts hold at (`R = 48, C = 5120`)"),
+    f("store_instances", "distinct (writer, box) stores the coverage analysis placed at that binding"),
+    f("first_hole", "the first box of elements no writer stores (`[8..16, 0..4096]`; unknown: none)"),
+    f("first_overlap", "the first box two writers store, and who they are (unknown: none)"),
+    f("coverage_reason", "why the coverage could not be decided: the expression or bound the analysis could not evaluate (unknown: it was decided)"),
     f("access", "`in`, `out` or `inout`"),
     f("dtype", "element dtype"),
     f("elem_bytes", "bytes per element"),
@@ -691,8 +702,9 @@ pub fn compute(m: &Module, layout: &KernelLayout, target: &TargetInfo, catalog: 
     for (h, v) in m.views.iter() {
         out.constructs.push(view_facts(m, h, v, layout, &w));
     }
+    let coverage = super::coverage::analyze(m);
     for (h, t) in m.tensors.iter() {
-        out.constructs.push(tensor_facts(m, h, t, &w));
+        out.constructs.push(tensor_facts(m, h, t, coverage.get(&h), &w));
     }
     for (h, r) in m.roles.iter() {
         out.constructs.push(role_facts(m, h, r, &w));
@@ -1131,6 +1143,10 @@ fn grid_facts(m: &Module, g: &GridDecl, spans: &DeclSpans, w: &Walker) -> FactSe
     let with_body: Vec<Handle<RoleDecl>> = m.bodies.iter().map(|(_, b)| b.role).collect();
     let looping = with_body.iter().filter(|r| w.tile_loop_roles.contains(r)).count();
     f.set("roles_with_tile_loop", looping);
+    // An axis extent divided by a constant 0 (`M / 0`): no tile count exists.
+    let zero_div = g.axes.iter().find(|a| divides_by_zero(&a.extent));
+    f.set("axes_dividing_by_zero", g.axes.iter().filter(|a| divides_by_zero(&a.extent)).count());
+    f.set("zero_divided_axis", zero_div.map(|a| a.name.clone()));
     f.set("roles_without_tile_loop", with_body.len() - looping);
     f
 }
@@ -1297,7 +1313,7 @@ fn view_facts(m: &Module, h: Handle<ViewDecl>, v: &ViewDecl, layout: &KernelLayo
     f
 }
 
-fn tensor_facts(m: &Module, h: Handle<TensorDecl>, t: &TensorDecl, w: &Walker) -> FactSet {
+fn tensor_facts(m: &Module, h: Handle<TensorDecl>, t: &TensorDecl, coverage: Option<&Coverage>, w: &Walker) -> FactSet {
     let spans = m.tensors.span(h);
     let mut f = FactSet::decl(ConstructKind::Tensor, &t.name, spans);
     let e = t.dtype.size_bytes() as i64;
@@ -1342,6 +1358,7 @@ fn tensor_facts(m: &Module, h: Handle<TensorDecl>, t: &TensorDecl, w: &Walker) -
     f.set("reads", u.reads);
     f.set("writes", u.writes);
     let uses_in = |op: &str| w.calls.iter().filter(|c| c.op == op && c.args.iter().flatten().any(|a| root_of(m, &w.lets, *a) == Some(Root::Tensor(h)))).count();
+    output_coverage_facts(m, coverage, &mut f);
     f.set("tma_loads", uses_in("tma_load"));
     f.set("cp_async_src", uses_in("cp_async") > 0);
     f
@@ -1815,6 +1832,51 @@ fn tensor_arg(m: &Module, lets: &HashMap<Handle<Local>, Handle<Expr>>, a: Handle
             Some(Sel::Full) | None => 0,
         };
         f.set("inner_start_multiple_bytes", start.saturating_mul(esize));
+    }
+}
+
+fn divides_by_zero(s: &Size) -> bool {
+    match s {
+        Size::Bin(SizeOp::Div, a, b) => b.as_const() == Some(0) || divides_by_zero(a) || divides_by_zero(b),
+        Size::Bin(_, a, b) => divides_by_zero(a) || divides_by_zero(b),
+        _ => false,
+    }
+}
+
+/// What the output-coverage analysis (`coverage.rs`) found for a tensor stores write.
+fn output_coverage_facts(m: &Module, coverage: Option<&Coverage>, f: &mut FactSet) {
+    f.set("stored", coverage.is_some());
+    if let Some(h) = m.grid.handles().next() {
+        f.span_at("grid", m.grid.span(h).item);
+    }
+    match coverage {
+        None => {}
+        Some(Coverage::Undecided { reason, span }) => {
+            f.set("unwritten_elements", Value::Unknown);
+            f.set("overlap_elements", Value::Unknown);
+            f.set("coverage_reason", reason.as_str());
+            f.span_at("first_writer", *span);
+            f.span_at("overlap_first", *span);
+            f.span_at("overlap_second", *span);
+        }
+        Some(Coverage::Decided { unwritten, overlap, binding, first_hole, first_overlap, first_writer, stores }) => {
+            f.set("unwritten_elements", *unwritten);
+            f.set("overlap_elements", *overlap);
+            f.set("coverage_binding", binding.as_str());
+            f.set("store_instances", *stores);
+            f.set("first_hole", first_hole.clone());
+            f.set("first_overlap", first_overlap.as_ref().map(|o| o.what.clone()));
+            // No store instance at all at this binding: the tile space is what leaves it empty.
+            match (first_writer, m.grid.handles().next()) {
+                (Some(s), _) => f.span_at("first_writer", *s),
+                (None, Some(g)) => f.span_at("first_writer", m.grid.span(g).item),
+                (None, None) => {}
+            }
+            if let Some(o) = first_overlap {
+                f.span_at("overlap_first", o.first);
+                f.span_at("overlap_second", o.second);
+            }
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 //!
 //! A module that passes every gate becomes [`Validated`]; lowering accepts nothing else.
 
+pub mod coverage;
 pub mod facts;
 pub mod protocol;
 pub mod rules;

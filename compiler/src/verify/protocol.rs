@@ -63,7 +63,7 @@
 //!   without bodies (V402, V404) are rules; this analysis does not repeat them.
 
 mod counts;
-mod eval;
+pub(crate) mod eval;
 mod local;
 mod model;
 mod sim;

@@ -42,6 +42,9 @@ pub struct Env {
     pub tiles: HashMap<Handle<Local>, Vec<i64>>,
     /// The stage this role holds now, per pipeline (`P.stage`).
     pub stages: HashMap<Handle<PipelineDecl>, u32>,
+    /// `R.warpgroup`, `R.warp`, `R.lane` of the executing unit, where the caller binds them
+    /// (the output-coverage analysis walks every unit; the protocol analysis does not).
+    pub role_fields: Vec<(Handle<RoleDecl>, Field, i64)>,
 }
 
 fn worst(a: Val, b: Val) -> Val {
@@ -73,6 +76,11 @@ fn eval_depth(m: &Module, env: &Env, e: Handle<Expr>, depth: u32) -> Val {
             (Field::TileAxis(i), ExprKind::Local(l)) => {
                 env.tiles.get(l).and_then(|c| c.get(*i)).map_or(Val::Unknown(Why::Data), |v| Val::Int(*v))
             }
+            (f @ (Field::Warp | Field::Warpgroup | Field::Lane), ExprKind::Role(r)) => env
+                .role_fields
+                .iter()
+                .find(|(role, field, _)| role == r && field == f)
+                .map_or(Val::Unknown(Why::Warp), |(_, _, v)| Val::Int(*v)),
             (Field::Warp | Field::Warpgroup | Field::Lane, _) => Val::Unknown(Why::Warp),
             _ => Val::Unknown(Why::Data),
         },
