@@ -212,7 +212,7 @@ fn bless_rewrites_expectations_in_place() {
     let fam = root.join("demo");
     fs::create_dir_all(&fam).unwrap();
     fs::write(fam.join("family.toml"), "description = \"demo\"\n").unwrap();
-    let program = "kernel k target sm_90a\n\ndim M\n\nin A: f32[M]\nout B: f32[M]\n\ngrid tiles[m = M / 64]\n\nrole w: warp 0\n\non w {\n    for t in tiles {\n        store(B[t.m * 64 :+ 64], A[t.m * 64 :+ 64] + undefined_name)\n    }\n}\n";
+    let program = "kernel k target sm_90a\n\ndim M multiple_of 64\n\nin A: f32[M]\nout B: f32[M]\n\ngrid tiles[m = M / 64]\n\nrole w: warp 0\n\non w {\n    for t in tiles {\n        store(B[t.m * 64 :+ 64], A[t.m * 64 :+ 64] + undefined_name)\n    }\n}\n";
     fs::write(fam.join("bad.cake"), program).unwrap();
     let manifest = "# why this case exists\nprogram = \"bad.cake\"\ntarget = \"sm_90a\"\ntiers = [\"static\"]\n\n[expect]\nverdict = \"reject\" # keep me\nfindings = [{ code = \"E9999\", line = 1, column = 1 }]\n";
     fs::write(fam.join("bad.toml"), manifest).unwrap();
