@@ -6,7 +6,8 @@
 //! - [`rng`], [`convert`]: deterministic inputs and host-side number formats;
 //! - [`tma`]: tensor-map description and validation;
 //! - [`gpu`], [`cublas`]: the CUDA driver API and cuBLAS through cudarc (dynamically loaded);
-//! - [`oracle`]: reference answers and comparisons;
+//! - [`oracle`]: reference answers and comparisons, one file per oracle family;
+//! - [`expr`]: the `elementwise` workload's expression language (parsed and evaluated in fp64);
 //! - [`job`]: one run in a child process; [`isolate`]: spawning it with a timeout;
 //! - [`record`]: content-addressed run records; [`harness`]: `cake run` / `cake bench`.
 
@@ -14,6 +15,7 @@ pub mod cli;
 pub mod convert;
 pub mod cublas;
 pub mod error;
+pub mod expr;
 pub mod gpu;
 pub mod harness;
 pub mod isolate;

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::oracle::{ElementExpr, RowReduce, Tolerance};
+use super::expr::ElementExpr;
+use super::oracle::{RowReduce, Tolerance};
 use super::rng::Dist;
 use crate::ir::{DType, Module};
 use crate::syntax::ast::Access;
