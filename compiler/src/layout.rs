@@ -461,6 +461,8 @@ pub fn size_multiple(m: &Module, s: &Size) -> i64 {
         Size::Bin(SizeOp::Add | SizeOp::Sub, a, b) => gcd(size_multiple(m, a), size_multiple(m, b)),
         Size::Bin(SizeOp::Div, a, b) => match (a.as_const(), b.as_const()) {
             (Some(p), Some(q)) if q != 0 => (p / q).saturating_abs(),
+            // (k·q·x) / q is a multiple of k.
+            (None, Some(q)) if q != 0 && size_multiple(m, a) % q == 0 => (size_multiple(m, a) / q).saturating_abs(),
             _ => 1,
         },
     }

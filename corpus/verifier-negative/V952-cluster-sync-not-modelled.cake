@@ -1,11 +1,11 @@
-# V952 (coverage limit): cluster_sync in a 2-block cluster synchronizes with the peer block, which the block-local protocol analysis does not model.
+# V952 (coverage limit): cluster_sync in a 2-block cluster synchronizes with the peer block, which the block-local protocol analysis does not model. M is a multiple of 256, so the 2-block cluster divides the m tiles.
 # Based on examples/gemm_bf16_ws.cake with this one change.
 # Warp-specialized persistent bf16 GEMM for Hopper: C = A · Bᵀ (both operands K-major).
 # One producer warpgroup streams 128×64 tiles of A and 256×64 tiles of B through a
 # 4-stage TMA pipeline; two consumer warpgroups each own 64 rows of the 128×256 tile.
 kernel gemm_bf16_ws target sm_90a
 
-dim M multiple_of 128
+dim M multiple_of 256
 dim N multiple_of 256
 dim K multiple_of 64
 

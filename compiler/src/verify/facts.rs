@@ -89,7 +89,7 @@ impl ConstructKind {
             ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view"],
             ConstructKind::View => &["decl", "name", "region"],
             ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "overlap_first", "overlap_second"],
-            ConstructKind::Role => &["decl", "name", "body", "overlap", "unit"],
+            ConstructKind::Role => &["decl", "name", "body", "overlap", "unit", "fed_role"],
             ConstructKind::Pipeline => &["decl", "name", "producer", "consumer", "missing_body_role", "fill_region"],
             ConstructKind::Barrier => &["decl", "name", "missing_body_role"],
             ConstructKind::Call => &["decl", "call", "role", "body", "tx_cause"],
@@ -431,6 +431,10 @@ pub const GRID_FACTS: &[FactDef] = &[
     f("roles_without_tile_loop", "roles with a body that never walks the tile space"),
     f("axes_dividing_by_zero", "axes whose extent divides by a constant 0 (`M / 0`)"),
     f("zero_divided_axis", "the first such axis (unknown: none)"),
+    f("cluster_divides_tiles", "every cluster extent provably divides its tile axis' count (true without a cluster)"),
+    f("undivided_axis", "the first axis whose tile count a cluster extent does not provably divide (unknown: none)"),
+    f("undivided_cluster", "that cluster extent"),
+    f("undivided_axis_multiple", "what that axis' tile count is provably a multiple of"),
 ];
 
 pub const SMEM_FACTS: &[FactDef] = &[
@@ -535,6 +539,8 @@ pub const ROLE_FACTS: &[FactDef] = &[
     f("overlaps", "earlier-declared roles that share a warp with it"),
     f("produces", "pipelines it is the producer of"),
     f("consumes", "pipelines it is the consumer of"),
+    f("consumer_regs_min", "the smallest register budget among the consumers of the pipelines it produces (unknown: none declares one)"),
+    f("fed_role", "a consumer of its pipelines that declares a budget (unknown: none)"),
 ];
 
 pub const PIPELINE_FACTS: &[FactDef] = &[
@@ -1137,6 +1143,15 @@ fn grid_facts(m: &Module, g: &GridDecl, spans: &DeclSpans, w: &Walker) -> FactSe
     f.set("persistent", g.persistent);
     f.set("axes", g.axes.len());
     f.set("cluster_size", g.cluster.iter().product::<i64>());
+    // Whether every cluster extent provably divides its tile axis' count (a cluster must tile
+    // the grid exactly: the launch rejects a grid that is not a multiple of the cluster).
+    let undivided = g.cluster.iter().zip(&g.axes).find(|(c, a)| **c > 1 && size_multiple(m, &a.extent) % **c != 0);
+    f.set("cluster_divides_tiles", undivided.is_none());
+    if let Some((c, a)) = undivided {
+        f.set("undivided_axis", a.name.as_str());
+        f.set("undivided_cluster", *c);
+        f.set("undivided_axis_multiple", size_multiple(m, &a.extent));
+    }
     f.set("cluster_rank", g.cluster.len());
     f.set_list("cluster", g.cluster.iter().map(|c| Value::Int(*c)).collect());
     f.set("min_cluster", g.cluster.iter().min().copied());
@@ -1389,6 +1404,14 @@ fn role_facts(m: &Module, h: Handle<RoleDecl>, r: &RoleDecl, w: &Walker) -> Fact
     }
     f.set("produces", m.pipelines.iter().filter(|(_, p)| p.producer == h).count());
     f.set("consumes", m.pipelines.iter().filter(|(_, p)| p.consumer == h).count());
+    // The budgets of the roles this one feeds, to compare a producer's budget with theirs.
+    let fed: Vec<u32> = m.pipelines.iter().filter(|(_, p)| p.producer == h).filter_map(|(_, p)| m.roles[p.consumer].regs).collect();
+    f.set("consumer_regs_min", fed.iter().min().copied());
+    if let Some((ph, p)) = m.pipelines.iter().find(|(_, p)| p.producer == h && m.roles[p.consumer].regs.is_some()) {
+        f.set("fed_role", m.roles[p.consumer].name.as_str());
+        f.span_at("fed_role", m.roles.span(p.consumer).attr("regs"));
+        let _ = ph;
+    }
     f.span_at("body", body.unwrap_or(spans.item));
     f.span_at("unit", spans.attr(unit_name(r.unit)));
     f
