@@ -1,0 +1,33 @@
+# dataflow-bench (held out: do not tune the verifier on this file): one-line bug
+# base: elementwise/swiglu-sm_90a-bf16-c4096
+# edit: line 30 (line 24 of the base case)
+#   before: store(Z[t.r * 8 + rows.warp * 2 + i, :], cast(x / (1.0 + exp(0.0 - x)) * y, bf16))
+#   after:  store(Z[t.r * 8 + rows.warp + i, :], cast(x / (1.0 + exp(0.0 - x)) * y, bf16))
+# class: coverage: the store's warp stride is 1 for 2-row warps: warps write overlapping rows
+# Fused elementwise graph on sm_90a: Z = silu(x) · y (SwiGLU), silu(x) = x / (1 + exp(−x)), one kernel instead of 4 memory-bound passes.
+# X and Y are bf16[R, 4096]; W is a per-column f32 vector (bias or gain) broadcast over rows. Each of the
+# 4 warps processes 2 row(s) of a 8-row tile per step, reading each input once.
+kernel ew_swiglu_bf16_sm_90a_c4096 target sm_90a
+
+dim R multiple_of 8
+const C = 4096
+
+in X: bf16[R, C]
+in Y: bf16[R, C]
+in W: f32[C]
+out Z: bf16[R, C]
+
+grid tiles[r = R / 8] persistent
+
+role rows: warp 0..4
+
+on rows {
+    let w = W[:]
+    for t in tiles {
+        for i in 0..2 {
+            let x = cast(X[t.r * 8 + rows.warp * 2 + i, :], f32)
+            let y = cast(Y[t.r * 8 + rows.warp * 2 + i, :], f32)
+            store(Z[t.r * 8 + rows.warp + i, :], cast(x / (1.0 + exp(0.0 - x)) * y, bf16))
+        }
+    }
+}
