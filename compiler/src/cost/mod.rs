@@ -45,12 +45,14 @@
 //! for roles of several warps and nothing for a one-warp role (the lowering's `__syncwarp()`); a
 //! `wait` / `wait_parity` on an explicit barrier costs one hand-off on the waiter's path.
 //!
-//! Hints (severity `hint`, codes C001…C006) point at the construct to change; errors are
-//! [`CostError`] (codes C100…C105). Every estimate lists the provisional parameters it used.
+//! Hints (severity `hint`, codes C001…C007, one file each under `hints/`) point at the construct
+//! to change; errors are [`CostError`] (codes C100…C105). Every estimate lists the provisional
+//! parameters it used.
 
 pub mod accuracy;
 pub mod calibration;
 pub mod cli;
+mod hints;
 mod model;
 pub mod report;
 mod walk;

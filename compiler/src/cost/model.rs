@@ -13,11 +13,11 @@ use super::*;
 
 /// A time split by what it is spent on, ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct Split {
-    tensor: f64,
-    memory: f64,
-    epilogue: f64,
-    sync: f64,
+pub(super) struct Split {
+    pub(super) tensor: f64,
+    pub(super) memory: f64,
+    pub(super) epilogue: f64,
+    pub(super) sync: f64,
 }
 
 impl Split {
@@ -27,7 +27,7 @@ impl Split {
     fn sync(x: f64) -> Split {
         Split { sync: x, ..Split::default() }
     }
-    fn total(self) -> f64 {
+    pub(super) fn total(self) -> f64 {
         self.tensor + self.memory + self.epilogue + self.sync
     }
     fn scale(self, f: f64) -> Split {
@@ -44,10 +44,6 @@ impl Split {
 }
 
 /// The first of the largest (ties keep the earlier: resources are listed before paths).
-/// Warps per SM below which a kernel without tensor-core work is reported as unable to cover
-/// memory latency with a persistent grid (hint C007).
-const MIN_STREAMING_WARPS_PER_SM: u32 = 8;
-
 fn max_split(items: impl IntoIterator<Item = Split>) -> Split {
     items.into_iter().fold(None, |best: Option<Split>, s| match best {
         Some(b) if b.total() >= s.total() => Some(b),
@@ -59,15 +55,15 @@ fn max_split(items: impl IntoIterator<Item = Split>) -> Split {
 /// The reuse analysis of one global operand (a tensor read through windows that depend on one
 /// set of tile axes).
 #[derive(Clone, Debug)]
-struct Operand {
-    tensor: usize,
+pub(super) struct Operand {
+    pub(super) tensor: usize,
     mask: u32,
-    readers: f64,
+    pub(super) readers: f64,
     miss: f64,
     /// Delivery rate to one SM, bytes per ns.
     bw_sm: f64,
-    requested: f64,
-    dram: f64,
+    pub(super) requested: f64,
+    pub(super) dram: f64,
 }
 
 struct Model<'a, 'c> {
@@ -756,220 +752,29 @@ pub(super) fn run(
     };
 
     // ---- hints ---------------------------------------------------------------------------
-    let mut hints = Vec::new();
-    let pct = |x_ms: f64| if predicted_ms > 0.0 { 100.0 * x_ms / predicted_ms } else { 0.0 };
-    let us = |ns: f64| ns * 1e-3;
-    // C001: a pipeline whose stages do not cover its round trip.
-    for f in &est.pipelines {
-        let per_tile = f.bubble_ns_per_handoff * f.handoffs_per_tile;
-        let lost_ms = per_tile * n_tiles * ms;
-        if pct(lost_ms) < 2.0 {
-            continue;
-        }
-        let Some((ph, p)) = m.pipelines.iter().find(|(_, p)| p.name == f.pipeline) else { continue };
-        let need = f.stages_needed.max(p.stages + 1);
-        let mut extra = 0u64;
-        let mut regions = BTreeSet::new();
-        for r in &roles {
-            for w in std::iter::once(&r.rest).chain(std::iter::once(&r.cta)).chain(r.main.iter().map(|ml| &ml.iter)) {
-                if let Some(pc) = w.pipes.get(ph.index()) {
-                    regions.extend(pc.regions.iter().copied());
-                }
-            }
-        }
-        for &rh in &regions {
-            let s = &m.smem[rh];
-            extra += s.stage_bytes() * u64::from(need.saturating_sub(s.stages));
-        }
-        let fits = occ.smem + extra <= u64::from(target.smem_per_block_max);
-        let names: Vec<String> = regions.iter().map(|&rh| format!("`{}`", m.smem[rh].name)).collect();
-        let mut d = hint(
-            "C001",
-            format!(
-                "pipeline `{}`: {} stage{} cover{} {:.2} µs of its {:.2} µs round trip; the consumer stalls {:.2} µs per hand-off ({:.1}% of the predicted time)",
-                p.name,
-                p.stages,
-                if p.stages == 1 { "" } else { "s" },
-                if p.stages == 1 { "s" } else { "" },
-                us(f.interval_ns * f64::from(p.stages)),
-                us(f.round_trip_ns),
-                us(f.bubble_ns_per_handoff),
-                pct(lost_ms)
-            ),
-            m.pipelines.span(ph).attr("stages"),
-            "stages below latency / issue interval",
-        )
-        .with_note(format!(
-            "round trip = hand-offs + TMA issue and latency ({:.0} B per stage) + the consumer's hold of {:.2} µs",
-            f.bytes_per_stage,
-            us(f.interval_ns)
-        ));
-        d = if fits {
-            d.with_help(format!(
-                "add a stage: `stages {need}`{}",
-                if names.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (and on {}: +{} B of shared memory, {} of {} B)", names.join(", "), extra, occ.smem + extra, target.smem_per_block_max)
-                }
-            ))
-        } else {
-            d.with_help(format!(
-                "add a stage — but `stages {need}` needs {} B of shared memory, over the {} B limit: shrink the stage (box) or the tile first",
-                occ.smem + extra,
-                target.smem_per_block_max
-            ))
-        };
-        hints.push(d);
-    }
-    // C002 / C003: epilogue serialized with the tensor cores.
-    let path_binds = tile_split == path_tile;
-    for (i, r) in roles.iter().enumerate() {
-        let Some(ml) = &r.main else { continue };
-        if ml.iter.tensor_ns <= 0.0 {
-            continue;
-        }
-        let role = role_of(r.role);
-        let rh = r.role;
-        let rest = model.own(&r.rest, role);
-        let exposed = (rest.epilogue + rest.sync) * n_tiles * ms;
-        if path_binds && paths[i].0.total() + paths[i].1 >= path_tile.total() + path_bubble - 1e-9 && pct(exposed) >= 2.0 {
-            let mut d = hint(
-                "C002",
-                format!(
-                    "epilogue not overlapped: role `{}` spends {:.2} µs per tile after its main loop in all {} {}s at once, while the tensor cores idle ({:.1}% of the predicted time)",
-                    role.name,
-                    us(rest.total()),
-                    role.count,
-                    if role.unit == RoleUnit::Warpgroup { "warpgroup" } else { "warp" },
-                    pct(exposed)
-                ),
-                m.roles.span(rh).item,
-                "every group of this role runs the epilogue at the same time",
-            );
-            if let Some(s) = r.rest.store_stmt {
-                d = d.with_secondary(*m.stmts.span(s), "the epilogue's store");
-            }
-            hints.push(d.with_help(
-                "alternate two consumer warpgroups (ping-pong): give each its own tiles and order their main loops, so one's epilogue overlaps the other's MMAs",
-            ));
-        }
-        let own = model.own(&ml.iter, role);
-        let loop_tensor = ml.iter.tensor_ns;
-        let t = t_nb[i].total();
-        if own.total() >= t - 1e-9 && own.epilogue >= 0.25 * own.total() && own.tensor > 0.0 && t > 0.0 {
-            let idle = 1.0 - loop_tensor / (t + bubble_iter[i]);
-            if idle >= 0.05 {
-                let span = *ml.iter.wgmma_wait0_stmt.map_or_else(|| m.stmts.span(ml.stmt), |s| m.stmts.span(s));
-                let chain = ml.iter.chain_ns;
-                let mut d = hint(
-                        "C003",
-                        format!(
-                            "the MMAs of role `{}` wait for its elementwise work: each iteration a {} waits for its own MMAs ({:.2} µs) and then works {:.2} µs before issuing the next, so the tensor cores idle {:.0}% of the main loop",
-                            role.name,
-                            if role.unit == RoleUnit::Warpgroup { "warpgroup" } else { "warp" },
-                            us(own.tensor),
-                            us(own.epilogue),
-                            100.0 * idle
-                        ),
-                        span,
-                        "the next MMAs are issued only after this wait and the work below it",
-                    );
-                if chain >= 0.5 * own.epilogue {
-                    d = d.with_note(format!(
-                        "{:.2} µs of that is the latency of dependent reduction chains: each thread folds its elements one after another (`reduce_argmin` / `reduce_argmax` steps do not overlap)",
-                        us(chain)
-                    ));
-                }
-                hints.push(d.with_help(
-                    "issue the next iteration's MMAs before this iteration's epilogue (two accumulators, `wgmma_wait(1)`), add consumer warpgroups, or give each thread fewer elements to fold per iteration",
-                ));
-            }
-        }
-    }
-    // C004 / C005: the grid and the GPU.
-    if let Some((gh, _)) = m.grid.iter().next() {
-        let span = m.grid.span(gh).item;
-        let tiles = occ.tiles;
-        if tiles < 0.75 * sms {
-            hints.push(
-                hint(
-                    "C005",
-                    format!("only {tiles} tiles for {sms} SMs: {} SMs stay idle", sms - tiles),
-                    span,
-                    "too few tiles at these dims",
-                )
-                .with_help("use smaller tiles or split the reduction axis across blocks"),
-            );
-        } else if persistent && occ.occupancy.tail_efficiency < 0.9 {
-            let lost = (1.0 - occ.occupancy.tail_efficiency) * tile_time_nb * n_tiles * ms;
-            if pct(lost) >= 3.0 {
-                let last = tiles - (n_tiles - 1.0) * sms;
-                hints.push(
-                    hint(
-                        "C004",
-                        format!(
-                            "tail wave: {tiles} tiles over {sms} blocks take {n_tiles} rounds and the last keeps {last} of {sms} SMs busy ({:.1}% of the predicted time lost)",
-                            pct(lost)
-                        ),
-                        span,
-                        "tiles do not divide evenly over the SMs",
-                    )
-                    .with_help("choose a tile shape that gives a multiple of the SM count, or split the last round's tiles (stream-K)"),
-                );
-            }
-        }
-    }
-    // C007: a persistent grid of few warps for a kernel without tensor-core work or pipelines
-    // (thread-level loads only). Each SM then
-    // runs one small block, and the loads its few warps keep in flight do not cover memory
-    // latency (H200: a 4-warp persistent RMSNorm 0.144 ms, the same rows with 8-warp blocks,
-    // several per SM, 0.094 ms; benchmarks/RESULTS.md).
-    if let Some((gh, _)) = m.grid.iter().next() {
-        let warps = occ.occupancy.threads_per_block / 32;
-        // (Pipelined kernels keep TMA / cp.async copies in flight whatever their warp count.)
-        if persistent && tile_work.tensor_ns <= 0.0 && m.pipelines.is_empty() && warps < MIN_STREAMING_WARPS_PER_SM && occ.tiles > sms {
-            let span = m.grid.span(gh).attr("persistent");
-            hints.push(
-                hint(
-                    "C007",
-                    format!("a persistent grid runs one block of {warps} warps per SM: too few loads in flight to cover memory latency in a kernel without tensor-core work"),
-                    span,
-                    "one block per SM",
-                )
-                .with_help(format!(
-                    "drop `persistent` (one block per tile, several resident per SM), or give the block at least {MIN_STREAMING_WARPS_PER_SM} warps"
-                )),
-            );
-        }
-    }
-    // C006: memory-bound with operands re-read from DRAM.
-    if bottleneck == Bottleneck::Memory {
-        if let Some(o) = model
-            .operands
-            .iter()
-            .filter(|o| o.requested > 0.0 && o.dram > 1.5 * (o.requested / o.readers.max(1.0)).min(o.dram) && o.readers < 8.0)
-            .max_by(|a, b| a.dram.total_cmp(&b.dram))
-        {
-            if let Some((th, t)) = m.tensors.iter().nth(o.tensor) {
-                hints.push(
-                    hint(
-                        "C006",
-                        format!(
-                            "memory-bound: `{}` is read from DRAM {:.2} GB over the kernel; each window is shared by only {:.1} concurrently running blocks",
-                            t.name,
-                            o.dram * 1e-9,
-                            o.readers
-                        ),
-                        m.tensors.span(th).name,
-                        "little reuse across concurrent tiles",
-                    )
-                    .with_help("walk the tiles in bands so that concurrent blocks share this operand's windows (`group G` on the tile space), enlarge the tile along the axis that reuses it, or multicast it through a cluster"),
-                );
-            }
-        }
-    }
-    est.hints = hints;
+    let own = |w: &Work, role: &RoleDecl| model.own(w, role);
+    let cx = super::hints::HintCx {
+        m,
+        target,
+        est: &est,
+        roles: &roles,
+        own: &own,
+        paths: &paths,
+        path_tile,
+        path_bubble,
+        path_binds: tile_split == path_tile,
+        t_nb: &t_nb,
+        bubble_iter: &bubble_iter,
+        operands: &model.operands,
+        smem: occ.smem,
+        tiles: occ.tiles,
+        sms,
+        n_tiles,
+        persistent,
+        tile_time_nb,
+        tile_tensor_ns: tile_work.tensor_ns,
+    };
+    est.hints = super::hints::run(&cx);
 
     // ---- notes ---------------------------------------------------------------------------
     if m.grid.iter().next().is_some() {
