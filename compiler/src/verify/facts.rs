@@ -84,7 +84,7 @@ impl ConstructKind {
     /// `arg:<param>` for calls).
     pub fn span_keys(self) -> &'static [&'static str] {
         match self {
-            ConstructKind::Kernel => &["decl", "smem_largest", "smem_last", "role_first", "role_last", "regs_role", "grid"],
+            ConstructKind::Kernel => &["decl", "smem_largest", "smem_last", "role_first", "role_last", "regs_role", "grid", "inexact_dim"],
             ConstructKind::Grid => &["decl", "name"],
             ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view"],
             ConstructKind::View => &["decl", "name", "region"],
@@ -403,6 +403,12 @@ pub const KERNEL_FACTS: &[FactDef] = &[
     f("smem_mbarrier_bytes", "bytes of the derived mbarriers (2 × stages per pipeline, stages per barrier, 8 B each) and the padding that 8-aligns them"),
     f("smem_base_slack", "1024 when TMA or wgmma read shared memory (the kernel rounds the base up to 1024 B), else 0"),
     f("smem_regions", "number of shared regions"),
+    f("inexact_divisions", "tile counts (grid axis extents) and loop trip counts `X / c` whose dim product X its `multiple_of` does not make a multiple of c"),
+    f("inexact_division", "the first of them (`R / 8`; unknown: none)"),
+    f("inexact_dim", "its dim"),
+    f("inexact_dim_multiple", "what the dim product is provably a multiple of"),
+    f("inexact_divisor", "the constant it is divided by"),
+    f("inexact_example", "the smallest allowed value of the dim product at which the division truncates"),
     f("threads_per_block", "threads per block: 32 × the highest warp any role uses"),
     f("warps", "warps per block"),
     f("roles", "number of roles"),
@@ -1067,6 +1073,7 @@ fn kernel_facts(m: &Module, layout: &KernelLayout) -> FactSet {
     f.set("smem_mbarrier_bytes", layout.mbarrier_bytes);
     f.set("smem_base_slack", layout.base_slack);
     f.set("smem_regions", m.smem.len());
+    inexact_division_facts(m, &mut f);
     f.set("threads_per_block", threads);
     f.set("warps", threads / 32);
     f.set("roles", m.roles.len());
@@ -1855,6 +1862,97 @@ fn tensor_arg(m: &Module, lets: &HashMap<Handle<Local>, Handle<Expr>>, a: Handle
             Some(Sel::Full) | None => 0,
         };
         f.set("inner_start_multiple_bytes", start.saturating_mul(esize));
+    }
+}
+
+/// Tile counts and loop trip counts that divide a dim by a constant its `multiple_of` does not
+/// make exact: `R / 8` with `dim R multiple_of 4`. Only plain quotients of dims and constants
+/// count — `(N + 63) / 64` rounds up on purpose.
+fn inexact_division_facts(m: &Module, f: &mut FactSet) {
+    let mut found: Vec<(String, Handle<DimDecl>, i64, i64)> = Vec::new();
+    let size = |s: &Size, found: &mut Vec<(String, Handle<DimDecl>, i64, i64)>| {
+        fn walk(m: &Module, s: &Size, found: &mut Vec<(String, Handle<DimDecl>, i64, i64)>) {
+            if let Size::Bin(op, a, b) = s {
+                if let (SizeOp::Div, Some(c)) = (op, b.as_const()) {
+                    if let Some(d) = plain_dim_product(a) {
+                        let k = size_multiple(m, a);
+                        if c > 0 && k % c != 0 {
+                            found.push((format!("{} / {c}", show_size(m, a)), d, k, c));
+                        }
+                    }
+                }
+                walk(m, a, found);
+                walk(m, b, found);
+            }
+        }
+        walk(m, s, found)
+    };
+    if let Some(g) = m.grid() {
+        for a in &g.axes {
+            size(&a.extent, &mut found);
+        }
+    }
+    for (_, st) in m.stmts.iter() {
+        if let Stmt::For { hi, .. } = st {
+            if let ExprKind::Binary(BinOp::Div, a, b) = &m.exprs[*hi].kind {
+                if let (Some(c), Some(d)) = (m.const_value(*b), plain_dim_expr(m, *a)) {
+                    let k = known_multiple(m, *a);
+                    if c > 0 && k % c != 0 {
+                        found.push((format!("{} / {c}", super::protocol::eval::show(m, *a)), d, k, c));
+                    }
+                }
+            }
+        }
+    }
+    f.set("inexact_divisions", found.len());
+    if let Some((what, d, k, c)) = found.first() {
+        let dd = &m.dims[*d];
+        f.set("inexact_division", what.as_str());
+        f.set("inexact_dim", dd.name.as_str());
+        f.set("inexact_dim_multiple", *k);
+        f.set("inexact_divisor", *c);
+        // The smallest allowed value the quotient truncates at.
+        f.set("inexact_example", (1..=*c).map(|i| i * k).find(|v| v % c != 0));
+        f.span_at("inexact_dim", m.dims.span(*d).attr("multiple_of"));
+    }
+}
+
+/// The dim of a product of dims and constants with exactly one dim (`R`, `2 * R`), else None.
+fn plain_dim_product(s: &Size) -> Option<Handle<DimDecl>> {
+    match s {
+        Size::Dim(d) => Some(*d),
+        Size::Bin(SizeOp::Mul, a, b) => match (plain_dim_product(a), plain_dim_product(b), a.as_const(), b.as_const()) {
+            (Some(d), None, _, Some(_)) | (None, Some(d), Some(_), _) => Some(d),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn plain_dim_expr(m: &Module, e: Handle<Expr>) -> Option<Handle<DimDecl>> {
+    match &m.exprs[e].kind {
+        ExprKind::Dim(d) => Some(*d),
+        ExprKind::Binary(BinOp::Mul, a, b) => match (plain_dim_expr(m, *a), plain_dim_expr(m, *b), m.const_value(*a), m.const_value(*b)) {
+            (Some(d), None, _, Some(_)) | (None, Some(d), Some(_), _) => Some(d),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn show_size(m: &Module, s: &Size) -> String {
+    match s {
+        Size::Const(c) => c.to_string(),
+        Size::Dim(d) => m.dims[*d].name.clone(),
+        Size::Bin(op, a, b) => {
+            let o = match op {
+                SizeOp::Add => "+",
+                SizeOp::Sub => "-",
+                SizeOp::Mul => "*",
+                SizeOp::Div => "/",
+            };
+            format!("{} {o} {}", show_size(m, a), show_size(m, b))
+        }
     }
 }
 
