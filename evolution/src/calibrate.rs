@@ -43,7 +43,24 @@ pub struct CalibrationDraft {
     pub skipped: Vec<String>,
     /// Parameters fitted from microbenchmarks (a suite fit).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fits: Vec<crate::microbench::ParamFit>,
+    pub fits: Vec<ParamFit>,
+}
+
+/// One parameter fitted from microbenchmarks (the suite fit). It lives here, beside the
+/// draft that records it, so that `microbench` uses `calibrate` and not the other way round.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParamFit {
+    pub param: String,
+    pub bench: String,
+    pub runs: usize,
+    pub before: f64,
+    pub after: f64,
+    /// Mean |ln(predicted / measured)| over the bench's runs, before and after.
+    pub log_error_before: f64,
+    pub log_error_after: f64,
+    /// Set when the best value lies on the search bound (×1/16 or ×16).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_bound: bool,
 }
 
 /// How a parameter responds to a time factor `f` on its class: a rate is divided by `f`, a

@@ -26,7 +26,7 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::mine::normalize;
+use crate::normalize::normalize;
 use crate::store::{is_sha256, EvidenceStore, FailureReport, SpanKind, SpanRef, Stage, StoreError, StoredProgram};
 
 /// What kind of file is imported.
@@ -624,8 +624,8 @@ pub struct ImportArgs {
     #[arg(long, value_name = "S")]
     pub gpu_seconds: Option<f64>,
     /// `human` (one line per record) or `json` (the outcome as one object).
-    #[arg(long, value_enum, default_value_t = crate::mine::Format::Human)]
-    pub format: crate::mine::Format,
+    #[arg(long, value_enum, default_value_t = crate::Format::Human)]
+    pub format: crate::Format,
 }
 
 /// Run `import`; the exit status (0 imported, 2 usage, input or store error).
@@ -650,10 +650,10 @@ pub fn run_import(args: ImportArgs) -> u8 {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe is not worth a panic: write errors are ignored.
             match args.format {
-                crate::mine::Format::Json => {
+                crate::Format::Json => {
                     let _ = writeln!(stdout, "{}", serde_json::to_string(&out).unwrap_or_default());
                 }
-                crate::mine::Format::Human => {
+                crate::Format::Human => {
                     for r in &out.records {
                         let _ = writeln!(stdout, "{} {}  {}", if r.new { "added  " } else { "present" }, r.id.get(..12).unwrap_or(&r.id), crate::sanitize::line(&r.class));
                     }

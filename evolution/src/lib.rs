@@ -11,9 +11,18 @@ pub mod llm;
 pub mod lock;
 pub mod microbench;
 pub mod mine;
+pub mod normalize;
 pub mod queue;
 pub mod records;
 pub mod review;
 pub mod sanitize;
 pub mod store;
 pub mod synth;
+
+/// Output format of the CLI commands (`mine`, `import`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Human,
+    Json,
+}

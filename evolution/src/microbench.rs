@@ -24,7 +24,7 @@ use cake::runtime::workload::Shape;
 use serde::{Deserialize, Serialize};
 
 pub use cake::cost::accuracy::{BenchMeasurement, SavedRun, RUN_SCHEMA};
-use crate::calibrate::{fmt_num, round4, round_sig, set_meta, set_param, validated, CalibrationDraft, Measurement};
+use crate::calibrate::{fmt_num, round4, round_sig, set_meta, set_param, validated, CalibrationDraft, Measurement, ParamFit};
 
 /// One bench of a suite.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -312,22 +312,6 @@ pub fn run_suite(suite: &Suite, corpus_root: &Path, runner: &CakeRunner) -> Resu
     out.gpu = gpu.unwrap_or_else(|| "unknown GPU".into());
     out.created_unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     Ok(out)
-}
-
-/// One fitted parameter.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ParamFit {
-    pub param: String,
-    pub bench: String,
-    pub runs: usize,
-    pub before: f64,
-    pub after: f64,
-    /// Mean |ln(predicted / measured)| over the bench's runs, before and after.
-    pub log_error_before: f64,
-    pub log_error_after: f64,
-    /// Set when the best value lies on the search bound (×1/16 or ×16).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub at_bound: bool,
 }
 
 /// Predicted times of `ms` under the calibration text.
