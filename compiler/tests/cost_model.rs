@@ -437,3 +437,26 @@ fn cli_cost_json_and_errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not calibrated"));
 }
+
+/// Dims past what the kernel's 32-bit parameters hold get a coded error naming the dim, never
+/// a panic or impossible figures (2^40 used to divide by zero in the tile walk).
+#[test]
+fn dims_past_32_bits_are_a_coded_error_not_a_panic() {
+    let v = program(&example("gemm_bf16_ws"));
+    for big in [1i64 << 31, 1 << 40, i64::MAX - 63] {
+        let big = big / 256 * 256;
+        let r = cost::estimate(&v, sm90(), &shape(&[("M", big), ("N", big), ("K", big)]));
+        match r {
+            Err(e @ CostError::BadDim { .. }) => {
+                let d = e.to_diagnostic();
+                assert_eq!(d.code, e.code());
+                assert!(d.message.contains("32-bit"), "{}", d.message);
+            }
+            other => panic!("M = N = K = {big}: {other:?}"),
+        }
+    }
+    // The largest representable shape still estimates, with finite figures.
+    let edge = i64::from(i32::MAX) / 256 * 256;
+    let e = cost::estimate(&v, sm90(), &shape(&[("M", edge), ("N", edge), ("K", edge / 64 * 64)])).expect("estimates");
+    assert!(e.predicted_ms.is_finite() && e.predicted_ms > 0.0);
+}

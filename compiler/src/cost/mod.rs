@@ -413,6 +413,15 @@ fn resolve_dims(m: &Module, dims: &BTreeMap<String, i64>) -> Result<Vec<i64>, Co
                 if v <= 0 {
                     return Err(CostError::BadDim { name: d.name.clone(), value: v, reason: "dims must be positive".into(), span });
                 }
+                // The lowered kernel takes every dim as a 32-bit `const int` parameter.
+                if v > i64::from(i32::MAX) {
+                    return Err(CostError::BadDim {
+                        name: d.name.clone(),
+                        value: v,
+                        reason: format!("larger than the kernel's 32-bit dim parameters hold (at most {})", i32::MAX),
+                        span,
+                    });
+                }
                 if let Some(k) = d.multiple_of {
                     if k > 0 && v % k != 0 {
                         return Err(CostError::BadDim {

@@ -303,12 +303,13 @@ fn tile_coords(extents: &[i64], group: Option<u32>, l: u64, out: &mut Vec<u64>) 
     let e: Vec<u64> = extents.iter().map(|&x| x.max(1) as u64).collect();
     let plain = if group.is_some() && n >= 2 { n - 2 } else { n };
     for k in 0..plain {
-        let div: u64 = e[k + 1..].iter().product();
-        out.push(l / div % e[k]);
+        // Saturating: a product past u64 (absurd shapes) must not wrap to a zero divisor.
+        let div: u64 = e[k + 1..].iter().fold(1u64, |a, x| a.saturating_mul(*x));
+        out.push(l / div.max(1) % e[k]);
     }
     if let (Some(gs), true) = (group, plain < n) {
         let (er, ec, gs) = (e[n - 2], e[n - 1], u64::from(gs.max(1)));
-        let plane = l % (er * ec);
+        let plane = l % er.saturating_mul(ec);
         let first = plane / (gs * ec) * gs;
         let rows = (er - first).min(gs).max(1);
         let inner = plane - first * ec;
