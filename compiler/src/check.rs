@@ -59,6 +59,7 @@ pub fn check_file(file: &ast::File, catalog: &Catalog, targets: &TargetTable) ->
         globals: HashMap::new(),
         scopes: Vec::new(),
         diags: Vec::new(),
+        errors: 0,
         role: None,
         poisoned: HashSet::new(),
         missing_ops: HashSet::new(),
@@ -107,6 +108,8 @@ struct Checker<'a> {
     globals: HashMap<String, (Global, Span)>,
     scopes: Vec<HashMap<String, Handle<Local>>>,
     diags: Vec<Diagnostic>,
+    /// Errors among `diags`, kept as they are pushed (counting them per item was quadratic).
+    errors: usize,
     /// The role whose body is being checked.
     role: Option<Handle<RoleDecl>>,
     /// Declarations that failed to check: uses of them are silent errors, so one mistake is
@@ -133,6 +136,7 @@ fn decl_spans(item: &ast::Item, name: &ast::Ident, attrs: &[ast::Attr]) -> DeclS
 
 impl<'a> Checker<'a> {
     fn err(&mut self, d: Diagnostic) {
+        self.errors += usize::from(d.is_error());
         self.diags.push(d);
     }
 
@@ -390,7 +394,7 @@ impl<'a> Checker<'a> {
     }
 
     fn error_count(&self) -> usize {
-        self.diags.iter().filter(|d| d.is_error()).count()
+        self.errors
     }
 
     fn item_inner(&mut self, item: &ast::Item) {
@@ -1462,7 +1466,9 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        self.diags.extend(findings);
+        for d in findings {
+            self.err(d);
+        }
     }
 
     fn result_type(&mut self, call: &OpCall) -> Type {

@@ -508,12 +508,7 @@ impl Reporter {
                 let _ = io::stderr().write_all(text.as_bytes());
             }
             MessageFormat::Json => {
-                let mut lines = String::new();
-                for d in diags {
-                    lines.push_str(&render::render_json_line(name, source, d));
-                    lines.push('\n');
-                }
-                self.stdout(&lines);
+                self.stdout(&render::render_json_lines(name, source, diags));
             }
         }
     }

@@ -14,7 +14,7 @@ use codespan_reporting::term::{self, Chars, Config};
 use serde::Serialize;
 
 use crate::diag::{Diagnostic, Label, Severity};
-use crate::span::{line_col, Span};
+use crate::span::{line_col, LineIndex, Span};
 
 /// Render diagnostics for a terminal (or, with `color == false`, for snapshots and logs) in
 /// rustc's layout:
@@ -73,13 +73,29 @@ pub fn render_human_unlocated(d: &Diagnostic, color: bool) -> String {
 /// count characters. `secondary` and `notes` are always present (possibly empty), `help` is a
 /// string or `null`.
 pub fn render_json_line(file_name: &str, source: &str, d: &Diagnostic) -> String {
+    json_line(file_name, source, &LineIndex::new(source), d)
+}
+
+/// [`render_json_line`] for every diagnostic, each line followed by a newline; the source's
+/// line index is built once, so the time is linear in the number of diagnostics.
+pub fn render_json_lines(file_name: &str, source: &str, diags: &[Diagnostic]) -> String {
+    let index = LineIndex::new(source);
+    let mut out = String::new();
+    for d in diags {
+        out.push_str(&json_line(file_name, source, &index, d));
+        out.push('\n');
+    }
+    out
+}
+
+fn json_line(file_name: &str, source: &str, index: &LineIndex<'_>, d: &Diagnostic) -> String {
     let json = JsonDiagnostic {
         code: &d.code,
         severity: d.severity.as_str(),
         message: &d.message,
         file: file_name,
-        primary: Some(json_label(source, &d.primary)),
-        secondary: d.secondary.iter().map(|l| json_label(source, l)).collect(),
+        primary: Some(json_label(source, index, &d.primary)),
+        secondary: d.secondary.iter().map(|l| json_label(source, index, l)).collect(),
         notes: &d.notes,
         help: d.help.as_deref(),
     };
@@ -232,10 +248,10 @@ struct JsonLabel<'a> {
     message: &'a str,
 }
 
-fn json_label<'a>(source: &str, label: &'a Label) -> JsonLabel<'a> {
+fn json_label<'a>(source: &str, index: &LineIndex<'_>, label: &'a Label) -> JsonLabel<'a> {
     let r = clamp_span(source, label.span);
-    let (line, column) = line_col(source, r.start);
-    let (end_line, end_column) = line_col(source, r.end);
+    let (line, column) = index.line_col(r.start);
+    let (end_line, end_column) = index.line_col(r.end);
     JsonLabel { start: r.start, end: r.end, line, column, end_line, end_column, message: &label.message }
 }
 
@@ -307,6 +323,21 @@ mod tests {
         let out = render_human("f.cake", src, &[hint, cov], false);
         assert!(out.contains("help[E0101]: hint: unexpected end of file"), "{out}");
         assert!(out.contains("note[E0101]: coverage limit: unexpected end of file"), "{out}");
+    }
+
+    #[test]
+    fn json_lines_match_one_by_one_and_the_line_index_matches_line_col() {
+        let src = "dim M\n\nkernel k target sm_90a  # é\n  x\n";
+        let diags: Vec<Diagnostic> = (0..src.len() + 3)
+            .map(|i| Diagnostic::error("E0101", "m", Span { start: i as u32, end: (i + 2) as u32 }, "here"))
+            .collect();
+        let all = render_json_lines("f.cake", src, &diags);
+        let one: String = diags.iter().map(|d| render_json_line("f.cake", src, d) + "\n").collect();
+        assert_eq!(all, one);
+        let index = LineIndex::new(src);
+        for i in 0..src.len() + 3 {
+            assert_eq!(index.line_col(i), line_col(src, i), "offset {i}");
+        }
     }
 
     #[test]

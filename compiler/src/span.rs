@@ -41,6 +41,29 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Line starts of one source text, so that many offsets map to lines in O(log lines) each
+/// (rendering thousands of findings stays linear, not quadratic, in their number).
+pub struct LineIndex<'s> {
+    source: &'s str,
+    starts: Vec<usize>,
+}
+
+impl<'s> LineIndex<'s> {
+    pub fn new(source: &'s str) -> LineIndex<'s> {
+        let mut starts = vec![0];
+        starts.extend(source.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { source, starts }
+    }
+
+    /// What [`line_col`] returns for `offset`.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(self.source, offset.min(self.source.len()));
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        (line, self.source[start..offset].chars().count() + 1)
+    }
+}
+
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     while i > 0 && !s.is_char_boundary(i) {
         i -= 1;
