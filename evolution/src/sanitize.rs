@@ -47,25 +47,8 @@ pub fn text(s: &str) -> String {
 
 /// [`text`] with another bound.
 pub fn text_bounded(s: &str, max: usize) -> String {
-    let mut out = String::with_capacity(s.len().min(max.saturating_mul(4)));
-    let mut n = 0usize;
-    for c in s.chars() {
-        n += 1;
-        if n > max {
-            continue;
-        }
-        if c == '\n' || c == '\t' {
-            out.push(c);
-        } else if c == '\r' {
-            // A lone CR rewrites the line on a terminal: escape it; a CRLF's CR goes.
-            escape_into(&mut out, c);
-        } else if is_dangerous(c) {
-            escape_into(&mut out, c);
-        } else {
-            out.push(c);
-        }
-    }
-    bounded(out, n, max)
+    // A lone CR rewrites the line on a terminal, so it is escaped with the other controls.
+    escape_bounded(s, max, |c| c == '\n' || c == '\t')
 }
 
 /// One line for a terminal, a table cell or a commit subject: every control character
@@ -76,6 +59,11 @@ pub fn line(s: &str) -> String {
 
 /// [`line`] with another bound.
 pub fn line_bounded(s: &str, max: usize) -> String {
+    escape_bounded(s, max, |_| false)
+}
+
+/// At most `max` characters of `s`, each control character escaped unless `keep` says so.
+fn escape_bounded(s: &str, max: usize, keep: fn(char) -> bool) -> String {
     let mut out = String::with_capacity(s.len().min(max.saturating_mul(4)));
     let mut n = 0usize;
     for c in s.chars() {
@@ -83,7 +71,7 @@ pub fn line_bounded(s: &str, max: usize) -> String {
         if n > max {
             continue;
         }
-        if is_dangerous(c) {
+        if !keep(c) && is_dangerous(c) {
             escape_into(&mut out, c);
         } else {
             out.push(c);
