@@ -895,7 +895,7 @@ pub struct MineArgs {
 
 /// Run `mine`; the exit status (0, or 2 when the store cannot be opened).
 pub fn run_mine(args: MineArgs) -> u8 {
-    let store = match EvidenceStore::open(&args.store) {
+    let store = match EvidenceStore::open_existing(&args.store) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");

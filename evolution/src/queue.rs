@@ -304,10 +304,7 @@ pub fn propose(opts: &ProposeOptions) -> Result<ProposeSummary, String> {
     let qdir = queue_dir(&workdir);
     let main = git::main_branch(&repo, opts.main.as_deref())?;
     let base = git::branch_commit(&repo, &main)?;
-    let store = EvidenceStore::open(&opts.evidence).map_err(|e| e.to_string())?;
-    if !opts.evidence.is_dir() {
-        return Err(format!("no evidence store at {}", opts.evidence.display()));
-    }
+    let store = EvidenceStore::open_existing(&opts.evidence).map_err(|e| e.to_string())?;
     // Everything below reads and writes the queue, the state and the rule codes: one run at a time.
     let _lock = QueueLock::acquire(&repo, "propose", opts.lock_timeout)?;
     let report = mine::mine_report(&store);

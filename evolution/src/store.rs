@@ -30,7 +30,8 @@
 //!   record of an unsupported schema;
 //! * `S006` a write failed;
 //! * `S007` no record with that id (or an ambiguous id prefix);
-//! * `S008` a record given to `append` is invalid (a failure report without program hash, …).
+//! * `S008` a record given to `append` is invalid (a failure report without program hash, …);
+//! * `S009` a command that only reads a store was given a path where none exists.
 //!
 //! Reading never panics and never stops at a bad file: [`EvidenceStore::scan`] returns the good
 //! records and the problems; [`EvidenceStore::iter`] yields both, in a fixed order (runs, then
@@ -474,6 +475,16 @@ impl EvidenceStore {
             return Err(StoreError::new("S001", &root, "exists and is not a directory"));
         }
         Ok(EvidenceStore { root })
+    }
+
+    /// [`open`](Self::open) for commands that only read: a path where no store exists is `S009`
+    /// (mining an empty, mistyped path would report 0 buckets and succeed).
+    pub fn open_existing(dir: impl AsRef<Path>) -> Result<EvidenceStore, StoreError> {
+        let root = dir.as_ref();
+        if !root.exists() {
+            return Err(StoreError::new("S009", root, "no evidence store here: check the path, or import evidence into it first (`cake-evolve-compiler import`)"));
+        }
+        Self::open(root)
     }
 
     pub fn root(&self) -> &Path {

@@ -222,3 +222,25 @@ fn concurrent_appends_of_the_same_record_agree() {
     assert_eq!(ids.iter().filter(|a| a.new).count(), 1, "exactly one writer created the file");
     assert_eq!(files_in(&dir.path().join("failures")).len(), 1, "no temporary files left behind");
 }
+
+/// Reading a store that is not there is an error naming the path (S009), for the library and for
+/// `mine` (which reported 0 buckets and exited 0) and `propose`; writing creates the store.
+#[test]
+fn a_missing_store_is_an_error_for_readers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-store");
+    let e = EvidenceStore::open_existing(&missing).unwrap_err();
+    assert_eq!(e.code, "S009");
+    assert!(e.to_string().contains("no-such-store"), "{e}");
+    let mine = std::process::Command::new(env!("CARGO_BIN_EXE_cake-evolve-compiler"))
+        .args(["mine", "--store", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(mine.status.code(), Some(2), "{mine:?}");
+    assert!(String::from_utf8_lossy(&mine.stderr).contains("S009"), "{}", String::from_utf8_lossy(&mine.stderr));
+    assert!(!missing.exists(), "reading creates nothing");
+    // A writer still creates it.
+    let store = EvidenceStore::open(&missing).unwrap();
+    store.append(failure(&"a".repeat(64), "x")).unwrap();
+    assert!(EvidenceStore::open_existing(&missing).is_ok());
+}
