@@ -493,21 +493,16 @@ impl OffsetTerm {
     }
 }
 
-/// Where a shared-memory window starts: its address constant's alignment and the offset terms
-/// of its indices. Built once here; the lowering adds the C text of each index.
+/// Where a shared-memory window starts, for the verifier's alignment facts: its address
+/// constant's alignment and the offset terms of its indices, computed as the lowering's
+/// `smem_ref` computes them (same strides, `known_multiple`, layout alignment).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SmemWindow {
-    pub region: Handle<SmemDecl>,
-    pub view: Option<Handle<ViewDecl>>,
     /// What the region's (or view's) address constant is known to be a multiple of.
     pub base_align: u64,
-    /// One per dimension (the stage dimension first for a staged region).
-    pub strides: Vec<u64>,
-    pub extents: Vec<i64>,
-    /// Per indexed dimension, in order: `Some(term)`; `None` for a dimension taken whole.
+    /// Per dimension (the stage dimension first for a staged region), in order: `Some(term)` for
+    /// an indexed one, `None` for a dimension taken whole.
     pub terms: Vec<Option<OffsetTerm>>,
-    /// Bytes of one row (the innermost dimension) of the region or view.
-    pub pitch: u64,
     pub swizzle: Swizzle,
 }
 
@@ -546,14 +541,14 @@ pub fn smem_window(m: &Module, layout: &KernelLayout, e: Handle<Expr>) -> Option
         ExprKind::Smem(_) | ExprKind::View(_) => (e, &[]),
         _ => return None,
     };
-    let (region, view, dtype, shape, stages, swizzle, base_align) = match m.exprs[base].kind {
+    let (dtype, shape, stages, swizzle, base_align) = match m.exprs[base].kind {
         ExprKind::Smem(h) => {
             let s = &m.smem[h];
-            (h, None, s.dtype, &s.shape, s.stages, s.swizzle, layout.region(h).align)
+            (s.dtype, &s.shape, s.stages, s.swizzle, layout.region(h).align)
         }
         ExprKind::View(h) => {
             let v = &m.views[h];
-            (v.region, Some(h), v.dtype, &v.shape, 1, v.swizzle, layout.view(h).align)
+            (v.dtype, &v.shape, 1, v.swizzle, layout.view(h).align)
         }
         _ => return None,
     };
@@ -580,8 +575,7 @@ pub fn smem_window(m: &Module, layout: &KernelLayout, e: Handle<Expr>) -> Option
             Some(IndexItem::Full) | None => None,
         })
         .collect();
-    let pitch = (shape.last().copied().unwrap_or(1).max(1) as u64).saturating_mul(esize);
-    Some(SmemWindow { region, view, base_align, strides, extents, terms, pitch, swizzle })
+    Some(SmemWindow { base_align, terms, swizzle })
 }
 
 /// The alignment TMA needs of a shared-memory window: its swizzle atom when swizzled, else 128.
