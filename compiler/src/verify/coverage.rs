@@ -323,8 +323,12 @@ impl Walk<'_> {
             Type::Frag { scope, .. } => *scope,
             _ => None,
         });
-        // An op the catalog issues from one elected thread (tma_store) is one write per role.
+        // An op the catalog issues from one elected thread (tma_store) is one write per role:
+        // the role's first warp issues it.
         let elected = crate::catalog::Catalog::builtin().get(&c.op).is_some_and(|op| op.issue == IssueScope::Elected);
+        if elected && self.warp != 0 {
+            return Ok(());
+        }
         let (unit, unit_kind) = match (elected, scope, self.unit) {
             (true, ..) => (0, "instance"),
             (false, Some(Scope::Warpgroup), _) | (false, None, RoleUnit::Warpgroup) => (self.warp / 4, "warpgroup"),
