@@ -417,7 +417,9 @@ impl GpuBackend for BuiltinGpu {
         if !gpu_present() {
             return Err("no GPU".to_string());
         }
-        Ok(format!("GPU through cake::runtime (children of {})", self.exe.display()))
+        // The executable's name only: results are committed, and hold no machine's paths.
+        let exe = self.exe.file_name().map_or_else(|| "this executable".to_string(), |n| n.to_string_lossy().into_owned());
+        Ok(format!("GPU through cake::runtime (children of `{exe}`)"))
     }
 
     fn run(&self, _validated: &Validated, case: &Case, workload: &Workload) -> Result<GpuOutcome, GpuError> {
