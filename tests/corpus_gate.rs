@@ -290,3 +290,37 @@ fn every_workload_fits_its_program() {
     }
     println!("workloads checked (cases, of which gpu tier): {checked:?}");
 }
+
+/// Committed results and reports hold repository-relative paths only: no path of the machine
+/// that produced them (`/work/…`, `/root/…`, `/home/…`, `/tmp/…`).
+#[test]
+fn committed_results_hold_no_absolute_paths() {
+    let root = repo();
+    let mut files = Vec::new();
+    for dir in ["corpus/results", "calibration", "benchmarks", "evolution/evidence"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            let Ok(rd) = fs::read_dir(&d) else { continue };
+            for e in rd.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "json" || x == "md" || x == "toml") {
+                    files.push(p);
+                }
+            }
+        }
+    }
+    assert!(files.len() > 10, "found the committed results: {files:?}");
+    let mut bad = Vec::new();
+    for f in &files {
+        let text = fs::read_to_string(f).unwrap_or_default();
+        for prefix in ["/work/", "/root/", "/home/", "/tmp/"] {
+            if let Some(i) = text.find(prefix) {
+                let line = text[..i].matches('\n').count() + 1;
+                bad.push(format!("{}:{line}: `{prefix}…`", f.strip_prefix(&root).unwrap_or(f).display()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "absolute paths in committed results:\n{}", bad.join("\n"));
+}

@@ -288,7 +288,14 @@ pub struct BuiltinCompile;
 impl CompileBackend for BuiltinCompile {
     fn availability(&self) -> Result<String, String> {
         match crate::nvrtc::ensure_nvrtc() {
-            Ok(()) => Ok(format!("NVRTC{}", std::env::var(crate::nvrtc::NVRTC_LIB_ENV).map(|p| format!(" from {p}")).unwrap_or_default())),
+            // The library's file name only (`libnvrtc.so.13`): results are committed.
+            Ok(()) => Ok(format!(
+                "NVRTC{}",
+                std::env::var(crate::nvrtc::NVRTC_LIB_ENV)
+                    .ok()
+                    .and_then(|p| std::path::Path::new(&p).file_name().map(|n| format!(" ({})", n.to_string_lossy())))
+                    .unwrap_or_default()
+            )),
             Err(e) => Err(format!("no CUDA toolchain ({e})")),
         }
     }
