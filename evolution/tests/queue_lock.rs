@@ -28,8 +28,16 @@ fn a_second_run_waits_for_the_lock_then_names_the_holder() {
     let lock = repo.join(".git/cake-evolve/lock");
     std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
     std::fs::write(&lock, "pid 4242, `cake-evolve-compiler propose`, started at unix time 1700000000\n").unwrap();
-    // Another holder: flock(1) keeps the lock while it sleeps.
-    let mut holder = Command::new("flock").arg(&lock).args(["sleep", "30"]).stdout(Stdio::null()).spawn().expect("flock(1) runs");
+    // Another holder: flock(1) keeps the lock while it sleeps (`--no-fork`: the sleep is the
+    // flock process itself, so killing it releases the lock and leaves no process behind).
+    let mut holder = Command::new("flock")
+        .arg("--no-fork")
+        .arg(&lock)
+        .args(["sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("flock(1) runs");
     std::thread::sleep(std::time::Duration::from_millis(500));
     let t0 = std::time::Instant::now();
     let o = run(&repo, &["propose", "--no-gates", "--no-progress", "--lock-timeout", "2", "--evidence", evidence.to_str().unwrap()]);
