@@ -365,9 +365,9 @@ fn judge(m: &Module, t: Handle<TensorDecl>, dims: &[i64], boxes: &[&Written], bi
     }
     let mut edges: Vec<Vec<i64>> = (0..rank).map(|d| vec![0, extents[d]]).collect();
     for b in &unique {
-        for d in 0..rank {
-            edges[d].push(b.lo[d]);
-            edges[d].push(b.hi[d]);
+        for (d, e) in edges.iter_mut().enumerate() {
+            e.push(b.lo[d]);
+            e.push(b.hi[d]);
         }
     }
     for e in &mut edges {
