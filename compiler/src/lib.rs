@@ -15,6 +15,7 @@ pub mod ir;
 pub mod layout;
 pub mod lower;
 pub mod nvrtc;
+pub mod op_reference;
 pub mod ops;
 pub mod pred;
 pub mod render;

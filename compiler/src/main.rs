@@ -91,11 +91,17 @@ enum Command {
     /// (`cake explain wgmma`).
     Explain {
         /// The diagnostic code or operation name to explain.
-        #[arg(required_unless_present = "list", conflicts_with = "list", value_name = "CODE")]
+        #[arg(required_unless_present_any = ["list", "ops"], conflicts_with_all = ["list", "ops"], value_name = "CODE")]
         code: Option<String>,
         /// List every documented code with its title.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "ops")]
         list: bool,
+        /// List every operation of the op catalog (name, class, form, summary).
+        #[arg(long)]
+        ops: bool,
+        /// With `--ops`: the whole op reference as markdown (what `compiler/OPS.md` holds).
+        #[arg(long, requires = "ops")]
+        markdown: bool,
     },
 }
 
@@ -118,7 +124,13 @@ fn main() -> ExitCode {
     let status = match cli.command {
         Command::Check { files } => check(&mut out, &files),
         Command::Fmt { check, files } => fmt(&mut out, &files, check),
-        Command::Explain { code, list } => explain(cli.message_format, code.as_deref(), list),
+        Command::Explain { code, list, ops, markdown } => {
+            if ops {
+                explain_ops(cli.message_format, markdown)
+            } else {
+                explain(cli.message_format, code.as_deref(), list)
+            }
+        }
         Command::Lower(args) => return ExitCode::from(cake::runtime::cli::lower(args, color)),
         Command::Build(args) => return ExitCode::from(cake::runtime::cli::build(args, color)),
         Command::Run(args) => return ExitCode::from(cake::runtime::cli::run(args, color)),
@@ -325,6 +337,21 @@ fn first_difference(old: &str, new: &str) -> Span {
 // ---------------------------------------------------------------------------------------------
 // cake explain
 
+/// `cake explain --ops [--markdown]`: the op catalog, one line per op (JSON: the catalog entries).
+fn explain_ops(format: MessageFormat, markdown: bool) -> Status {
+    let catalog = cake::catalog::Catalog::builtin();
+    let text = if markdown {
+        cake::op_reference::markdown(catalog, cake::target::TargetTable::builtin())
+    } else {
+        match format {
+            MessageFormat::Human => cake::op_reference::list(catalog).into_iter().map(|l| l + "\n").collect(),
+            MessageFormat::Json => catalog.ops.iter().map(|op| serde_json::to_string(op).unwrap_or_default() + "\n").collect(),
+        }
+    };
+    let _ = io::stdout().lock().write_all(text.as_bytes());
+    Status::Clean
+}
+
 fn explain(format: MessageFormat, code: Option<&str>, list: bool) -> Status {
     let stdout = io::stdout();
     let mut stdout = stdout.lock();
@@ -352,7 +379,7 @@ fn explain(format: MessageFormat, code: Option<&str>, list: bool) -> Status {
     // Not a diagnostic code: an operation of the op catalog (LANGUAGE.md: `cake explain OP`).
     if let Some(op) = cake::catalog::Catalog::builtin().get(code.trim()) {
         let text = match format {
-            MessageFormat::Human => format_op(op),
+            MessageFormat::Human => cake::op_reference::explain(op, cake::target::TargetTable::builtin()),
             MessageFormat::Json => format!("{}\n", serde_json::to_string(op).unwrap_or_default()),
         };
         let _ = stdout.write_all(text.as_bytes());
@@ -361,65 +388,9 @@ fn explain(format: MessageFormat, code: Option<&str>, list: bool) -> Status {
     let _ = writeln!(
         io::stderr(),
         "error: `{code}` is neither a documented diagnostic code nor an operation of the op catalog\n  \
-         = help: run `cake explain --list` to see every documented code; operations are listed in compiler/catalog/*.toml"
+         = help: run `cake explain --list` to see every documented code and `cake explain --ops` every operation"
     );
     Status::Failure
-}
-
-/// `cake explain OP`: an op catalog entry for people.
-fn format_op(op: &cake::catalog::OpDef) -> String {
-    let mut s = format!("{}: {} ({} operation, {})\n", op.name, op.summary.trim(), op.class.as_str(), op.file);
-    let params: Vec<String> = op
-        .params
-        .iter()
-        .map(|p| {
-            let mut t = if p.named { format!("{}=", p.name) } else { p.name.clone() };
-            t.push_str(&format!(": {}", p.kind.as_str()));
-            if let Some(a) = p.access {
-                t.push_str(&format!(" {}", a.as_str()));
-            }
-            if let Some(d) = &p.default {
-                t.push_str(&format!(" = {d}"));
-            } else if p.optional {
-                t.push_str(" (optional)");
-            }
-            t
-        })
-        .collect();
-    s.push_str(&format!("\n    {}({})\n", op.name, params.join(", ")));
-    let docs: Vec<String> =
-        op.params.iter().filter_map(|p| p.doc.as_ref().map(|d| format!("    {}: {}", p.name, d.trim()))).collect();
-    if !docs.is_empty() {
-        s.push_str(&format!("\nParameters:\n{}\n", docs.join("\n")));
-    }
-    if !op.type_rule.is_empty() {
-        s.push_str("\nType rule (all must hold):\n");
-        for rule in &op.type_rule {
-            s.push_str(&format!("    {rule}\n"));
-        }
-    }
-    s.push_str(&format!("\nResult: {}\n", op.result));
-    if !op.requires.is_empty() {
-        s.push_str(&format!("Requires target features: {}\n", op.requires.join(", ")));
-    }
-    for r in &op.requires_when {
-        s.push_str(&format!("Requires when `{}`: {}\n", r.when, r.features.join(", ")));
-    }
-    for (title, text) in [("Hardware", op.hardware.as_str()), ("Lowering", op.lowering.as_str())] {
-        if !text.trim().is_empty() {
-            s.push_str(&format!("\n{title}:\n"));
-            for line in text.trim().lines() {
-                s.push_str(&format!("    {line}\n"));
-            }
-        }
-    }
-    if let Some(example) = op.example.as_deref().filter(|e| !e.trim().is_empty()) {
-        s.push_str("\nExample:\n");
-        for line in example.trim_matches('\n').lines() {
-            s.push_str(&format!("    {line}\n"));
-        }
-    }
-    s
 }
 
 // ---------------------------------------------------------------------------------------------
