@@ -31,9 +31,27 @@ pub struct Gater {
     baselines: HashMap<Oid, Option<Arc<GateResults>>>,
 }
 
+/// Where gate checkouts live: `<git common dir>/cake-evolve/tmp/`, beside the queue lock, so a
+/// killed gate's checkout is found and reclaimed by the next run instead of staying in $TMPDIR.
+pub fn checkouts_dir(repo: &Repository) -> PathBuf {
+    repo.commondir().join("cake-evolve").join("tmp")
+}
+
 impl Gater {
-    pub fn new(opts: GateOptions) -> Result<Gater, String> {
-        let tmp = tempfile::Builder::new().prefix("cake-evolve-gate-").tempdir().map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+    /// Callers hold the queue lock (propose, accept, calibrate), so every checkout left under
+    /// [`checkouts_dir`] belongs to a run that died: it is removed first.
+    pub fn new(opts: GateOptions, repo: &Repository) -> Result<Gater, String> {
+        let root = checkouts_dir(repo);
+        if let Ok(entries) = std::fs::read_dir(&root) {
+            for e in entries.flatten() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+        std::fs::create_dir_all(&root).map_err(|e| format!("{}: cannot create the gate checkouts folder: {e}", root.display()))?;
+        let tmp = tempfile::Builder::new()
+            .prefix("gate-")
+            .tempdir_in(&root)
+            .map_err(|e| format!("{}: cannot create a gate checkout folder: {e}", root.display()))?;
         Ok(Gater { opts, tmp, trees: HashMap::new(), baselines: HashMap::new() })
     }
 

@@ -342,7 +342,7 @@ pub fn propose(opts: &ProposeOptions) -> Result<ProposeSummary, String> {
         _ => true,
     });
 
-    let mut gater = Gater::new(opts.gate.clone())?;
+    let mut gater = Gater::new(opts.gate.clone(), &repo)?;
     let base_dir = gater.checkout(&repo, base)?;
     let base_data = Base::load(&base_dir)?;
     let base_changelog = git::read_text(&repo, base, "CHANGELOG.md")?.unwrap_or_else(|| "# Changelog\n".into());
@@ -796,7 +796,7 @@ pub fn propose_calibration(repo_path: &Path, main: Option<&str>, target: &str, m
     let _lock = QueueLock::acquire(&repo, "calibrate", lock::DEFAULT_TIMEOUT)?;
     let (draft, new_text) = crate::calibrate::propose_calibration(target, &text, measurements, fitted_on)?;
     let change = class_refit_change(target, draft, new_text, measurements, None, "measurements");
-    queue_calibration(&repo, &mut Gater::new(gate)?, &qdir, base, change, true)
+    queue_calibration(&repo, &mut Gater::new(gate, &repo)?, &qdir, base, change, true)
 }
 
 /// `calibrate` (the suite): the parameters fitted from a microbenchmark run, judged on its
@@ -834,7 +834,7 @@ pub fn propose_suite_calibration(repo_path: &Path, main: Option<&str>, suite: &S
         draft,
         new_text,
     };
-    queue_calibration(&repo, &mut Gater::new(gate)?, &qdir, base, change, true)
+    queue_calibration(&repo, &mut Gater::new(gate, &repo)?, &qdir, base, change, true)
 }
 
 /// The decided (accepted or rejected) calibration proposal made from this very run, if any.

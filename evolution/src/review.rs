@@ -234,7 +234,7 @@ pub fn accept_with_lock_timeout(repo_path: &Path, id: &str, note: &str, main: Op
         let msg = format!("Merge {} (accept proposal {}: {})\n\n{}", r.branch, r.id, r.title, if note.is_empty() { "Accepted with cake-evolve-compiler." } else { note });
         (git::commit_tree(&repo, tree, &[main_head, branch_head], &msg, &sig)?, "merge commit".to_string())
     };
-    let mut gater = Gater::new(opts)?;
+    let mut gater = Gater::new(opts, &repo)?;
     let report = gater.gate(&repo, main_head, candidate)?;
     if !report.passed {
         r.gates_passed = Some(false);

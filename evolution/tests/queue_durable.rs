@@ -76,3 +76,17 @@ fn one_unreadable_record_is_named_and_the_others_are_served() {
     let now = std::fs::read_to_string(repo.join("proposals").join(format!("{good}.toml"))).unwrap();
     assert!(now.contains("status = \"rejected\""), "{now}");
 }
+
+/// Gate checkouts live under `.git/cake-evolve/tmp/` (not $TMPDIR): a killed gate's checkout is
+/// reclaimed by the next run, and a finished run leaves none behind.
+#[test]
+fn a_killed_gates_checkout_is_reclaimed_by_the_next_run() {
+    let (_tmp, repo, evidence) = setup();
+    let stale = repo.join(".git/cake-evolve/tmp/gate-killed");
+    std::fs::create_dir_all(stale.join("compiler/rules")).unwrap();
+    std::fs::write(stale.join("compiler/rules/x.toml"), "left by a killed gate").unwrap();
+    propose(&repo, &evidence);
+    assert!(!stale.exists(), "the killed gate's checkout was reclaimed");
+    let left: Vec<_> = std::fs::read_dir(repo.join(".git/cake-evolve/tmp")).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "a finished run leaves no checkout: {left:?}");
+}
