@@ -114,9 +114,12 @@ impl Lowered {
     }
 }
 
-/// Why a module could not be lowered. Codes:
+/// Why a module could not be lowered. `L001` and `L007` are "not supported yet"
+/// ([`LowerStatus::NotSupportedYet`]); the others are limits the verifier's rules check first over
+/// the shared layout, so only an unverified module (`assume_verified_unsafe`) gets them
+/// (`tests/stage_consistency.rs` holds the lowering to that). Codes:
 /// * `L001` construct not supported by the lowering yet (never emitted wrongly instead);
-/// * `L002` shared-memory layout (alignment, size);
+/// * `L002` block shape (threads per block);
 /// * `L003` register budgets (`regs` / setmaxnreg);
 /// * `L004` transaction bytes of an `acquire` cannot be derived statically;
 /// * `L005` a TMA window that does not match the tensor's box;
