@@ -378,12 +378,13 @@ pub struct SmemDecl {
 }
 
 impl SmemDecl {
+    /// Saturating, so an absurd shape cannot overflow (the verifier rejects it by size).
     pub fn stage_bytes(&self) -> u64 {
-        self.shape.iter().product::<i64>().max(0) as u64 * self.dtype.size_bytes()
+        self.shape.iter().fold(1u64, |acc, d| acc.saturating_mul((*d).max(0) as u64)).saturating_mul(self.dtype.size_bytes())
     }
 
     pub fn total_bytes(&self) -> u64 {
-        self.stage_bytes() * u64::from(self.stages)
+        self.stage_bytes().saturating_mul(u64::from(self.stages))
     }
 }
 

@@ -135,7 +135,7 @@ impl KernelLayout {
             let (view_atom, view_atom_of) = largest_view_atom(m, h);
             let align = region_align(s, view_atom);
             off = round_up(off, align);
-            let (stage_bytes, bytes) = (stage_bytes(s), total_bytes(s));
+            let (stage_bytes, bytes) = (s.stage_bytes(), s.total_bytes());
             regions.push(RegionSlot {
                 offset: off,
                 align,
@@ -273,14 +273,6 @@ fn elements(shape: &[i64]) -> u64 {
         .fold(1u64, |acc, d| acc.saturating_mul((*d).max(0) as u64))
 }
 
-pub fn stage_bytes(s: &SmemDecl) -> u64 {
-    elements(&s.shape).saturating_mul(s.dtype.size_bytes())
-}
-
-pub fn total_bytes(s: &SmemDecl) -> u64 {
-    stage_bytes(s).saturating_mul(u64::from(s.stages))
-}
-
 pub fn view_bytes(v: &ViewDecl) -> u64 {
     elements(&v.shape).saturating_mul(v.dtype.size_bytes())
 }
@@ -345,7 +337,8 @@ fn is_acquire_of(m: &Module, c: &OpCall, p: Handle<PipelineDecl>) -> bool {
     c.op == "acquire" && pipeline_arg(m, c, 0) == Some(p)
 }
 
-fn block_has(m: &Module, b: &Block, f: &dyn Fn(&OpCall) -> bool) -> bool {
+/// Whether a call in `b` (or a block nested in it) satisfies `f`.
+pub(crate) fn block_has(m: &Module, b: &Block, f: &dyn Fn(&OpCall) -> bool) -> bool {
     b.stmts.iter().any(|s| match &m.stmts[*s] {
         Stmt::Op(c) => f(c),
         Stmt::For { body, .. } | Stmt::ForTiles { body, .. } => block_has(m, body, f),

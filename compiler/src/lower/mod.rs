@@ -1049,7 +1049,7 @@ impl<'a> Lw<'a> {
         self.wg_fenced = false;
         self.acquired = vec![Vec::new()];
         self.block(block)?;
-        if self.block_has(block, &|c| c.op == "tma_store") {
+        if crate::layout::block_has(self.m, block, &|c| c.op == "tma_store") {
             // The block must not exit while a TMA store may still read its shared memory.
             let call = "cake_tma_store_wait_all();  // every TMA store of this role has completed before the block exits";
             if single_thread {

@@ -80,18 +80,6 @@ impl<'a> Lw<'a> {
         Ok(())
     }
 
-    pub(crate) fn block_has(&self, b: &Block, f: &dyn Fn(&OpCall) -> bool) -> bool {
-        let mut found = false;
-        self.scan_block(b, &mut |_, s| {
-            if let Stmt::Op(c) = s {
-                if f(c) {
-                    found = true;
-                }
-            }
-        });
-        found
-    }
-
     /// `wait(p)` (consumer): advance, wait until the stage is full.
     pub(crate) fn wait(&mut self, pe: Handle<Expr>, span: Span) -> Result<(), LowerError> {
         let p = self.pipeline_of(pe, span)?;

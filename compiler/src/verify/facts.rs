@@ -408,7 +408,6 @@ pub const KERNEL_FACTS: &[FactDef] = &[
     f("inexact_dim", "its dim"),
     f("inexact_dim_multiple", "what the dim product is provably a multiple of"),
     f("inexact_divisor", "the constant it is divided by"),
-    f("inexact_example", "the smallest allowed value of the dim product at which the division truncates"),
     f("threads_per_block", "threads per block: 32 × the highest warp any role uses"),
     f("warps", "warps per block"),
     f("roles", "number of roles"),
@@ -1870,27 +1869,15 @@ fn tensor_arg(m: &Module, lets: &HashMap<Handle<Local>, Handle<Expr>>, a: Handle
 /// count — `(N + 63) / 64` rounds up on purpose.
 fn inexact_division_facts(m: &Module, f: &mut FactSet) {
     let mut found: Vec<(String, Handle<DimDecl>, i64, i64)> = Vec::new();
-    let size = |s: &Size, found: &mut Vec<(String, Handle<DimDecl>, i64, i64)>| {
-        fn walk(m: &Module, s: &Size, found: &mut Vec<(String, Handle<DimDecl>, i64, i64)>) {
-            if let Size::Bin(op, a, b) = s {
-                if let (SizeOp::Div, Some(c)) = (op, b.as_const()) {
-                    if let Some(d) = plain_dim_product(a) {
-                        let k = size_multiple(m, a);
-                        if c > 0 && k % c != 0 {
-                            found.push((format!("{} / {c}", show_size(m, a)), d, k, c));
-                        }
-                    }
+    for axis in m.grid().map_or(&[][..], |g| &g.axes[..]) {
+        size_divisions(&axis.extent, &mut |a, b| {
+            if let (Some(c), Some(d)) = (b.as_const(), plain_dim_product(a)) {
+                let k = size_multiple(m, a);
+                if c > 0 && k % c != 0 {
+                    found.push((format!("{} / {c}", show_size(m, a)), d, k, c));
                 }
-                walk(m, a, found);
-                walk(m, b, found);
             }
-        }
-        walk(m, s, found)
-    };
-    if let Some(g) = m.grid() {
-        for a in &g.axes {
-            size(&a.extent, &mut found);
-        }
+        });
     }
     for (_, st) in m.stmts.iter() {
         if let Stmt::For { hi, .. } = st {
@@ -1911,8 +1898,6 @@ fn inexact_division_facts(m: &Module, f: &mut FactSet) {
         f.set("inexact_dim", dd.name.as_str());
         f.set("inexact_dim_multiple", *k);
         f.set("inexact_divisor", *c);
-        // The smallest allowed value the quotient truncates at.
-        f.set("inexact_example", (1..=*c).map(|i| i * k).find(|v| v % c != 0));
         f.span_at("inexact_dim", m.dims.span(*d).attr("multiple_of"));
     }
 }
@@ -1956,12 +1941,21 @@ fn show_size(m: &Module, s: &Size) -> String {
     }
 }
 
-fn divides_by_zero(s: &Size) -> bool {
-    match s {
-        Size::Bin(SizeOp::Div, a, b) => b.as_const() == Some(0) || divides_by_zero(a) || divides_by_zero(b),
-        Size::Bin(_, a, b) => divides_by_zero(a) || divides_by_zero(b),
-        _ => false,
+/// Every division `a / b` inside a size, outermost first.
+fn size_divisions<'s>(s: &'s Size, f: &mut dyn FnMut(&'s Size, &'s Size)) {
+    if let Size::Bin(op, a, b) = s {
+        if *op == SizeOp::Div {
+            f(a, b);
+        }
+        size_divisions(a, f);
+        size_divisions(b, f);
     }
+}
+
+fn divides_by_zero(s: &Size) -> bool {
+    let mut zero = false;
+    size_divisions(s, &mut |_, b| zero |= b.as_const() == Some(0));
+    zero
 }
 
 /// What the output-coverage analysis (`coverage.rs`) found for a tensor stores write.
