@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::catalog::{Access, Catalog, EffectAccess, OpDef, ParamKind, Proxy};
 use crate::ir::*;
 use super::coverage::Coverage;
+use super::indexing::TensorIndexing;
 use crate::layout::{gcd, known_multiple, size_multiple, smem_window, tma_smem_align, KernelLayout, RegionSlot, TxDerivation, ALIGN_MAX, TX_COUNT_MAX};
 use crate::pred::{Facts, Value};
 use crate::span::Span;
@@ -88,7 +89,7 @@ impl ConstructKind {
             ConstructKind::Grid => &["decl", "name"],
             ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view"],
             ConstructKind::View => &["decl", "name", "region"],
-            ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "overlap_first", "overlap_second"],
+            ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "overlap_first", "overlap_second", "wrong_dim_at", "wrong_dim_source", "mismatch_store", "mismatch_read"],
             ConstructKind::Role => &["decl", "name", "body", "overlap", "unit", "fed_role"],
             ConstructKind::Pipeline => &["decl", "name", "producer", "consumer", "missing_body_role", "fill_region"],
             ConstructKind::Barrier => &["decl", "name", "missing_body_role"],
@@ -504,6 +505,10 @@ pub const TENSOR_FACTS: &[FactDef] = &[
     f("store_instances", "distinct (writer, box) stores the coverage analysis placed at that binding"),
     f("first_hole", "the first box of elements no writer stores (`[8..16, 0..4096]`; unknown: none)"),
     f("first_overlap", "the first box two writers store, and who they are (unknown: none)"),
+    f("wrong_dim_accesses", "index consistency: accesses of the tensor with an axis whose extent is a dim expression, indexed by a coordinate that walks only other dims (`C[t.b, t.n * 128 :+ 128, …]` for `C: bf16[B, K, D]` walks N through the tile axis `n = N / 128`)"),
+    f("first_wrong_dim", "the first such axis: the tensor, the extent, the index and what it walks (unknown: none)"),
+    f("operand_mismatches", "index consistency: stores into the tensor fed by a global read whose window along a dim both tensors index misses the stored window for some tile, warp or loop iteration (a batch, group offset, row or tile the output does not have)"),
+    f("first_operand_mismatch", "the first such store and read, with both index expressions (unknown: none)"),
     f("coverage_reason", "why the coverage could not be decided: the expression or bound the analysis could not evaluate (unknown: it was decided)"),
     f("access", "`in`, `out` or `inout`"),
     f("dtype", "element dtype"),
@@ -714,8 +719,9 @@ pub fn compute(m: &Module, layout: &KernelLayout, target: &TargetInfo, catalog: 
         out.constructs.push(view_facts(m, h, v, layout, &w));
     }
     let coverage = super::coverage::analyze(m);
+    let indexing = super::indexing::analyze(m);
     for (h, t) in m.tensors.iter() {
-        out.constructs.push(tensor_facts(m, h, t, coverage.get(&h), &w));
+        out.constructs.push(tensor_facts(m, h, t, coverage.get(&h), indexing.get(&h), &w));
     }
     for (h, r) in m.roles.iter() {
         out.constructs.push(role_facts(m, h, r, &w));
@@ -1334,7 +1340,7 @@ fn view_facts(m: &Module, h: Handle<ViewDecl>, v: &ViewDecl, layout: &KernelLayo
     f
 }
 
-fn tensor_facts(m: &Module, h: Handle<TensorDecl>, t: &TensorDecl, coverage: Option<&Coverage>, w: &Walker) -> FactSet {
+fn tensor_facts(m: &Module, h: Handle<TensorDecl>, t: &TensorDecl, coverage: Option<&Coverage>, indexing: Option<&TensorIndexing>, w: &Walker) -> FactSet {
     let spans = m.tensors.span(h);
     let mut f = FactSet::decl(ConstructKind::Tensor, &t.name, spans);
     let e = t.dtype.size_bytes() as i64;
@@ -1380,6 +1386,7 @@ fn tensor_facts(m: &Module, h: Handle<TensorDecl>, t: &TensorDecl, coverage: Opt
     f.set("writes", u.writes);
     let uses_in = |op: &str| w.calls.iter().filter(|c| c.op == op && c.args.iter().flatten().any(|a| root_of(m, &w.lets, *a) == Some(Root::Tensor(h)))).count();
     output_coverage_facts(m, coverage, &mut f);
+    index_facts(indexing, &mut f);
     f.set("tma_loads", uses_in("tma_load"));
     f.set("cp_async_src", uses_in("cp_async") > 0);
     f
@@ -1925,7 +1932,7 @@ fn plain_dim_expr(m: &Module, e: Handle<Expr>) -> Option<Handle<DimDecl>> {
     }
 }
 
-fn show_size(m: &Module, s: &Size) -> String {
+pub(super) fn show_size(m: &Module, s: &Size) -> String {
     match s {
         Size::Const(c) => c.to_string(),
         Size::Dim(d) => m.dims[*d].name.clone(),
@@ -1956,6 +1963,24 @@ fn divides_by_zero(s: &Size) -> bool {
     let mut zero = false;
     size_divisions(s, &mut |_, b| zero |= b.as_const() == Some(0));
     zero
+}
+
+/// What the index-consistency analysis (`indexing.rs`) found for a tensor.
+fn index_facts(ix: Option<&TensorIndexing>, f: &mut FactSet) {
+    let d = TensorIndexing::default();
+    let ix = ix.unwrap_or(&d);
+    f.set("wrong_dim_accesses", ix.wrong_dim);
+    f.set("first_wrong_dim", ix.first_wrong_dim.as_ref().map(|x| x.what.clone()));
+    f.set("operand_mismatches", ix.mismatches);
+    f.set("first_operand_mismatch", ix.first_mismatch.as_ref().map(|x| x.what.clone()));
+    if let Some(x) = &ix.first_wrong_dim {
+        f.span_at("wrong_dim_at", x.at);
+        f.span_at("wrong_dim_source", x.related);
+    }
+    if let Some(x) = &ix.first_mismatch {
+        f.span_at("mismatch_store", x.at);
+        f.span_at("mismatch_read", x.related);
+    }
 }
 
 /// What the output-coverage analysis (`coverage.rs`) found for a tensor stores write.

@@ -1,0 +1,719 @@
+//! Index consistency: the symbolic form of every global window's coordinates, the dims they
+//! walk, and whether the operands that feed a store were read where the store writes.
+//!
+//! Each coordinate of a global access (`X[t.b, t.n * 128 :+ 128, dc * 64 :+ 64]`, in a `let`, a
+//! `tma_load`, a `store`) becomes a polynomial over symbols: tile axes (`t.n`), loop variables
+//! (`kt`), role ids (`mma.warpgroup`, `rows.warp`, lanes), dims and constants. Two checks follow.
+//!
+//! - **The dim a coordinate walks.** A tile axis walks the dims of its extent (`n = N / 128`
+//!   walks N); a loop variable the dims of its bounds (`kt in 0..K / 64` walks K). An axis whose
+//!   extent is a dim expression (`C: bf16[B, K, D]`, axis 1 is K) must be indexed by a
+//!   coordinate that walks that dim, or none: one that walks only others (`C[t.b, t.n * 128 …]`
+//!   walks N) reads the wrong rows for some tile.
+//! - **Operands against the output they feed.** A flow-insensitive def-use slice (registers
+//!   through `let` / assignment / written op arguments, shared memory through the ops that fill
+//!   it, views through their region) gives the global reads each `store` depends on. For every
+//!   dim the read and the stored tensor both index (the same extent, on one axis each), the two
+//!   windows must overlap for every value of the symbols the store depends on: the same tile,
+//!   the same group offset, the same warp's rows. Symbols only the read has (a producer warp, a
+//!   loop the store is not in) range over the whole window they cover. Coordinates that walk a
+//!   dim through a loop (chunks, the K loop) or add a dim (`g * M`) on one side only are
+//!   compared exactly where both sides agree on them, and otherwise not at all (a reduction or
+//!   contraction legitimately reads positions the output does not have).
+//!
+//! The results are tensor facts (`wrong_dim_accesses`, `operand_mismatches`, with text and
+//! spans), so the rules that report them are data (V324, V325).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::protocol::eval::show;
+use crate::catalog::{Access as ParamAccess, Catalog};
+use crate::ir::*;
+use crate::span::Span;
+use crate::syntax::ast::{BinOp, UnOp};
+
+/// A symbol of a coordinate polynomial.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Sym {
+    Tile(usize),
+    /// A loop variable; loops with the same name and bounds are one symbol (the second pass of
+    /// a row kernel walks the chunks the first did).
+    Loop(usize),
+    Unit(Handle<RoleDecl>, u8),
+    Dim(Handle<DimDecl>),
+}
+
+/// `Σ coefficient · Π symbols`; the empty product is the constant term.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Poly(BTreeMap<Vec<Sym>, i64>);
+
+impl Poly {
+    fn constant(c: i64) -> Poly {
+        let mut p = Poly::default();
+        p.add_term(Vec::new(), c);
+        p
+    }
+
+    fn sym(s: Sym) -> Poly {
+        let mut p = Poly::default();
+        p.add_term(vec![s], 1);
+        p
+    }
+
+    fn add_term(&mut self, mono: Vec<Sym>, c: i64) {
+        let e = self.0.entry(mono).or_insert(0);
+        *e = e.saturating_add(c);
+        self.0.retain(|_, v| *v != 0);
+    }
+
+    fn add(&self, o: &Poly, sign: i64) -> Poly {
+        let mut p = self.clone();
+        for (m, c) in &o.0 {
+            p.add_term(m.clone(), c.saturating_mul(sign));
+        }
+        p
+    }
+
+    fn mul(&self, o: &Poly) -> Poly {
+        let mut p = Poly::default();
+        for (ma, ca) in &self.0 {
+            for (mb, cb) in &o.0 {
+                let mut m: Vec<Sym> = ma.iter().chain(mb).cloned().collect();
+                m.sort();
+                p.add_term(m, ca.saturating_mul(*cb));
+            }
+        }
+        p
+    }
+
+    fn as_const(&self) -> Option<i64> {
+        match self.0.len() {
+            0 => Some(0),
+            1 => self.0.get(&Vec::new()).copied(),
+            _ => None,
+        }
+    }
+
+    fn syms(&self) -> BTreeSet<Sym> {
+        self.0.keys().flatten().cloned().collect()
+    }
+
+    /// The part whose every monomial avoids `drop`, and the rest.
+    fn split(&self, drop: &dyn Fn(&Sym) -> bool) -> (Poly, Poly) {
+        let (mut keep, mut rest) = (Poly::default(), Poly::default());
+        for (m, c) in &self.0 {
+            if m.iter().any(drop) {
+                rest.add_term(m.clone(), *c);
+            } else {
+                keep.add_term(m.clone(), *c);
+            }
+        }
+        (keep, rest)
+    }
+}
+
+/// One axis of a global access.
+#[derive(Clone, Debug)]
+struct Axis {
+    /// `None`: the coordinate is not a polynomial the analysis forms (data, a division that does
+    /// not fold, a stage index).
+    start: Option<Poly>,
+    /// Elements along the axis; `None` for `:` (the whole extent).
+    len: Option<i64>,
+    expr: Option<Handle<Expr>>,
+}
+
+struct GlobalAccess {
+    tensor: Handle<TensorDecl>,
+    axes: Vec<Axis>,
+    role: Handle<RoleDecl>,
+    /// Loops around the access, innermost last (their symbol ids).
+    loops: Vec<usize>,
+    span: Span,
+}
+
+struct LoopInfo {
+    name: String,
+    lo: Option<Poly>,
+    hi: Option<Poly>,
+    span: Span,
+}
+
+/// What the analysis found for one tensor.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TensorIndexing {
+    /// Accesses of the tensor with an axis indexed by a coordinate that walks other dims.
+    pub wrong_dim: u32,
+    pub first_wrong_dim: Option<Finding>,
+    /// Stores into the tensor whose feeding reads disagree on a shared dim.
+    pub mismatches: u32,
+    pub first_mismatch: Option<Finding>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub what: String,
+    pub at: Span,
+    /// The declaration the coordinate's walk comes from (a tile space, a loop), or the read.
+    pub related: Span,
+}
+
+/// Index facts of every tensor some statement accesses.
+pub fn analyze(m: &Module) -> BTreeMap<Handle<TensorDecl>, TensorIndexing> {
+    let mut a = Analysis::new(m);
+    for (_, body) in m.bodies.iter() {
+        a.block(&body.block, body.role, &mut Vec::new());
+    }
+    let mut out: BTreeMap<Handle<TensorDecl>, TensorIndexing> = BTreeMap::new();
+    for acc in &a.accesses {
+        if let Some(f) = a.wrong_dim(acc) {
+            let e = out.entry(acc.tensor).or_default();
+            e.wrong_dim += 1;
+            e.first_wrong_dim.get_or_insert(f);
+        }
+    }
+    let stores = std::mem::take(&mut a.stores);
+    for (store, deps) in &stores {
+        if let Some(f) = a.store_mismatch(*store, &a.slice(deps)) {
+            let e = out.entry(a.accesses[*store].tensor).or_default();
+            e.mismatches += 1;
+            e.first_mismatch.get_or_insert(f);
+        }
+    }
+    out
+}
+
+/// How a read's window compares with the stored window along one dim.
+enum Verdict {
+    Agree,
+    Disagree(String),
+    NotCompared,
+}
+
+/// A storage node of the def-use graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Node {
+    Local(Handle<Local>),
+    Smem(Handle<SmemDecl>),
+    /// A global read (an index into `accesses`).
+    Read(usize),
+}
+
+struct Analysis<'m> {
+    m: &'m Module,
+    catalog: &'static Catalog,
+    lets: HashMap<Handle<Local>, Handle<Expr>>,
+    /// Loop variable → its symbol id.
+    loop_of: HashMap<Handle<Local>, usize>,
+    loops: Vec<LoopInfo>,
+    accesses: Vec<GlobalAccess>,
+    /// Access id of an index expression already recorded (one expression, one access).
+    access_of: HashMap<Handle<Expr>, usize>,
+    /// Each store: its access id and the nodes its value depends on.
+    stores: Vec<(usize, Vec<Node>)>,
+    deps: BTreeMap<Node, BTreeSet<Node>>,
+}
+
+impl<'m> Analysis<'m> {
+    fn new(m: &'m Module) -> Self {
+        let mut lets = HashMap::new();
+        for (_, s) in m.stmts.iter() {
+            if let Stmt::Let { local, value } = s {
+                lets.insert(*local, *value);
+            }
+        }
+        Analysis {
+            m,
+            catalog: Catalog::builtin(),
+            lets,
+            loop_of: HashMap::new(),
+            loops: Vec::new(),
+            accesses: Vec::new(),
+            access_of: HashMap::new(),
+            stores: Vec::new(),
+            deps: BTreeMap::new(),
+        }
+    }
+
+    fn block(&mut self, b: &Block, role: Handle<RoleDecl>, loops: &mut Vec<usize>) {
+        for s in &b.stmts {
+            let span = *self.m.stmts.span(*s);
+            match &self.m.stmts[*s] {
+                Stmt::Let { local, value } => {
+                    let refs = self.refs(*value, role, loops);
+                    self.deps.entry(Node::Local(*local)).or_default().extend(refs);
+                }
+                Stmt::Assign { target, value } => {
+                    let refs = self.refs(*value, role, loops);
+                    if let Some(n) = self.root(*target) {
+                        self.deps.entry(n).or_default().extend(refs);
+                    }
+                }
+                Stmt::Op(c) => self.op(c, role, loops),
+                Stmt::For { var, lo, hi, body, .. } => {
+                    let id = self.loop_id(*var, *lo, *hi, span);
+                    loops.push(id);
+                    self.block(body, role, loops);
+                    loops.pop();
+                }
+                Stmt::ForTiles { body, .. } => self.block(body, role, loops),
+                Stmt::If { then_block, else_block, .. } => {
+                    self.block(then_block, role, loops);
+                    if let Some(e) = else_block {
+                        self.block(e, role, loops);
+                    }
+                }
+                Stmt::Reg(_) => {}
+            }
+        }
+    }
+
+    /// One symbol per (name, bounds): the loops of two passes over the same chunks agree.
+    fn loop_id(&mut self, var: Handle<Local>, lo: Handle<Expr>, hi: Handle<Expr>, span: Span) -> usize {
+        let name = self.m.locals[var].name.clone();
+        let (lo_p, hi_p) = (self.poly(lo), self.poly(hi));
+        let key = format!("{name} in {}..{}", show(self.m, lo), show(self.m, hi));
+        let id = match self.loops.iter().position(|l| l.name == key) {
+            Some(i) => i,
+            None => {
+                self.loops.push(LoopInfo { name: key, lo: lo_p, hi: hi_p, span });
+                self.loops.len() - 1
+            }
+        };
+        self.loop_of.insert(var, id);
+        id
+    }
+
+    fn op(&mut self, c: &OpCall, role: Handle<RoleDecl>, loops: &[usize]) {
+        let Some(def) = self.catalog.get(&c.op) else { return };
+        let mut written: Vec<Handle<Expr>> = Vec::new();
+        let mut read: Vec<Node> = Vec::new();
+        for (p, a) in def.params.iter().zip(&c.args) {
+            let Some(a) = *a else { continue };
+            match p.access {
+                Some(ParamAccess::Write) => written.push(a),
+                Some(ParamAccess::Readwrite) => {
+                    written.push(a);
+                    read.extend(self.refs(a, role, loops));
+                }
+                _ => read.extend(self.refs(a, role, loops)),
+            }
+        }
+        for w in written {
+            if matches!(self.m.exprs[w].ty, Type::Global { .. }) {
+                // A store: the global window is an access of its own, the sink of a slice.
+                if let Some(id) = self.access(w, role, loops) {
+                    self.stores.push((id, read.clone()));
+                }
+            } else if let Some(n) = self.root(w) {
+                self.deps.entry(n).or_default().extend(read.iter().copied());
+            }
+        }
+    }
+
+    /// The storage an lvalue names: a register, or the region of a shared buffer or view.
+    fn root(&self, mut h: Handle<Expr>) -> Option<Node> {
+        for _ in 0..64 {
+            match &self.m.exprs[h].kind {
+                ExprKind::Index { base, .. } => h = *base,
+                ExprKind::Local(l) => match self.lets.get(l) {
+                    // A name for a shared buffer or a window stands for that storage.
+                    Some(v) if matches!(self.m.exprs[*v].ty, Type::Shared { .. } | Type::Global { .. }) => h = *v,
+                    _ => return Some(Node::Local(*l)),
+                },
+                ExprKind::Smem(s) => return Some(Node::Smem(*s)),
+                ExprKind::View(v) => return Some(Node::Smem(self.m.views[*v].region)),
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// The storage and global reads the value of an expression depends on (not its indices:
+    /// an address is not data).
+    fn refs(&mut self, e: Handle<Expr>, role: Handle<RoleDecl>, loops: &[usize]) -> Vec<Node> {
+        let mut out = Vec::new();
+        self.refs_into(e, role, loops, &mut out, 0);
+        out
+    }
+
+    fn refs_into(&mut self, e: Handle<Expr>, role: Handle<RoleDecl>, loops: &[usize], out: &mut Vec<Node>, depth: u32) {
+        if depth > 64 {
+            return;
+        }
+        let kind = self.m.exprs[e].kind.clone();
+        match kind {
+            ExprKind::Index { base, .. } => {
+                if matches!(self.m.exprs[base].kind, ExprKind::Tensor(_)) {
+                    if let Some(id) = self.access(e, role, loops) {
+                        out.push(Node::Read(id));
+                    }
+                } else {
+                    self.refs_into(base, role, loops, out, depth + 1);
+                }
+            }
+            ExprKind::Tensor(_) => {
+                if let Some(id) = self.access(e, role, loops) {
+                    out.push(Node::Read(id));
+                }
+            }
+            ExprKind::Local(l) => out.push(Node::Local(l)),
+            ExprKind::Smem(s) => out.push(Node::Smem(s)),
+            ExprKind::View(v) => out.push(Node::Smem(self.m.views[v].region)),
+            ExprKind::Unary(_, x) => self.refs_into(x, role, loops, out, depth + 1),
+            ExprKind::Binary(_, a, b) => {
+                self.refs_into(a, role, loops, out, depth + 1);
+                self.refs_into(b, role, loops, out, depth + 1);
+            }
+            ExprKind::Call(c) => {
+                for a in c.args.iter().flatten() {
+                    self.refs_into(*a, role, loops, out, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Record a global access (once per expression).
+    fn access(&mut self, e: Handle<Expr>, role: Handle<RoleDecl>, loops: &[usize]) -> Option<usize> {
+        if let Some(id) = self.access_of.get(&e) {
+            return Some(*id);
+        }
+        let (tensor, items) = match &self.m.exprs[e].kind {
+            ExprKind::Index { base, items } => match self.m.exprs[*base].kind {
+                ExprKind::Tensor(t) => (t, items.clone()),
+                _ => return None,
+            },
+            ExprKind::Tensor(t) => (*t, Vec::new()),
+            _ => return None,
+        };
+        let rank = self.m.tensors[tensor].shape.len();
+        let axes = (0..rank)
+            .map(|d| match items.get(d) {
+                Some(IndexItem::At(x)) => Axis { start: self.poly(*x), len: Some(1), expr: Some(*x) },
+                Some(IndexItem::Window { start, len }) => Axis { start: self.poly(*start), len: Some(*len), expr: Some(*start) },
+                Some(IndexItem::Full) | None => Axis { start: Some(Poly::default()), len: None, expr: None },
+            })
+            .collect();
+        let span = *self.m.exprs.span(e);
+        self.accesses.push(GlobalAccess { tensor, axes, role, loops: loops.to_vec(), span });
+        let id = self.accesses.len() - 1;
+        self.access_of.insert(e, id);
+        Some(id)
+    }
+
+    fn poly(&self, e: Handle<Expr>) -> Option<Poly> {
+        self.poly_depth(e, 0)
+    }
+
+    fn poly_depth(&self, e: Handle<Expr>, depth: u32) -> Option<Poly> {
+        if depth > 64 {
+            return None;
+        }
+        if let Some(c) = self.m.const_value(e) {
+            return Some(Poly::constant(c));
+        }
+        let p = |x: Handle<Expr>| self.poly_depth(x, depth + 1);
+        match &self.m.exprs[e].kind {
+            ExprKind::Int(v) => Some(Poly::constant(*v)),
+            ExprKind::Dim(d) => Some(Poly::sym(Sym::Dim(*d))),
+            ExprKind::Local(l) => match (self.loop_of.get(l), self.lets.get(l)) {
+                (Some(id), _) => Some(Poly::sym(Sym::Loop(*id))),
+                (None, Some(v)) if is_integer(&self.m.exprs[*v].ty) => p(*v),
+                _ => None,
+            },
+            ExprKind::Field { base, field } => match (&self.m.exprs[*base].kind, field) {
+                (ExprKind::Local(_), Field::TileAxis(a)) => Some(Poly::sym(Sym::Tile(*a))),
+                (ExprKind::Role(r), Field::Warp) => Some(Poly::sym(Sym::Unit(*r, 0))),
+                (ExprKind::Role(r), Field::Warpgroup) => Some(Poly::sym(Sym::Unit(*r, 1))),
+                (ExprKind::Role(r), Field::Lane) => Some(Poly::sym(Sym::Unit(*r, 2))),
+                _ => None,
+            },
+            ExprKind::Unary(UnOp::Neg, x) => Some(Poly::default().add(&p(*x)?, -1)),
+            ExprKind::Binary(op, a, b) => {
+                let (pa, pb) = (p(*a)?, p(*b)?);
+                match op {
+                    BinOp::Add => Some(pa.add(&pb, 1)),
+                    BinOp::Sub => Some(pa.add(&pb, -1)),
+                    BinOp::Mul => Some(pa.mul(&pb)),
+                    BinOp::Div => {
+                        let c = pb.as_const().filter(|c| *c != 0)?;
+                        if pa.0.values().all(|v| v % c == 0) {
+                            Some(Poly(pa.0.iter().map(|(m, v)| (m.clone(), v / c)).collect()))
+                        } else {
+                            None
+                        }
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The dims a symbol walks: a tile axis its extent's, a loop its bounds', a dim itself.
+    fn walks(&self, s: &Sym, depth: u32) -> BTreeSet<Handle<DimDecl>> {
+        let mut out = BTreeSet::new();
+        if depth > 16 {
+            return out;
+        }
+        match s {
+            Sym::Tile(a) => {
+                if let Some((_, g)) = self.m.grid.iter().next() {
+                    if let Some(ax) = g.axes.get(*a) {
+                        size_dims(&ax.extent, &mut out);
+                    }
+                }
+            }
+            // A loop walks the dims its bounds name directly (`0..K / 64`); bounds that come
+            // from a tile axis (a triangular `0..(t.m + 1) * 2`) say which dim only by convention.
+            Sym::Loop(id) => {
+                let l = &self.loops[*id];
+                for p in [&l.lo, &l.hi].into_iter().flatten() {
+                    for s in p.syms() {
+                        match s {
+                            Sym::Dim(d) => {
+                                out.insert(d);
+                            }
+                            Sym::Loop(_) => out.extend(self.walks(&s, depth + 1)),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            Sym::Dim(d) => {
+                out.insert(*d);
+            }
+            Sym::Unit(..) => {}
+        }
+        out
+    }
+
+    fn poly_walks(&self, p: &Poly) -> BTreeSet<Handle<DimDecl>> {
+        p.syms().iter().flat_map(|s| self.walks(s, 0)).collect()
+    }
+
+    /// Where a coordinate's walk comes from, for the message and the secondary span.
+    fn walk_source(&self, p: &Poly, wrong: &BTreeSet<Handle<DimDecl>>) -> (String, Span) {
+        for s in p.syms() {
+            if self.walks(&s, 0).is_disjoint(wrong) {
+                continue;
+            }
+            match s {
+                Sym::Tile(a) => {
+                    if let Some((h, g)) = self.m.grid.iter().next() {
+                        if let Some(ax) = g.axes.get(a) {
+                            return (format!("tile axis `{} = {}`", ax.name, super::facts::show_size(self.m, &ax.extent)), self.m.grid.span(h).item);
+                        }
+                    }
+                }
+                Sym::Loop(id) => {
+                    let l = &self.loops[id];
+                    return (format!("loop `{}`", l.name), l.span);
+                }
+                Sym::Dim(d) => return (format!("dim `{}`", self.m.dims[d].name), self.m.dims.span(d).item),
+                Sym::Unit(..) => {}
+            }
+        }
+        ("its symbols".to_string(), Span::default())
+    }
+
+    /// An axis whose extent is a dim expression, indexed by a coordinate that walks only other
+    /// dims.
+    fn wrong_dim(&self, acc: &GlobalAccess) -> Option<Finding> {
+        let td = &self.m.tensors[acc.tensor];
+        for (d, (ax, size)) in acc.axes.iter().zip(&td.shape).enumerate() {
+            let (Some(start), Some(expr)) = (&ax.start, ax.expr) else { continue };
+            let mut extent = BTreeSet::new();
+            size_dims(size, &mut extent);
+            let walked = self.poly_walks(start);
+            if extent.is_empty() || walked.is_empty() || !walked.is_disjoint(&extent) {
+                continue;
+            }
+            let (source, related) = self.walk_source(start, &walked);
+            let names = |s: &BTreeSet<Handle<DimDecl>>| s.iter().map(|d| self.m.dims[*d].name.clone()).collect::<Vec<_>>().join(", ");
+            return Some(Finding {
+                what: format!(
+                    "axis {d} of `{}` has extent {}, but its index `{}` walks {} (through {source})",
+                    td.name,
+                    super::facts::show_size(self.m, size),
+                    show(self.m, expr),
+                    names(&walked)
+                ),
+                at: acc.span,
+                related,
+            });
+        }
+        None
+    }
+
+    /// The global reads a store's value depends on, transitively.
+    fn slice(&self, deps: &[Node]) -> Vec<usize> {
+        let mut seen: BTreeSet<Node> = BTreeSet::new();
+        let mut stack: Vec<Node> = deps.to_vec();
+        let mut out = Vec::new();
+        while let Some(n) = stack.pop() {
+            if !seen.insert(n) {
+                continue;
+            }
+            match n {
+                Node::Read(id) => out.push(id),
+                _ => {
+                    if let Some(next) = self.deps.get(&n) {
+                        stack.extend(next.iter().copied());
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// The first dim along which a feeding read misses the stored window. The finding points
+    /// at the read when another read of that dim agrees with the store (the odd one out is the
+    /// cause), and at the store when none does.
+    fn store_mismatch(&self, store: usize, reads: &[usize]) -> Option<Finding> {
+        let sa = &self.accesses[store];
+        let st = &self.m.tensors[sa.tensor];
+        for (sd, (sax, ssize)) in sa.axes.iter().zip(&st.shape).enumerate() {
+            if ssize.as_const().is_some() || st.shape.iter().filter(|s| *s == ssize).count() != 1 {
+                continue;
+            }
+            let Some(s0) = &sax.start else { continue };
+            let (mut agree, mut first_bad) = (false, None);
+            for &r in reads {
+                let ra = &self.accesses[r];
+                let rt = &self.m.tensors[ra.tensor];
+                // The dim must name exactly one axis of the read too.
+                let same: Vec<usize> = rt.shape.iter().enumerate().filter(|(_, s)| *s == ssize).map(|(i, _)| i).collect();
+                let [rd] = same[..] else { continue };
+                let rax = &ra.axes[rd];
+                let (Some(r0), Some(sb), Some(rb)) = (&rax.start, sax.len, rax.len) else { continue };
+                match self.disagree(sa, ra, s0, r0, sb, rb) {
+                    Verdict::Agree => agree = true,
+                    Verdict::Disagree(why) => {
+                        first_bad.get_or_insert((r, rd, why));
+                    }
+                    Verdict::NotCompared => {}
+                }
+            }
+            let Some((r, rd, why)) = first_bad else { continue };
+            let ra = &self.accesses[r];
+            let show_axis = |ax: &Axis| ax.expr.map_or(":".to_string(), |e| show(self.m, e));
+            let what = format!(
+                "`{}` is stored at `{}` along {} (axis {sd}), but `{}`, which feeds it, is read at `{}` (axis {rd}): {why}",
+                st.name,
+                show_axis(sax),
+                super::facts::show_size(self.m, ssize),
+                self.m.tensors[ra.tensor].name,
+                show_axis(&ra.axes[rd]),
+            );
+            let (at, related) = if agree { (ra.span, sa.span) } else { (sa.span, ra.span) };
+            return Some(Finding { what, at, related });
+        }
+        None
+    }
+
+    /// `Some(why)` when the store window `[s0, s0 + sb)` misses the read window `[r0, r0 + rb)`
+    /// for some value of the store's symbols.
+    fn disagree(&self, store: &GlobalAccess, read: &GlobalAccess, s0: &Poly, r0: &Poly, sb: i64, rb: i64) -> Verdict {
+        let loop_walks = |s: &Sym| matches!(s, Sym::Loop(_)) && !self.walks(s, 0).is_empty();
+        // A dim or a dim-walking loop on either side (a chunk loop, a group offset `g * M`): only
+        // comparable when both sides carry the same terms of it.
+        let opaque = |s: &Sym| matches!(s, Sym::Dim(_)) || loop_walks(s);
+        let (s_plain, s_walk) = s0.split(&opaque);
+        let (r_plain, r_walk) = r0.split(&opaque);
+        if s_walk != r_walk {
+            let shared_dims = |p: &Poly| p.syms().iter().any(|s| matches!(s, Sym::Dim(_)));
+            // A group offset on both sides that differs is a disagreement; a loop on one side only
+            // is a reduction or contraction over it.
+            if shared_dims(&s_walk) && shared_dims(&r_walk) {
+                return Verdict::Disagree("their offsets along the dim differ by a multiple of a dim".to_string());
+            }
+            return Verdict::NotCompared;
+        }
+        // Symbols of the read the store does not depend on range over what the read covers.
+        let store_syms = s_plain.syms();
+        let read_only = |s: &Sym| {
+            !store_syms.contains(s)
+                && match s {
+                    Sym::Unit(r, _) => *r != store.role,
+                    Sym::Loop(id) => !store.loops.contains(id),
+                    _ => false,
+                }
+        };
+        let (r_fixed, r_free) = r_plain.split(&read_only);
+        let Some((rmin, rmax)) = self.range(&r_free, read) else { return Verdict::NotCompared };
+        let e = s_plain.add(&r_fixed, -1);
+        if e.syms().iter().any(|s| matches!(s, Sym::Tile(_))) {
+            return Verdict::Disagree("they differ by a tile offset: the operand comes from another tile".to_string());
+        }
+        let Some((emin, emax)) = self.range(&e, store) else { return Verdict::NotCompared };
+        let (lo, hi) = (rmin.saturating_sub(sb), rmax.saturating_add(rb));
+        if emax >= hi || emin <= lo {
+            let v = if emax >= hi { emax } else { emin };
+            return Verdict::Disagree(format!("the store starts {v} elements from the read, outside the {rb} it reads"));
+        }
+        Verdict::Agree
+    }
+
+    /// The range of a polynomial over its symbols' ranges (role ids, constant-bound loops);
+    /// `None` when a symbol has no known range.
+    fn range(&self, p: &Poly, at: &GlobalAccess) -> Option<(i64, i64)> {
+        let (mut lo, mut hi) = (0i64, 0i64);
+        for (mono, c) in &p.0 {
+            let (mut a, mut b) = (1i64, 1i64);
+            for s in mono {
+                let (x, y) = self.sym_range(s, at)?;
+                let cands = [a.saturating_mul(x), a.saturating_mul(y), b.saturating_mul(x), b.saturating_mul(y)];
+                a = *cands.iter().min()?;
+                b = *cands.iter().max()?;
+            }
+            let (x, y) = (a.saturating_mul(*c), b.saturating_mul(*c));
+            lo = lo.saturating_add(x.min(y));
+            hi = hi.saturating_add(x.max(y));
+        }
+        Some((lo, hi))
+    }
+
+    fn sym_range(&self, s: &Sym, _at: &GlobalAccess) -> Option<(i64, i64)> {
+        match s {
+            Sym::Unit(r, f) => {
+                let role = &self.m.roles[*r];
+                let warps = i64::from(role.warps().len() as u32);
+                Some(match f {
+                    0 => (0, warps - 1),
+                    1 => (0, (warps / 4).max(1) - 1),
+                    _ => (0, 31),
+                })
+            }
+            Sym::Loop(id) => {
+                let l = &self.loops[*id];
+                let (lo, hi) = (l.lo.as_ref()?.as_const()?, l.hi.as_ref()?.as_const()?);
+                (hi > lo).then_some((lo, hi - 1))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn is_integer(t: &Type) -> bool {
+    match t {
+        Type::Scalar(d) => d.is_int(),
+        Type::Literal { float } => !float,
+        _ => false,
+    }
+}
+
+fn size_dims(s: &Size, out: &mut BTreeSet<Handle<DimDecl>>) {
+    match s {
+        Size::Const(_) => {}
+        Size::Dim(d) => {
+            out.insert(*d);
+        }
+        Size::Bin(_, a, b) => {
+            size_dims(a, out);
+            size_dims(b, out);
+        }
+    }
+}
