@@ -89,7 +89,7 @@ impl ConstructKind {
             ConstructKind::Grid => &["decl", "name"],
             ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view"],
             ConstructKind::View => &["decl", "name", "region"],
-            ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "overlap_first", "overlap_second", "wrong_dim_at", "wrong_dim_source", "mismatch_store", "mismatch_read"],
+            ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "overlap_first", "overlap_second", "wrong_dim_at", "wrong_dim_source", "mismatch_at", "mismatch_other"],
             ConstructKind::Role => &["decl", "name", "body", "overlap", "unit", "fed_role"],
             ConstructKind::Pipeline => &["decl", "name", "producer", "consumer", "missing_body_role", "fill_region"],
             ConstructKind::Barrier => &["decl", "name", "missing_body_role"],
@@ -507,8 +507,8 @@ pub const TENSOR_FACTS: &[FactDef] = &[
     f("first_overlap", "the first box two writers store, and who they are (unknown: none)"),
     f("wrong_dim_accesses", "index consistency: accesses of the tensor with an axis whose extent is a dim expression, indexed by a coordinate that walks only other dims (`C[t.b, t.n * 128 :+ 128, …]` for `C: bf16[B, K, D]` walks N through the tile axis `n = N / 128`)"),
     f("first_wrong_dim", "the first such axis: the tensor, the extent, the index and what it walks (unknown: none)"),
-    f("operand_mismatches", "index consistency: stores into the tensor fed by a global read whose window along a dim both tensors index misses the stored window for some tile, warp or loop iteration (a batch, group offset, row or tile the output does not have)"),
-    f("first_operand_mismatch", "the first such store and read, with both index expressions (unknown: none)"),
+    f("operand_mismatches", "index consistency: stores into the tensor fed by a global read whose window along a dim both tensors index misses the stored window for some tile, warp or loop iteration (a batch, group offset, row or tile the output does not have); and reads of the tensor that feed an MMA whose other operand is read elsewhere along a dim they share (another batch, another K chunk)"),
+    f("first_operand_mismatch", "the first such pair of windows, with both index expressions (unknown: none)"),
     f("coverage_reason", "why the coverage could not be decided: the expression or bound the analysis could not evaluate (unknown: it was decided)"),
     f("access", "`in`, `out` or `inout`"),
     f("dtype", "element dtype"),
@@ -1978,8 +1978,8 @@ fn index_facts(ix: Option<&TensorIndexing>, f: &mut FactSet) {
         f.span_at("wrong_dim_source", x.related);
     }
     if let Some(x) = &ix.first_mismatch {
-        f.span_at("mismatch_store", x.at);
-        f.span_at("mismatch_read", x.related);
+        f.span_at("mismatch_at", x.at);
+        f.span_at("mismatch_other", x.related);
     }
 }
 

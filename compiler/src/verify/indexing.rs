@@ -40,6 +40,9 @@ enum Sym {
     /// a row kernel walks the chunks the first did).
     Loop(usize),
     Unit(Handle<RoleDecl>, u8),
+    /// `R.warp / c` and `R.warp % c` (a 2-D warp layout: rows by one, columns by the other).
+    UnitDiv(Handle<RoleDecl>, u8, i64),
+    UnitMod(Handle<RoleDecl>, u8, i64),
     Dim(Handle<DimDecl>),
 }
 
@@ -124,6 +127,10 @@ struct Axis {
 }
 
 struct GlobalAccess {
+    /// A read of shared memory mapped back through the op that filled it (`x_s[dc, wg * 64 :+ 64]`
+    /// filled from `X[t.b, t.n * 128 :+ 128, dc * 64 :+ 64]` reads rows `t.n * 128 + wg * 64`):
+    /// not checked for its own dims (its fill was).
+    derived: bool,
     tensor: Handle<TensorDecl>,
     axes: Vec<Axis>,
     role: Handle<RoleDecl>,
@@ -165,22 +172,49 @@ pub fn analyze(m: &Module) -> BTreeMap<Handle<TensorDecl>, TensorIndexing> {
         a.block(&body.block, body.role, &mut Vec::new());
     }
     let mut out: BTreeMap<Handle<TensorDecl>, TensorIndexing> = BTreeMap::new();
-    for acc in &a.accesses {
+    for acc in a.accesses.iter().filter(|x| !x.derived) {
         if let Some(f) = a.wrong_dim(acc) {
             let e = out.entry(acc.tensor).or_default();
             e.wrong_dim += 1;
             e.first_wrong_dim.get_or_insert(f);
         }
     }
+    a.resolve_smem_reads();
     let stores = std::mem::take(&mut a.stores);
     for (store, deps) in &stores {
-        if let Some(f) = a.store_mismatch(*store, &a.slice(deps)) {
+        if let Some(f) = a.store_mismatch(*store, &a.slice(deps), Pairing::Store) {
             let e = out.entry(a.accesses[*store].tensor).or_default();
             e.mismatches += 1;
             e.first_mismatch.get_or_insert(f);
         }
     }
+    // The operands of one MMA agree on the dims they share (the same batch, the same K chunk).
+    let mmas = std::mem::take(&mut a.mmas);
+    for operands in &mmas {
+        let sets: Vec<Vec<usize>> = operands.iter().map(|o| a.slice(o)).collect();
+        for (i, first) in sets.iter().enumerate() {
+            for second in &sets[i + 1..] {
+                for &x in first {
+                    if a.accesses[x].derived {
+                        continue;
+                    }
+                    if let Some(f) = a.store_mismatch(x, second, Pairing::Operands) {
+                        let e = out.entry(a.accesses[x].tensor).or_default();
+                        e.mismatches += 1;
+                        e.first_mismatch.get_or_insert(f);
+                    }
+                }
+            }
+        }
+    }
     out
+}
+
+/// What a window is compared with: the store its reads feed, or another operand of its MMA.
+#[derive(Clone, Copy)]
+enum Pairing {
+    Store,
+    Operands,
 }
 
 /// How a read's window compares with the stored window along one dim.
@@ -197,6 +231,23 @@ enum Node {
     Smem(Handle<SmemDecl>),
     /// A global read (an index into `accesses`).
     Read(usize),
+    /// A read of a shared buffer's window (an index into `smem_reads`).
+    SmemRead(usize),
+}
+
+/// A read of a shared-memory window, resolved to the global windows that filled it.
+struct SmemRead {
+    region: Handle<SmemDecl>,
+    expr: Handle<Expr>,
+    role: Handle<RoleDecl>,
+    loops: Vec<usize>,
+}
+
+/// An op that copies a global window into a shared one (`tma_load`, `cp_async`).
+struct Fill {
+    region: Handle<SmemDecl>,
+    dst: Handle<Expr>,
+    src: usize,
 }
 
 struct Analysis<'m> {
@@ -211,6 +262,10 @@ struct Analysis<'m> {
     access_of: HashMap<Handle<Expr>, usize>,
     /// Each store: its access id and the nodes its value depends on.
     stores: Vec<(usize, Vec<Node>)>,
+    /// The operands of each MMA: the nodes of each operand argument.
+    mmas: Vec<Vec<Vec<Node>>>,
+    smem_reads: Vec<SmemRead>,
+    fills: Vec<Fill>,
     deps: BTreeMap<Node, BTreeSet<Node>>,
 }
 
@@ -231,6 +286,9 @@ impl<'m> Analysis<'m> {
             accesses: Vec::new(),
             access_of: HashMap::new(),
             stores: Vec::new(),
+            mmas: Vec::new(),
+            smem_reads: Vec::new(),
+            fills: Vec::new(),
             deps: BTreeMap::new(),
         }
     }
@@ -288,16 +346,36 @@ impl<'m> Analysis<'m> {
         let Some(def) = self.catalog.get(&c.op) else { return };
         let mut written: Vec<Handle<Expr>> = Vec::new();
         let mut read: Vec<Node> = Vec::new();
+        let mut operands: Vec<Vec<Node>> = Vec::new();
+        let mut global_src: Option<usize> = None;
         for (p, a) in def.params.iter().zip(&c.args) {
             let Some(a) = *a else { continue };
-            match p.access {
-                Some(ParamAccess::Write) => written.push(a),
+            let refs = match p.access {
+                Some(ParamAccess::Write) => {
+                    written.push(a);
+                    continue;
+                }
                 Some(ParamAccess::Readwrite) => {
                     written.push(a);
-                    read.extend(self.refs(a, role, loops));
+                    self.refs(a, role, loops)
                 }
-                _ => read.extend(self.refs(a, role, loops)),
+                Some(ParamAccess::Read) => {
+                    let r = self.refs(a, role, loops);
+                    operands.push(r.clone());
+                    r
+                }
+                None => self.refs(a, role, loops),
+            };
+            if matches!(self.m.exprs[a].ty, Type::Global { .. }) {
+                global_src = refs.iter().find_map(|n| match n {
+                    Node::Read(id) => Some(*id),
+                    _ => None,
+                });
             }
+            read.extend(refs);
+        }
+        if def.class == crate::catalog::OpClass::Compute && operands.len() >= 2 {
+            self.mmas.push(operands);
         }
         for w in written {
             if matches!(self.m.exprs[w].ty, Type::Global { .. }) {
@@ -306,6 +384,9 @@ impl<'m> Analysis<'m> {
                     self.stores.push((id, read.clone()));
                 }
             } else if let Some(n) = self.root(w) {
+                if let (Node::Smem(region), Some(src)) = (n, global_src) {
+                    self.fills.push(Fill { region, dst: w, src });
+                }
                 self.deps.entry(n).or_default().extend(read.iter().copied());
             }
         }
@@ -348,6 +429,9 @@ impl<'m> Analysis<'m> {
                     if let Some(id) = self.access(e, role, loops) {
                         out.push(Node::Read(id));
                     }
+                } else if let (Some(Node::Smem(region)), ExprKind::Smem(_)) = (self.root(e), &self.m.exprs[base].kind) {
+                    self.smem_reads.push(SmemRead { region, expr: e, role, loops: loops.to_vec() });
+                    out.push(Node::SmemRead(self.smem_reads.len() - 1));
                 } else {
                     self.refs_into(base, role, loops, out, depth + 1);
                 }
@@ -396,7 +480,7 @@ impl<'m> Analysis<'m> {
             })
             .collect();
         let span = *self.m.exprs.span(e);
-        self.accesses.push(GlobalAccess { tensor, axes, role, loops: loops.to_vec(), span });
+        self.accesses.push(GlobalAccess { derived: false, tensor, axes, role, loops: loops.to_vec(), span });
         let id = self.accesses.len() - 1;
         self.access_of.insert(e, id);
         Some(id)
@@ -437,12 +521,16 @@ impl<'m> Analysis<'m> {
                     BinOp::Sub => Some(pa.add(&pb, -1)),
                     BinOp::Mul => Some(pa.mul(&pb)),
                     BinOp::Div => {
-                        let c = pb.as_const().filter(|c| *c != 0)?;
+                        let c = pb.as_const().filter(|c| *c > 0)?;
                         if pa.0.values().all(|v| v % c == 0) {
                             Some(Poly(pa.0.iter().map(|(m, v)| (m.clone(), v / c)).collect()))
                         } else {
-                            None
+                            unit_of(&pa).map(|(r, f)| Poly::sym(Sym::UnitDiv(r, f, c)))
                         }
+                    }
+                    BinOp::Rem => {
+                        let c = pb.as_const().filter(|c| *c > 0)?;
+                        unit_of(&pa).map(|(r, f)| Poly::sym(Sym::UnitMod(r, f, c)))
                     }
                     _ => None,
                 }
@@ -484,7 +572,7 @@ impl<'m> Analysis<'m> {
             Sym::Dim(d) => {
                 out.insert(*d);
             }
-            Sym::Unit(..) => {}
+            Sym::Unit(..) | Sym::UnitDiv(..) | Sym::UnitMod(..) => {}
         }
         out
     }
@@ -512,7 +600,7 @@ impl<'m> Analysis<'m> {
                     return (format!("loop `{}`", l.name), l.span);
                 }
                 Sym::Dim(d) => return (format!("dim `{}`", self.m.dims[d].name), self.m.dims.span(d).item),
-                Sym::Unit(..) => {}
+                Sym::Unit(..) | Sym::UnitDiv(..) | Sym::UnitMod(..) => {}
             }
         }
         ("its symbols".to_string(), Span::default())
@@ -547,6 +635,71 @@ impl<'m> Analysis<'m> {
         None
     }
 
+    /// Each shared-memory read depends on its region (everything written there) and on the
+    /// global windows its fills map it to.
+    fn resolve_smem_reads(&mut self) {
+        for k in 0..self.smem_reads.len() {
+            let region = self.smem_reads[k].region;
+            let mut deps: BTreeSet<Node> = BTreeSet::from([Node::Smem(region)]);
+            let fills: Vec<(Handle<Expr>, usize)> = self.fills.iter().filter(|f| f.region == region).map(|f| (f.dst, f.src)).collect();
+            for (dst, src) in fills {
+                if let Some(d) = self.compose(k, dst, src) {
+                    self.accesses.push(d);
+                    deps.insert(Node::Read(self.accesses.len() - 1));
+                }
+            }
+            self.deps.insert(Node::SmemRead(k), deps);
+        }
+    }
+
+    /// The global window a shared read covers, through one fill: the fill's global axes that
+    /// are windows map, in order, onto the shared axes its destination leaves free; the read's
+    /// offset along such an axis (relative to the destination's) moves the global window.
+    fn compose(&self, k: usize, dst: Handle<Expr>, src: usize) -> Option<GlobalAccess> {
+        let read = &self.smem_reads[k];
+        let decl = &self.m.smem[read.region];
+        let items_of = |e: Handle<Expr>| -> Option<Vec<IndexItem>> {
+            match &self.m.exprs[e].kind {
+                ExprKind::Index { base, items } if matches!(self.m.exprs[*base].kind, ExprKind::Smem(_)) => Some(items.clone()),
+                ExprKind::Smem(_) => Some(Vec::new()),
+                _ => None,
+            }
+        };
+        let (di, ri) = (items_of(dst)?, items_of(read.expr)?);
+        let mut extents: Vec<i64> = decl.shape.clone();
+        if decl.stages > 1 || di.len().max(ri.len()) > extents.len() {
+            extents.insert(0, i64::from(decl.stages));
+        }
+        if di.len() > extents.len() || ri.len() > extents.len() {
+            return None;
+        }
+        // (start, len, a single index) per shared axis.
+        let axis = |items: &[IndexItem], j: usize| -> (Option<Poly>, i64, bool) {
+            match items.get(j) {
+                Some(IndexItem::At(x)) => (self.poly(*x), 1, true),
+                Some(IndexItem::Window { start, len }) => (self.poly(*start), *len, false),
+                Some(IndexItem::Full) | None => (Some(Poly::default()), extents[j], false),
+            }
+        };
+        let free: Vec<usize> = (0..extents.len()).filter(|j| !axis(&di, *j).2).collect();
+        let g = &self.accesses[src];
+        let mapped: Vec<usize> = (0..g.axes.len()).filter(|d| g.axes[*d].len != Some(1)).collect();
+        if free.len() != mapped.len() {
+            return None;
+        }
+        let mut axes = g.axes.clone();
+        for (&j, &d) in free.iter().zip(&mapped) {
+            let (ds, _, _) = axis(&di, j);
+            let (rs, rlen, _) = axis(&ri, j);
+            let start = match (&g.axes[d].start, ds, rs) {
+                (Some(gs), Some(ds), Some(rs)) => Some(gs.add(&rs.add(&ds, -1), 1)),
+                _ => None,
+            };
+            axes[d] = Axis { start, len: Some(rlen), expr: g.axes[d].expr };
+        }
+        Some(GlobalAccess { derived: true, tensor: g.tensor, axes, role: read.role, loops: read.loops.clone(), span: *self.m.exprs.span(read.expr) })
+    }
+
     /// The global reads a store's value depends on, transitively.
     fn slice(&self, deps: &[Node]) -> Vec<usize> {
         let mut seen: BTreeSet<Node> = BTreeSet::new();
@@ -572,7 +725,7 @@ impl<'m> Analysis<'m> {
     /// The first dim along which a feeding read misses the stored window. The finding points
     /// at the read when another read of that dim agrees with the store (the odd one out is the
     /// cause), and at the store when none does.
-    fn store_mismatch(&self, store: usize, reads: &[usize]) -> Option<Finding> {
+    fn store_mismatch(&self, store: usize, reads: &[usize], pairing: Pairing) -> Option<Finding> {
         let sa = &self.accesses[store];
         let st = &self.m.tensors[sa.tensor];
         for (sd, (sax, ssize)) in sa.axes.iter().zip(&st.shape).enumerate() {
@@ -599,19 +752,51 @@ impl<'m> Analysis<'m> {
             }
             let Some((r, rd, why)) = first_bad else { continue };
             let ra = &self.accesses[r];
-            let show_axis = |ax: &Axis| ax.expr.map_or(":".to_string(), |e| show(self.m, e));
-            let what = format!(
-                "`{}` is stored at `{}` along {} (axis {sd}), but `{}`, which feeds it, is read at `{}` (axis {rd}): {why}",
-                st.name,
-                show_axis(sax),
-                super::facts::show_size(self.m, ssize),
-                self.m.tensors[ra.tensor].name,
-                show_axis(&ra.axes[rd]),
-            );
+            let show_read = |acc: &GlobalAccess, ax: &Axis| match (acc.derived, &ax.start, ax.expr) {
+                (true, Some(p), _) => format!("{} (through shared memory)", self.show_poly(p)),
+                (_, _, Some(e)) => show(self.m, e),
+                _ => ":".to_string(),
+            };
+            let show_axis = |ax: &Axis| show_read(sa, ax);
+            let (ours, theirs) = (show_axis(sax), show_read(ra, &ra.axes[rd]));
+            let (dim, other) = (super::facts::show_size(self.m, ssize), &self.m.tensors[ra.tensor].name);
+            let what = match pairing {
+                Pairing::Store => format!("`{}` is stored at `{ours}` along {dim} (axis {sd}), but `{other}`, which feeds it, is read at `{theirs}` (axis {rd}): {why}", st.name),
+                Pairing::Operands => format!("`{}` and `{other}` are operands of one MMA, but along {dim} `{}` is read at `{ours}` (axis {sd}) and `{other}` at `{theirs}` (axis {rd}): {why}", st.name, st.name),
+            };
             let (at, related) = if agree { (ra.span, sa.span) } else { (sa.span, ra.span) };
             return Some(Finding { what, at, related });
         }
         None
+    }
+
+    /// A polynomial in source-like form (`t.m * 128 + mma.warpgroup * 60`).
+    fn show_poly(&self, p: &Poly) -> String {
+        let sym = |s: &Sym| -> String {
+            let unit = |r: &Handle<RoleDecl>, f: &u8| format!("{}.{}", self.m.roles[*r].name, ["warp", "warpgroup", "lane"][usize::from(*f).min(2)]);
+            match s {
+                Sym::Tile(a) => self.m.grid.iter().next().and_then(|(_, g)| g.axes.get(*a)).map_or("t.?".to_string(), |ax| format!("t.{}", ax.name)),
+                Sym::Loop(id) => self.loops[*id].name.split(" in ").next().unwrap_or("?").to_string(),
+                Sym::Unit(r, f) => unit(r, f),
+                Sym::UnitDiv(r, f, c) => format!("{} / {c}", unit(r, f)),
+                Sym::UnitMod(r, f, c) => format!("{} % {c}", unit(r, f)),
+                Sym::Dim(d) => self.m.dims[*d].name.clone(),
+            }
+        };
+        let mut parts: Vec<String> = Vec::new();
+        let mut constant = 0;
+        for (mono, c) in &p.0 {
+            if mono.is_empty() {
+                constant = *c;
+                continue;
+            }
+            let names: Vec<String> = mono.iter().map(sym).collect();
+            parts.push(if *c == 1 { names.join(" * ") } else { format!("{} * {c}", names.join(" * ")) });
+        }
+        if constant != 0 || parts.is_empty() {
+            parts.push(constant.to_string());
+        }
+        parts.join(" + ").replace("+ -", "- ")
     }
 
     /// `Some(why)` when the store window `[s0, s0 + sb)` misses the read window `[r0, r0 + rb)`
@@ -637,7 +822,7 @@ impl<'m> Analysis<'m> {
         let read_only = |s: &Sym| {
             !store_syms.contains(s)
                 && match s {
-                    Sym::Unit(r, _) => *r != store.role,
+                    Sym::Unit(r, ..) | Sym::UnitDiv(r, ..) | Sym::UnitMod(r, ..) => *r != store.role,
                     Sym::Loop(id) => !store.loops.contains(id),
                     _ => false,
                 }
@@ -648,11 +833,17 @@ impl<'m> Analysis<'m> {
         if e.syms().iter().any(|s| matches!(s, Sym::Tile(_))) {
             return Verdict::Disagree("they differ by a tile offset: the operand comes from another tile".to_string());
         }
+        // A read the storing warps index by their own id must use the store's stride: warp w
+        // computes from the rows it reads and writes the rows it stores.
+        let own_unit = |s: &Sym| matches!(s, Sym::Unit(r, ..) | Sym::UnitDiv(r, ..) | Sym::UnitMod(r, ..) if *r == store.role);
+        if r_fixed.syms().iter().any(own_unit) && e.syms().iter().any(own_unit) {
+            return Verdict::Disagree("the storing warps index the read by their id with another stride".to_string());
+        }
         let Some((emin, emax)) = self.range(&e, store) else { return Verdict::NotCompared };
         let (lo, hi) = (rmin.saturating_sub(sb), rmax.saturating_add(rb));
         if emax >= hi || emin <= lo {
             let v = if emax >= hi { emax } else { emin };
-            return Verdict::Disagree(format!("the store starts {v} elements from the read, outside the {rb} it reads"));
+            return Verdict::Disagree(format!("the first window starts {v} elements from the second, which covers {rb}"));
         }
         Verdict::Agree
     }
@@ -687,6 +878,14 @@ impl<'m> Analysis<'m> {
                     _ => (0, 31),
                 })
             }
+            Sym::UnitDiv(r, f, c) => {
+                let (_, hi) = self.sym_range(&Sym::Unit(*r, *f), _at)?;
+                Some((0, hi / c))
+            }
+            Sym::UnitMod(r, f, c) => {
+                let (_, hi) = self.sym_range(&Sym::Unit(*r, *f), _at)?;
+                Some((0, hi.min(c - 1)))
+            }
             Sym::Loop(id) => {
                 let l = &self.loops[*id];
                 let (lo, hi) = (l.lo.as_ref()?.as_const()?, l.hi.as_ref()?.as_const()?);
@@ -694,6 +893,17 @@ impl<'m> Analysis<'m> {
             }
             _ => None,
         }
+    }
+}
+
+/// The role id a polynomial is exactly (`rows.warp`), if it is one.
+fn unit_of(p: &Poly) -> Option<(Handle<RoleDecl>, u8)> {
+    match p.0.iter().collect::<Vec<_>>()[..] {
+        [(m, 1)] => match m[..] {
+            [Sym::Unit(r, f)] => Some((r, f)),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
