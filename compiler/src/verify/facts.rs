@@ -89,7 +89,7 @@ impl ConstructKind {
             ConstructKind::Grid => &["decl", "name"],
             ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view"],
             ConstructKind::View => &["decl", "name", "region"],
-            ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "overlap_first", "overlap_second", "wrong_dim_at", "wrong_dim_source", "mismatch_at", "mismatch_other"],
+            ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "overlap_first", "overlap_second", "wrong_dim_at", "wrong_dim_source", "mismatch_at", "mismatch_other", "pass_at", "pass_other", "partly_read_at", "partly_read_loop"],
             ConstructKind::Role => &["decl", "name", "body", "overlap", "unit", "fed_role"],
             ConstructKind::Pipeline => &["decl", "name", "producer", "consumer", "missing_body_role", "fill_region"],
             ConstructKind::Barrier => &["decl", "name", "missing_body_role"],
@@ -509,6 +509,10 @@ pub const TENSOR_FACTS: &[FactDef] = &[
     f("first_wrong_dim", "the first such axis: the tensor, the extent, the index and what it walks (unknown: none)"),
     f("operand_mismatches", "index consistency: stores into the tensor fed by a global read whose window along a dim both tensors index misses the stored window for some tile, warp or loop iteration (a batch, group offset, row or tile the output does not have); and reads of the tensor that feed an MMA whose other operand is read elsewhere along a dim they share (another batch, another K chunk)"),
     f("first_operand_mismatch", "the first such pair of windows, with both index expressions (unknown: none)"),
+    f("pass_disagreements", "pass and chunk agreement: pairs of loops of one role that read the same chunks of the tensor (the same variable, stride, offset and window) from the same first chunk but with different trip counts"),
+    f("first_pass_disagreement", "the first such pair of loops (unknown: none)"),
+    f("partly_read_axes", "pass and chunk agreement: axes of the tensor that a role reads in chunks (`a · v + b :+ w`) but whose reads, together, leave part of the extent unread at an allowed binding of the dims"),
+    f("first_partly_read", "the first such axis, with the unread elements and the loop (unknown: none)"),
     f("coverage_reason", "why the coverage could not be decided: the expression or bound the analysis could not evaluate (unknown: it was decided)"),
     f("access", "`in`, `out` or `inout`"),
     f("dtype", "element dtype"),
@@ -1976,6 +1980,18 @@ fn index_facts(ix: Option<&TensorIndexing>, f: &mut FactSet) {
     if let Some(x) = &ix.first_wrong_dim {
         f.span_at("wrong_dim_at", x.at);
         f.span_at("wrong_dim_source", x.related);
+    }
+    f.set("pass_disagreements", ix.pass_disagreements);
+    f.set("first_pass_disagreement", ix.first_pass_disagreement.as_ref().map(|x| x.what.clone()));
+    f.set("partly_read_axes", ix.partly_read_axes);
+    f.set("first_partly_read", ix.first_partly_read.as_ref().map(|x| x.what.clone()));
+    if let Some(x) = &ix.first_pass_disagreement {
+        f.span_at("pass_at", x.at);
+        f.span_at("pass_other", x.related);
+    }
+    if let Some(x) = &ix.first_partly_read {
+        f.span_at("partly_read_at", x.at);
+        f.span_at("partly_read_loop", x.related);
     }
     if let Some(x) = &ix.first_mismatch {
         f.span_at("mismatch_at", x.at);

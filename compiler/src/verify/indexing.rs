@@ -26,6 +26,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+mod passes;
+
 use super::protocol::eval::show;
 use crate::catalog::{Access as ParamAccess, Catalog};
 use crate::ir::*;
@@ -155,6 +157,12 @@ pub struct TensorIndexing {
     /// Stores into the tensor whose feeding reads disagree on a shared dim.
     pub mismatches: u32,
     pub first_mismatch: Option<Finding>,
+    /// Pairs of passes over the same chunks of the tensor with different trip counts.
+    pub pass_disagreements: u32,
+    pub first_pass_disagreement: Option<Finding>,
+    /// Axes of the tensor its chunked reads leave partly unread.
+    pub partly_read_axes: u32,
+    pub first_partly_read: Option<Finding>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -180,6 +188,20 @@ pub fn analyze(m: &Module) -> BTreeMap<Handle<TensorDecl>, TensorIndexing> {
         }
     }
     a.resolve_smem_reads();
+    let store_ids: BTreeSet<usize> = a.stores.iter().map(|(id, _)| *id).collect();
+    for (t, f) in a.pass_findings(&store_ids) {
+        let e = out.entry(t).or_default();
+        match f {
+            passes::PassFinding::PassesDisagree(f) => {
+                e.pass_disagreements += 1;
+                e.first_pass_disagreement.get_or_insert(f);
+            }
+            passes::PassFinding::AxisPartlyRead(f) => {
+                e.partly_read_axes += 1;
+                e.first_partly_read.get_or_insert(f);
+            }
+        }
+    }
     let stores = std::mem::take(&mut a.stores);
     for (store, deps) in &stores {
         if let Some(f) = a.store_mismatch(*store, &a.slice(deps), Pairing::Store) {
