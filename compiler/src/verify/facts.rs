@@ -87,7 +87,7 @@ impl ConstructKind {
         match self {
             ConstructKind::Kernel => &["decl", "smem_largest", "smem_last", "role_first", "role_last", "regs_role", "grid", "inexact_dim"],
             ConstructKind::Grid => &["decl", "name"],
-            ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view"],
+            ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view", "fill_overlap_at", "fill_overlap_other"],
             ConstructKind::View => &["decl", "name", "region"],
             ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "overlap_first", "overlap_second", "wrong_dim_at", "wrong_dim_source", "mismatch_at", "mismatch_other", "pass_at", "pass_other", "partly_read_at", "partly_read_loop"],
             ConstructKind::Role => &["decl", "name", "body", "overlap", "unit", "fed_role"],
@@ -463,6 +463,8 @@ pub const SMEM_FACTS: &[FactDef] = &[
     f("view_atom", "the largest swizzle atom (8 × span) of a swizzled view over the region; 0 without one"),
     f("view_atom_view", "the first view with that atom (unknown: none)"),
     f("views", "number of views onto the region"),
+    f("overlapping_fills", "pairs of sibling fills (`tma_load` / `cp_async` statements of one block, completing on the same pipeline or barrier) whose constant destination bytes within one stage intersect"),
+    f("first_overlapping_fills", "the first such pair, with both destinations and byte ranges (unknown: none)"),
     f("used", "whether any statement names it (or a view of it)"),
     f("reads", "accesses that read it, directly or through a view"),
     f("writes", "accesses that write it, directly or through a view"),
@@ -716,8 +718,11 @@ pub fn compute(m: &Module, layout: &KernelLayout, target: &TargetInfo, catalog: 
     if let Some((h, g)) = m.grid.iter().next() {
         out.constructs.push(grid_facts(m, g, m.grid.span(h), &w));
     }
+    let fills = super::fills::analyze(m);
     for (h, s) in m.smem.iter() {
-        out.constructs.push(smem_facts(m, h, s, layout.region(h), &w));
+        let mut f = smem_facts(m, h, s, layout.region(h), &w);
+        fill_facts(fills.get(&h), &mut f);
+        out.constructs.push(f);
     }
     for (h, v) in m.views.iter() {
         out.constructs.push(view_facts(m, h, v, layout, &w));
@@ -1967,6 +1972,16 @@ fn divides_by_zero(s: &Size) -> bool {
     let mut zero = false;
     size_divisions(s, &mut |_, b| zero |= b.as_const() == Some(0));
     zero
+}
+
+/// What the fill analysis (`fills.rs`) found for a region.
+fn fill_facts(fills: Option<&super::fills::RegionFills>, f: &mut FactSet) {
+    f.set("overlapping_fills", fills.map_or(0, |x| x.overlapping));
+    f.set("first_overlapping_fills", fills.and_then(|x| x.first.as_ref()).map(|o| o.what.clone()));
+    if let Some(o) = fills.and_then(|x| x.first.as_ref()) {
+        f.span_at("fill_overlap_at", o.at);
+        f.span_at("fill_overlap_other", o.other);
+    }
 }
 
 /// What the index-consistency analysis (`indexing.rs`) found for a tensor.

@@ -12,6 +12,7 @@
 
 pub mod coverage;
 pub mod facts;
+pub mod fills;
 pub mod indexing;
 pub mod protocol;
 pub mod rules;
