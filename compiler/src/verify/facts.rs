@@ -87,7 +87,7 @@ impl ConstructKind {
         match self {
             ConstructKind::Kernel => &["decl", "smem_largest", "smem_last", "role_first", "role_last", "regs_role", "grid", "inexact_dim"],
             ConstructKind::Grid => &["decl", "name"],
-            ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view", "fill_overlap_at", "fill_overlap_other"],
+            ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view", "fill_overlap_at", "fill_overlap_other", "unsynced_read_at", "unsynced_write_at"],
             ConstructKind::View => &["decl", "name", "region"],
             ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "overlap_first", "overlap_second", "wrong_dim_at", "wrong_dim_source", "mismatch_at", "mismatch_other", "pass_at", "pass_other", "partly_read_at", "partly_read_loop"],
             ConstructKind::Role => &["decl", "name", "body", "overlap", "unit", "fed_role"],
@@ -464,6 +464,8 @@ pub const SMEM_FACTS: &[FactDef] = &[
     f("view_atom_view", "the first view with that atom (unknown: none)"),
     f("views", "number of views onto the region"),
     f("overlapping_fills", "pairs of sibling fills (`tma_load` / `cp_async` statements of one block, completing on the same pipeline or barrier) whose constant destination bytes within one stage intersect"),
+    f("unsynced_reads", "reads of the region by a role, generic or async, after a generic write (`store`, `stmatrix`) of the same role with no barrier of all its threads in between (`sync_role` of the role, `sync`, `cluster_sync`, a wait on an explicit barrier); loops walked twice, so loop-carried pairs count"),
+    f("first_unsynced_read", "the first such read (unknown: none)"),
     f("first_overlapping_fills", "the first such pair, with both destinations and byte ranges (unknown: none)"),
     f("used", "whether any statement names it (or a view of it)"),
     f("reads", "accesses that read it, directly or through a view"),
@@ -719,9 +721,11 @@ pub fn compute(m: &Module, layout: &KernelLayout, target: &TargetInfo, catalog: 
         out.constructs.push(grid_facts(m, g, m.grid.span(h), &w));
     }
     let fills = super::fills::analyze(m);
+    let visibility = super::visibility::analyze(m);
     for (h, s) in m.smem.iter() {
         let mut f = smem_facts(m, h, s, layout.region(h), &w);
         fill_facts(fills.get(&h), &mut f);
+        visibility_facts(visibility.get(&h), &mut f);
         out.constructs.push(f);
     }
     for (h, v) in m.views.iter() {
@@ -1972,6 +1976,16 @@ fn divides_by_zero(s: &Size) -> bool {
     let mut zero = false;
     size_divisions(s, &mut |_, b| zero |= b.as_const() == Some(0));
     zero
+}
+
+/// What the visibility analysis (`visibility.rs`) found for a region.
+fn visibility_facts(v: Option<&super::visibility::RegionVisibility>, f: &mut FactSet) {
+    f.set("unsynced_reads", v.map_or(0, |x| x.unsynced_reads));
+    f.set("first_unsynced_read", v.and_then(|x| x.first.as_ref()).map(|o| o.what.clone()));
+    if let Some(o) = v.and_then(|x| x.first.as_ref()) {
+        f.span_at("unsynced_read_at", o.read);
+        f.span_at("unsynced_write_at", o.write);
+    }
 }
 
 /// What the fill analysis (`fills.rs`) found for a region.

@@ -16,6 +16,7 @@ pub mod fills;
 pub mod indexing;
 pub mod protocol;
 pub mod rules;
+pub mod visibility;
 
 use crate::catalog::Catalog;
 use crate::diag::Diagnostic;
