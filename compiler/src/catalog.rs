@@ -410,6 +410,10 @@ pub struct OpDef {
     /// The same constraints, parsed.
     #[serde(skip)]
     pub type_rule_parsed: Vec<PExpr>,
+    /// Per constraint, the help line a failing finding prints (`{term}` holes take the
+    /// program's values); `None` where the catalog gives none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub type_rule_help: Vec<Option<String>>,
     pub result: ResultRule,
     /// No effects (expression ops only).
     pub pure: bool,
@@ -512,7 +516,7 @@ struct RawOp {
     #[serde(default)]
     params: Vec<ParamDef>,
     #[serde(default)]
-    type_rule: Vec<String>,
+    type_rule: Vec<RuleEntry>,
     #[serde(default)]
     result: Option<String>,
     #[serde(default)]
@@ -524,6 +528,33 @@ struct RawOp {
     hardware: String,
     #[serde(default)]
     example: Option<String>,
+}
+
+/// One constraint of a type rule: the predicate alone, or with the help line a finding prints
+/// when it fails (`{term}` holes are filled with the program's values).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RuleEntry {
+    Plain(String),
+    WithHelp {
+        rule: String,
+        help: String,
+    },
+}
+
+impl RuleEntry {
+    fn rule(&self) -> &str {
+        match self {
+            RuleEntry::Plain(r) | RuleEntry::WithHelp { rule: r, .. } => r,
+        }
+    }
+
+    fn help(&self) -> Option<&str> {
+        match self {
+            RuleEntry::Plain(_) => None,
+            RuleEntry::WithHelp { help, .. } => Some(help),
+        }
+    }
 }
 
 /// Words an op may not be named: the language's keywords and dtype names.
@@ -724,7 +755,9 @@ fn validate_op(raw: RawOp, file: &str, file_class: Option<OpClass>, targets: &Ta
         return Err(err("`type_rule` is missing or empty (P4): state at least one constraint, or [\"true\"] where the param kinds say it all".into()));
     }
     let mut type_rule_parsed = Vec::new();
-    for c in &raw.type_rule {
+    let type_rule: Vec<String> = raw.type_rule.iter().map(|r| r.rule().to_string()).collect();
+    let type_rule_help: Vec<Option<String>> = raw.type_rule.iter().map(|r| r.help().map(str::to_string)).collect();
+    for c in &type_rule {
         if c.trim() == "true" {
             if raw.type_rule.len() > 1 {
                 return Err(err("`true` must be the only constraint of a type rule".into()));
@@ -840,7 +873,8 @@ fn validate_op(raw: RawOp, file: &str, file_class: Option<OpClass>, targets: &Ta
         requires_when: raw.requires_when,
         issue: raw.issue,
         params: raw.params,
-        type_rule: raw.type_rule,
+        type_rule,
+        type_rule_help,
         type_rule_parsed,
         result,
         pure: raw.pure,

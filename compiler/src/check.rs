@@ -1422,27 +1422,12 @@ impl<'a> Checker<'a> {
     fn type_rule(&mut self, op: &OpDef, bound: &[Option<(Handle<Expr>, Span)>], span: Span, name_span: Span) {
         let facts = ArgFacts { m: &self.m, op, bound };
         let mut findings = Vec::new();
-        for (rule, parsed) in op.type_rule.iter().zip(&op.type_rule_parsed) {
+        for (rule_index, (rule, parsed)) in op.type_rule.iter().zip(&op.type_rule_parsed).enumerate() {
             match pred::holds(parsed, &facts) {
                 // Undecidable here (a run-time size, an omitted optional argument): the verifier
                 // decides, or reports a coverage limit.
                 Ok(Some(true)) | Ok(None) => {}
-                Ok(Some(false)) => {
-                    // Point at the argument the rule talks about first, when it names one.
-                    let (primary, label) = match first_sym(parsed, op).and_then(|i| bound[i]) {
-                        Some((_, s)) => (s, "this argument"),
-                        None => (span, "this call"),
-                    };
-                    let mut d = Diagnostic::error("E0305", format!("`{}` requires `{rule}`", op.name), primary, label);
-                    for (p, b) in op.params.iter().zip(bound) {
-                        if let Some((h, _)) = b {
-                            if rule_mentions(parsed, &p.name) {
-                                d = d.with_note(format!("`{}` is {}", p.name, facts.m.exprs[*h].ty));
-                            }
-                        }
-                    }
-                    findings.push(d.with_help(format!("`cake explain {}` shows the operation's type rule", op.name)));
-                }
+                Ok(Some(false)) => findings.push(self.type_rule_finding(op, rule_index, parsed, bound, &facts, span)),
                 Err(err) => findings.push(
                     Diagnostic::error("E0399", format!("catalog type rule of `{}` cannot be evaluated: {err}", op.name), span, "while checking this call")
                         .with_note(format!("rule: {rule}"))
@@ -1469,6 +1454,54 @@ impl<'a> Checker<'a> {
         for d in findings {
             self.err(d);
         }
+    }
+
+    /// A failed type rule: the rule with the program's values of every fact it names, the
+    /// declaration of the argument it talks about first as the primary span (the use beside it),
+    /// and the catalog's help for that constraint with the values filled in.
+    fn type_rule_finding(&self, op: &OpDef, rule_index: usize, parsed: &pred::PExpr, bound: &[Option<(Handle<Expr>, Span)>], facts: &ArgFacts, call: Span) -> Diagnostic {
+        let rule = &op.type_rule[rule_index];
+        let values: Vec<String> = pred::fact_values(parsed, facts).into_iter().filter(|(_, v)| *v != pred::Value::Unknown).map(|(t, v)| format!("{t} = {v}")).collect();
+        let message = if values.is_empty() { format!("`{}` requires `{rule}`", op.name) } else { format!("`{}` requires `{rule}`, but {}", op.name, values.join(", ")) };
+        let first = first_sym(parsed, op).and_then(|i| bound[i].map(|b| (i, b)));
+        let mut d = match first {
+            Some((i, (h, use_span))) => {
+                let name = &op.params[i].name;
+                match self.declaration_of(h) {
+                    Some((decl, what)) if decl != use_span => Diagnostic::error("E0305", message, decl, format!("{what} declared here")).with_secondary(use_span, format!("passed as `{name}` here")),
+                    _ => Diagnostic::error("E0305", message, use_span, format!("this `{name}`")),
+                }
+            }
+            None => Diagnostic::error("E0305", message, call, "this call"),
+        };
+        for (p, b) in op.params.iter().zip(bound) {
+            if let Some((h, _)) = b {
+                if rule_mentions(parsed, &p.name) {
+                    d = d.with_note(format!("`{}` is {}", p.name, self.m.exprs[*h].ty));
+                }
+            }
+        }
+        let help = match op.type_rule_help.get(rule_index).cloned().flatten() {
+            Some(t) => pred::interpolate(&t, facts),
+            None => format!("`cake explain {}` shows the operation's type rule", op.name),
+        };
+        d.with_help(help)
+    }
+
+    /// The declaration an argument's value comes from (a register, a let, a shared region or
+    /// view, a global tensor), when it names one: its span and what it declares.
+    fn declaration_of(&self, mut h: Handle<Expr>) -> Option<(Span, String)> {
+        for _ in 0..64 {
+            match &self.m.exprs[h].kind {
+                ExprKind::Index { base, .. } => h = *base,
+                ExprKind::Local(l) => return Some((*self.m.locals.span(*l), format!("`{}`", self.m.locals[*l].name))),
+                ExprKind::Smem(s) => return Some((self.m.smem.span(*s).item, format!("`{}`", self.m.smem[*s].name))),
+                ExprKind::View(v) => return Some((self.m.views.span(*v).item, format!("`{}`", self.m.views[*v].name))),
+                ExprKind::Tensor(t) => return Some((self.m.tensors.span(*t).item, format!("`{}`", self.m.tensors[*t].name))),
+                _ => return None,
+            }
+        }
+        None
     }
 
     fn result_type(&mut self, call: &OpCall) -> Type {

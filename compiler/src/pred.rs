@@ -195,6 +195,58 @@ pub fn eval(e: &PExpr, facts: &dyn Facts) -> Result<Value, String> {
     })
 }
 
+/// Every fact application of a rule with its value, in reading order, each once
+/// (`dim(acc, 1) = 128`): what a finding shows of the program's own values.
+pub fn fact_values(e: &PExpr, facts: &dyn Facts) -> Vec<(String, Value)> {
+    fn walk(e: &PExpr, facts: &dyn Facts, out: &mut Vec<(String, Value)>) {
+        match e {
+            PExpr::Fact { .. } => {
+                let text = e.to_string();
+                if !out.iter().any(|(t, _)| *t == text) {
+                    out.push((text, eval(e, facts).unwrap_or(Value::Unknown)));
+                }
+            }
+            PExpr::Int(_) | PExpr::Sym(_) => {}
+            PExpr::Not(x) | PExpr::Neg(x) => walk(x, facts, out),
+            PExpr::Bin { lhs, rhs, .. } => {
+                walk(lhs, facts, out);
+                walk(rhs, facts, out);
+            }
+            PExpr::In { value, set } => {
+                walk(value, facts, out);
+                for s in set {
+                    walk(s, facts, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(e, facts, &mut out);
+    out
+}
+
+/// A help template with `{term}` holes filled by the term's value (`make the accumulator
+/// {dim(b, 0)} columns wide`). A hole that does not parse or evaluate is kept as written.
+pub fn interpolate(template: &str, facts: &dyn Facts) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            rest = &rest[open..];
+            break;
+        };
+        let hole = &rest[open + 1..open + close];
+        match parse(hole).ok().and_then(|e| eval(&e, facts).ok()) {
+            Some(v) if v != Value::Unknown => out.push_str(&v.to_string()),
+            _ => out.push_str(&rest[open..=open + close]),
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Evaluate as a predicate: `Some(true/false)`, or `None` when undecidable.
 pub fn holds(e: &PExpr, facts: &dyn Facts) -> Result<Option<bool>, String> {
     match eval(e, facts)? {
