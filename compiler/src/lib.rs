@@ -11,6 +11,7 @@ pub mod codes;
 pub mod corpus;
 pub mod cost;
 pub mod diag;
+pub mod explain;
 pub mod ir;
 pub mod layout;
 pub mod lower;

@@ -368,27 +368,15 @@ fn explain(format: MessageFormat, code: Option<&str>, list: bool) -> Status {
         return Status::Clean;
     }
     let code = code.unwrap_or_default();
-    if let Some(doc) = cake::verify::rules::documented(code) {
-        let text = match format {
-            MessageFormat::Human => cake::codes::format_doc(&doc),
-            MessageFormat::Json => format!("{}\n", serde_json::to_string(&doc).unwrap_or_default()),
-        };
-        let _ = stdout.write_all(text.as_bytes());
-        return Status::Clean;
-    }
-    // Not a diagnostic code: an operation of the op catalog (LANGUAGE.md: `cake explain OP`).
-    if let Some(op) = cake::catalog::Catalog::builtin().get(code.trim()) {
-        let text = match format {
-            MessageFormat::Human => cake::op_reference::explain(op, cake::target::TargetTable::builtin()),
-            MessageFormat::Json => format!("{}\n", serde_json::to_string(op).unwrap_or_default()),
-        };
+    if let Some((_, text)) = cake::explain::explain(code, format == MessageFormat::Json) {
         let _ = stdout.write_all(text.as_bytes());
         return Status::Clean;
     }
     let _ = writeln!(
         io::stderr(),
         "error: `{code}` is neither a documented diagnostic code nor an operation of the op catalog\n  \
-         = help: run `cake explain --list` to see every documented code and `cake explain --ops` every operation"
+         = help: {}",
+        cake::explain::UNKNOWN_HELP
     );
     Status::Failure
 }
