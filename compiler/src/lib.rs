@@ -15,6 +15,7 @@ pub mod explain;
 pub mod ir;
 pub mod layout;
 pub mod lower;
+pub mod mcp;
 pub mod nvrtc;
 pub mod op_reference;
 pub mod ops;
