@@ -305,6 +305,15 @@ fn bad_input_gets_coded_errors_and_the_session_goes_on() {
     assert_eq!(c.refused("run", json!({ "path": "examples/gemm_bf16_ws.cake", "time_limit_s": 0 }))["code"], "M004");
     assert_eq!(c.refused("run", json!({ "path": "examples/gemm_bf16_ws.cake", "evidence": "/tmp/elsewhere" }))["code"], "M003");
     assert_eq!(c.refused("bench", json!({ "path": "examples/gemm_bf16_ws.cake", "baseline": "torch" }))["code"], "M004");
+    // A shape `cake run` itself refuses (exit 2): M004, with its message as the note.
+    let e = c.refused("run", json!({ "path": "examples/gemm_bf16_ws.cake", "shapes": ["M=abc"], "evidence": "target/mcp-test-unused" }));
+    assert_eq!(e["code"], "M004");
+    assert!(e["notes"][0].as_str().unwrap().contains("--shape M=abc"), "{e}");
+    // A program with errors does not run: its findings instead.
+    let r = c.call("run", json!({ "path": "corpus/verifier-negative/V101-tx-byte-mismatch.cake", "workload_path": "examples/gemm_bf16_ws.workload.toml" }));
+    assert_eq!(r["isError"], true);
+    assert_eq!(r["structuredContent"]["status"], "findings", "{r}");
+    assert_eq!(r["structuredContent"]["findings"][0]["code"], "V101", "{r}");
 
     // Lines that are not JSON-RPC: an error each, and the session reads on.
     c.send_line("this is not json");

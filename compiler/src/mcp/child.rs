@@ -47,6 +47,12 @@ pub struct RunRequest {
 const DISTS: [&str; 4] = ["normal", "uniform", "outliers", "ties"];
 const BASELINES: [&str; 2] = ["cublas", "none"];
 
+/// Where the workload spec of a call comes from.
+enum Workload {
+    File(PathBuf),
+    Inline(String),
+}
+
 /// A scratch directory for an inline program and workload, removed when dropped.
 struct Scratch(PathBuf);
 
@@ -82,7 +88,7 @@ pub fn run(ws: &Workspace, mode: Mode, req: &RunRequest) -> Reply {
     }
 }
 
-type Prepared = (Vec<String>, PathBuf, Duration, Option<Scratch>);
+type Prepared = (Vec<String>, PathBuf, Duration, Scratch);
 
 /// Validate the request and build the child's command line; `Err` is the reply that stops it.
 fn prepare(ws: &Workspace, mode: Mode, req: &RunRequest) -> Result<Prepared, Reply> {
@@ -93,9 +99,11 @@ fn prepare(ws: &Workspace, mode: Mode, req: &RunRequest) -> Result<Prepared, Rep
     if diags.iter().any(Diagnostic::is_error) {
         return Err(blocked(&program, &diags, "nothing ran"));
     }
-    let workload_text = match (&req.workload, &req.workload_path) {
-        (Some(w), None) => Some(input::workload_text(w)?.to_string()),
-        (None, Some(p)) => Some(ws.read("workload_path", p, MAX_WORKLOAD_BYTES)?.1),
+    // The workload spec: a file the child reads where it is (the records name it), or inline
+    // text written beside an inline program in a scratch directory.
+    let workload = match (&req.workload, &req.workload_path) {
+        (Some(w), None) => Some(Workload::Inline(input::workload_text(w)?.to_string())),
+        (None, Some(p)) => Some(Workload::File(ws.read("workload_path", p, MAX_WORKLOAD_BYTES)?.0)),
         (Some(_), Some(_)) => {
             return Err(bad_arg(
                 "workload",
@@ -103,42 +111,39 @@ fn prepare(ws: &Workspace, mode: Mode, req: &RunRequest) -> Result<Prepared, Rep
                 "give the workload spec once: its TOML text as `workload`, or a file as `workload_path`",
             ))
         }
-        (None, None) => None,
-    };
-    let mut args = vec![mode.name().to_string()];
-    let mut scratch = None;
-    match (&program.path, workload_text) {
-        (Some(path), None) => args.push(path.display().to_string()),
-        (None, None) => {
+        (None, None) if program.path.is_none() => {
             return Err(bad_arg(
                 "workload",
                 "an inline program needs its workload spec".into(),
                 "pass the workload's TOML as `workload` (see `examples/*.workload.toml`), or pass the program as `path` with its `<stem>.workload.toml` beside it",
             ))
         }
-        (path, Some(workload)) => {
-            let dir = Scratch::new().map_err(|e| {
-                InputError::new("program", "M006", format!("cannot create a scratch directory: {e}"), "check that the temporary directory is writable")
-            })?;
-            let program_file = match path {
-                Some(p) => p.clone(),
-                None => dir.0.join("program.cake"),
-            };
-            let workload_file = dir.0.join("program.workload.toml");
-            let written = (|| {
-                if path.is_none() {
-                    std::fs::write(&program_file, &program.source)?;
-                }
-                std::fs::write(&workload_file, workload)
-            })();
-            written.map_err(|e| {
-                InputError::new("program", "M006", format!("cannot write to the scratch directory: {e}"), "check that the temporary directory is writable")
-            })?;
-            args.push(program_file.display().to_string());
-            args.push("--workload".into());
-            args.push(workload_file.display().to_string());
-            scratch = Some(dir);
-        }
+        (None, None) => None,
+    };
+    // Inline text goes to a scratch directory the child can read; it is removed after the call.
+    let scratch = Scratch::new().map_err(|e| {
+        InputError::new("program", "M006", format!("cannot create a scratch directory: {e}"), "check that the temporary directory is writable")
+    })?;
+    let scratch_file = |name: &str, text: &str| -> Result<PathBuf, Reply> {
+        let file = scratch.0.join(name);
+        std::fs::write(&file, text).map_err(|e| {
+            Reply::from(InputError::new(name, "M006", format!("cannot write `{}`: {e}", file.display()), "check that the temporary directory is writable"))
+        })?;
+        Ok(file)
+    };
+    let program_file = match &program.path {
+        Some(p) => p.clone(),
+        None => scratch_file("program.cake", &program.source)?,
+    };
+    let mut args = vec![mode.name().to_string(), program_file.display().to_string()];
+    let workload_file = match workload {
+        Some(Workload::File(f)) => Some(f),
+        Some(Workload::Inline(text)) => Some(scratch_file("program.workload.toml", &text)?),
+        None => None,
+    };
+    if let Some(f) = workload_file {
+        args.push("--workload".into());
+        args.push(f.display().to_string());
     }
     for s in &req.shapes {
         args.push("--shape".into());

@@ -244,24 +244,24 @@ impl CakeServer {
         CakeServer { workspace, tool_router: Self::tool_router() }
     }
 
-    #[tool(description = "Parse, type-check and verify a Cake IR program (`cake check`). Returns every finding as the CLI's JSON (code, severity, message, primary span with line/column, secondary spans, notes, help) and the error/warning counts.")]
+    #[tool(annotations(read_only_hint = true), description = "Parse, type-check and verify a Cake IR program (`cake check`). Returns every finding as the CLI's JSON (code, severity, message, primary span with line/column, secondary spans, notes, help) and the error/warning counts.")]
     async fn check(&self, Parameters(a): Parameters<ProgramArgs>) -> Result<CallToolResult, ErrorData> {
         let ws = self.workspace.clone();
         answer(move || tools::check(&ws, a.program.as_deref(), a.path.as_deref())).await
     }
 
-    #[tool(description = "What a diagnostic code (`V201`) or an operation of the op catalog (`wgmma`) means: the text `cake explain QUERY` prints.")]
+    #[tool(annotations(read_only_hint = true), description = "What a diagnostic code (`V201`) or an operation of the op catalog (`wgmma`) means: the text `cake explain QUERY` prints.")]
     async fn explain(&self, Parameters(a): Parameters<ExplainArgs>) -> Result<CallToolResult, ErrorData> {
         answer(move || tools::explain(&a.query)).await
     }
 
-    #[tool(description = "Predict a program's run time at a shape with the calibrated cost model (`cake cost --message-format json`): predicted time, bottleneck, per-resource times, hints. Programs with errors get their findings instead.")]
+    #[tool(annotations(read_only_hint = true), description = "Predict a program's run time at a shape with the calibrated cost model (`cake cost --message-format json`): predicted time, bottleneck, per-resource times, hints. Programs with errors get their findings instead.")]
     async fn cost(&self, Parameters(a): Parameters<CostArgs>) -> Result<CallToolResult, ErrorData> {
         let ws = self.workspace.clone();
         answer(move || tools::cost(&ws, a.program.as_deref(), a.path.as_deref(), &a.shape, a.calibration.as_deref())).await
     }
 
-    #[tool(description = "Lower a verified program to CUDA C++ with inline PTX (`cake lower`): the CUDA text, or the coded findings (verifier, `L0xx` lowering) that stop it.")]
+    #[tool(annotations(read_only_hint = true), description = "Lower a verified program to CUDA C++ with inline PTX (`cake lower`): the CUDA text, or the coded findings (verifier, `L0xx` lowering) that stop it.")]
     async fn lower(&self, Parameters(a): Parameters<LowerArgs>) -> Result<CallToolResult, ErrorData> {
         let ws = self.workspace.clone();
         answer(move || tools::lower(&ws, a.program.as_deref(), a.path.as_deref(), a.line_directives)).await
@@ -287,7 +287,7 @@ impl CakeServer {
         answer(move || child::run(&ws, Mode::Bench, &req)).await
     }
 
-    #[tool(description = "A kernel corpus case (`cake corpus show`): its program text (the template expanded) and its effective manifest (target, tiers, expected verdict and findings).")]
+    #[tool(annotations(read_only_hint = true), description = "A kernel corpus case (`cake corpus show`): its program text (the template expanded) and its effective manifest (target, tiers, expected verdict and findings).")]
     async fn corpus_show(&self, Parameters(a): Parameters<CorpusShowArgs>) -> Result<CallToolResult, ErrorData> {
         answer(move || tools::corpus_show(&a.id)).await
     }
