@@ -5,12 +5,14 @@
 //!
 //! The answer is the child's run records (the JSON it wrote to `EVIDENCE/runs/`), its table
 //! and its log. The child's exit status decides the status: 0 `passed`, 1 `failed`, 3
-//! `skipped` (no GPU on this machine: the records say `no_gpu`), 2 a refused argument.
+//! `skipped` (no GPU on this machine: the records say `no_gpu`), 2 a refused argument. Calls run
+//! one at a time.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -80,6 +82,10 @@ fn bad_arg(arg: &str, message: String, help: &str) -> Reply {
 pub fn run(ws: &Workspace, mode: Mode, req: &RunRequest) -> Reply {
     match prepare(ws, mode, req) {
         Ok((args, evidence, limit, scratch)) => {
+            // One child at a time: concurrent runs would share the GPU and skew each other's
+            // timings, and this call's records are told apart by what appeared during it.
+            static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+            let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let reply = spawn(mode, &args, &evidence, limit);
             drop(scratch);
             reply
