@@ -5,9 +5,10 @@
 //! kind, after which the same session still answers.
 //!
 //! Every wait for an answer has a deadline, so a server that hangs fails the test instead of
-//! hanging the run. The run test needs the CUDA toolchain to get as far as the GPU (its name
-//! starts with `needs_toolchain_`); with a GPU (`CAKE_TEST_GPU=1`, as `scripts/test.sh` exports
-//! it) it expects the runs to pass, without one the `no GPU` skip.
+//! hanging the run. The build and run tests that need the CUDA toolchain say so in their names
+//! (`needs_toolchain_`); with a GPU (`CAKE_TEST_GPU=1`, as `scripts/test.sh` exports it) the run
+//! test expects the runs to pass, without one the `no GPU` skip. Without the toolchain, on any
+//! machine, build and run are the coded `N001` skip.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -34,11 +35,16 @@ struct Client {
 }
 
 impl Client {
-    /// Start `cake mcp` in the repository root and complete the handshake; returns the client
-    /// and the `initialize` result.
+    /// Start `cake mcp` in the repository root (with `env` added to its environment) and
+    /// complete the handshake; returns the client and the `initialize` result.
     fn start() -> (Client, Value) {
+        Client::start_with_env(&[])
+    }
+
+    fn start_with_env(env: &[(&str, &str)]) -> (Client, Value) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_cake"))
             .arg("mcp")
+            .envs(env.iter().copied())
             .current_dir(root())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -372,6 +378,7 @@ fn needs_toolchain_run_skips_without_a_gpu_and_passes_on_one() {
     assert_eq!(files.len(), 1);
     let on_disk: Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
     assert_eq!(&on_disk, rec);
+    assert!(rec["ptxas"].is_object(), "the program was built: {rec}");
     if gpu_expected() {
         assert_eq!(v["status"], "passed", "{v}");
         assert_eq!(v["verdicts"], json!(["pass"]));
@@ -382,4 +389,49 @@ fn needs_toolchain_run_skips_without_a_gpu_and_passes_on_one() {
         assert_eq!(rec["verdict"], "skipped");
         assert_eq!(rec["error"]["class"], "no_gpu", "{rec}");
     }
+}
+
+/// `build` compiles with NVRTC: the launch spec and ptxas report of the cubin.
+#[test]
+fn needs_toolchain_build_answers_the_ptxas_report() {
+    let (mut c, _) = Client::start();
+    let r = c.call("build", json!({ "path": "examples/softmax_bf16.cake" }));
+    let v = &r["structuredContent"];
+    assert_ne!(v["status"], "skipped", "this test needs the CUDA toolchain: {v}");
+    assert_eq!(r["isError"], false, "{v}");
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(v["arch"], "sm_90a");
+    assert!(v["cubin_bytes"].as_u64().is_some_and(|n| n > 0), "{v}");
+    assert!(v["ptxas"]["registers"].as_u64().is_some_and(|n| n > 0), "{v}");
+    assert!(v["launch"]["block_threads"].as_u64().is_some_and(|n| n > 0), "{v}");
+}
+
+/// Without NVRTC (here: `CAKE_NVRTC_LIB` names no file, on any machine) `build` and `run` are a
+/// coded skip, not an error dressed as success, and not a failure of the program.
+#[test]
+fn without_the_toolchain_build_and_run_are_a_coded_skip() {
+    let (mut c, _) = Client::start_with_env(&[("CAKE_NVRTC_LIB", "/nonexistent/libnvrtc.so.13")]);
+    let r = c.call("build", json!({ "path": "examples/softmax_bf16.cake" }));
+    let v = &r["structuredContent"];
+    assert_eq!(v["status"], "skipped", "{v}");
+    assert_eq!(v["skipped"], "no CUDA toolchain");
+    assert_eq!(v["code"], "N001");
+    assert!(v["finding"]["help"].as_str().is_some_and(|h| h.contains("CAKE_NVRTC_LIB")), "{v}");
+    assert!(v.get("cubin_bytes").is_none(), "nothing was built: {v}");
+
+    let repo = root().canonicalize().unwrap();
+    std::fs::create_dir_all(repo.join("target")).unwrap();
+    let evidence = tempfile::tempdir_in(repo.join("target")).unwrap();
+    let ev = evidence.path().strip_prefix(&repo).unwrap().to_str().unwrap().to_string();
+    let r = c.call_within(
+        "run",
+        json!({ "path": "examples/softmax_bf16.cake", "shapes": ["R=136"], "evidence": ev }),
+        RUN_TIMEOUT,
+    );
+    let v = &r["structuredContent"];
+    assert_eq!(r["isError"], false, "{v}");
+    assert_eq!(v["status"], "skipped", "{v}");
+    assert_eq!(v["skipped"], "no CUDA toolchain", "{v}");
+    assert_eq!(v["code"], "N001");
+    assert_eq!(v["records"][0]["error"]["class"], "build_N001", "{v}");
 }
