@@ -123,7 +123,7 @@ pub fn main(args: CostArgs, json: bool, color: bool) -> u8 {
 /// What `cake cost` finds for a program's text: an estimate, or why there is none.
 #[derive(Debug)]
 pub enum CostOutcome {
-    Estimate(Estimate),
+    Estimate(Box<Estimate>),
     /// The program has error findings (exit status 1); only the errors are kept.
     Findings(Vec<Diagnostic>),
     /// No estimate: a calibration or shape problem. `located` says whether the diagnostic's
@@ -161,7 +161,7 @@ pub fn cost_source(source: &str, dims: &BTreeMap<String, i64>, calibration: Opti
         },
     };
     match estimate(&validated, cal, dims) {
-        Ok(est) => CostOutcome::Estimate(est),
+        Ok(est) => CostOutcome::Estimate(Box::new(est)),
         Err(e) => {
             let exit = match e {
                 CostError::MissingDims { .. } | CostError::BadDim { .. } | CostError::BadCalibration(_) => 2,

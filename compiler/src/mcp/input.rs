@@ -25,19 +25,19 @@ pub const MAX_ARG_BYTES: usize = 4096;
 pub struct InputError {
     /// What the diagnostic is about: the argument or file name.
     pub subject: String,
-    pub diagnostic: Diagnostic,
+    pub diagnostic: Box<Diagnostic>,
 }
 
 impl InputError {
     pub fn new(subject: impl Into<String>, code: &str, message: impl Into<String>, help: impl Into<String>) -> InputError {
         InputError {
             subject: subject.into(),
-            diagnostic: Diagnostic::error(code, message, Span::default(), "").with_help(help),
+            diagnostic: Box::new(Diagnostic::error(code, message, Span::default(), "").with_help(help)),
         }
     }
 
     fn with_note(mut self, note: impl Into<String>) -> InputError {
-        self.diagnostic = self.diagnostic.with_note(note);
+        self.diagnostic.notes.push(note.into());
         self
     }
 }
@@ -225,7 +225,7 @@ pub fn text<'t>(subject: &str, value: &'t str, max: usize) -> Result<&'t str, In
 }
 
 /// Workload text passed inline: like program text, with its own size limit.
-pub fn workload_text<'t>(value: &'t str) -> Result<&'t str, InputError> {
+pub fn workload_text(value: &str) -> Result<&str, InputError> {
     if value.len() > MAX_WORKLOAD_BYTES {
         return Err(too_large("workload", value.len(), MAX_WORKLOAD_BYTES));
     }
