@@ -315,6 +315,10 @@ fn bad_input_gets_coded_errors_and_the_session_goes_on() {
     let e = c.refused("run", json!({ "path": "examples/gemm_bf16_ws.cake", "shapes": ["M=abc"], "evidence": "target/mcp-test-unused" }));
     assert_eq!(e["code"], "M004");
     assert!(e["notes"][0].as_str().unwrap().contains("--shape M=abc"), "{e}");
+    // A call past its time limit: the child's process group is killed, M005. (No `cake run`
+    // gets through check, GPU probe and build within a millisecond.)
+    let e = c.refused("run", json!({ "path": "examples/gemm_bf16_ws.cake", "time_limit_s": 0.001, "evidence": "target/mcp-test-unused" }));
+    assert_eq!(e["code"], "M005", "{e}");
     // A program with errors does not run: its findings instead.
     let r = c.call("run", json!({ "path": "corpus/verifier-negative/V101-tx-byte-mismatch.cake", "workload_path": "examples/gemm_bf16_ws.workload.toml" }));
     assert_eq!(r["isError"], true);
