@@ -1,4 +1,5 @@
-//! The `cake` command line: `cake check`, `cake fmt`, `cake explain`.
+//! The `cake` command line: `cake check`, `cake fmt`, `cake explain` here; the other
+//! subcommands (`cost`, `lower`, `build`, `run`, `bench`, `corpus`, `mcp`) in their modules.
 //!
 //! Exit status: 0 clean; 1 findings (an error-severity diagnostic, or `fmt --check` found a file
 //! to reformat); 2 usage or I/O error (bad arguments, a file missing, unreadable, not UTF-8, not
@@ -81,6 +82,22 @@ enum Command {
     Lower(cake::runtime::cli::LowerArgs),
     /// Lower and compile with NVRTC: write kernel.cu, kernel.cubin, launch.json and ptxas.json.
     Build(cake::runtime::cli::BuildArgs),
+    /// Serve the compiler to agents over the Model Context Protocol (stdio, JSON-RPC).
+    ///
+    /// `cake mcp` reads newline-delimited JSON-RPC messages on standard input and answers on
+    /// standard output (logs go to standard error), until the client closes standard input.
+    /// Register it with an MCP client as a stdio server whose command is `cake` with the
+    /// argument `mcp`, started in the Cake checkout: file arguments must lie inside the
+    /// server's working directory.
+    ///
+    /// Tools: check, explain, cost, lower, build, run, bench, corpus_show. Programs are passed
+    /// inline as `program` (preferred) or as a `path`. Answers are JSON: findings exactly as
+    /// `--message-format json` prints them; a refused input is a tool error with a code (M001
+    /// too large, M002 control characters, M003 outside the working directory, M004 bad
+    /// arguments, E0001 unreadable file; `cake explain M001`) and a help line. run and bench
+    /// spawn `cake run` / `cake bench` as child processes with a time limit; without a GPU they
+    /// answer status `skipped` ("no GPU").
+    Mcp,
     /// (internal) Execute one run job in this process; `cake run` / `cake bench` spawn it.
     #[command(name = "__run-child", hide = true)]
     RunChild(cake::runtime::cli::RunChildArgs),
@@ -137,6 +154,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => return ExitCode::from(cake::runtime::cli::bench(args, color)),
         Command::RunChild(args) => return ExitCode::from(cake::runtime::cli::run_child(args)),
         Command::ProbeGpu => return ExitCode::from(cake::runtime::cli::probe_gpu()),
+        Command::Mcp => return ExitCode::from(cake::mcp::main()),
         Command::Corpus(args) => return ExitCode::from(cake::corpus::cli::main(args)),
         Command::Cost(args) => {
             return ExitCode::from(cake::cost::cli::main(args, cli.message_format == MessageFormat::Json, color))
@@ -368,27 +386,15 @@ fn explain(format: MessageFormat, code: Option<&str>, list: bool) -> Status {
         return Status::Clean;
     }
     let code = code.unwrap_or_default();
-    if let Some(doc) = cake::verify::rules::documented(code) {
-        let text = match format {
-            MessageFormat::Human => cake::codes::format_doc(&doc),
-            MessageFormat::Json => format!("{}\n", serde_json::to_string(&doc).unwrap_or_default()),
-        };
-        let _ = stdout.write_all(text.as_bytes());
-        return Status::Clean;
-    }
-    // Not a diagnostic code: an operation of the op catalog (LANGUAGE.md: `cake explain OP`).
-    if let Some(op) = cake::catalog::Catalog::builtin().get(code.trim()) {
-        let text = match format {
-            MessageFormat::Human => cake::op_reference::explain(op, cake::target::TargetTable::builtin()),
-            MessageFormat::Json => format!("{}\n", serde_json::to_string(op).unwrap_or_default()),
-        };
+    if let Some((_, text)) = cake::explain::explain(code, format == MessageFormat::Json) {
         let _ = stdout.write_all(text.as_bytes());
         return Status::Clean;
     }
     let _ = writeln!(
         io::stderr(),
         "error: `{code}` is neither a documented diagnostic code nor an operation of the op catalog\n  \
-         = help: run `cake explain --list` to see every documented code and `cake explain --ops` every operation"
+         = help: {}",
+        cake::explain::UNKNOWN_HELP
     );
     Status::Failure
 }

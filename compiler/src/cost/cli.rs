@@ -6,13 +6,13 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::diag::Diagnostic;
 use crate::render;
 use crate::span::Span;
 
-use super::{builtin_calibration, estimate, report, Calibration, CostError};
+use super::{builtin_calibration, estimate, report, Calibration, CostError, Estimate};
 
 #[derive(clap::Args, Debug)]
 pub struct CostArgs {
@@ -90,41 +90,8 @@ pub fn main(args: CostArgs, json: bool, color: bool) -> u8 {
             return 2;
         }
     };
-    let checked = crate::check::check_source(&source);
-    let errors: Vec<Diagnostic> = checked.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
-    let Some(validated) = checked.validated.filter(|_| errors.is_empty()) else {
-        if json {
-            for d in &errors {
-                println!("{}", render::render_json_line(&name, &source, d));
-            }
-        } else {
-            let _ = io::stderr().write_all(render::render_human(&name, &source, &errors, color).as_bytes());
-            let _ = writeln!(io::stderr(), "no cost estimate: the program has errors");
-        }
-        return 1;
-    };
-    let loaded;
-    let cal: &Calibration = match &args.calibration {
-        Some(path) => match Calibration::load(path) {
-            Ok(c) => {
-                loaded = c;
-                &loaded
-            }
-            Err(e) => {
-                emit_error(json, color, &name, None, &CostError::BadCalibration(e).to_diagnostic());
-                return 2;
-            }
-        },
-        None => match builtin_calibration(&validated.module().target) {
-            Ok(c) => c,
-            Err(e) => {
-                emit_error(json, color, &name, Some(&source), &e.to_diagnostic());
-                return if matches!(e, CostError::BadCalibration(_)) { 2 } else { 1 };
-            }
-        },
-    };
-    match estimate(&validated, cal, &dims) {
-        Ok(est) => {
+    match cost_source(&source, &dims, args.calibration.as_deref()) {
+        CostOutcome::Estimate(est) => {
             let out = if json {
                 format!("{}\n", report::json(&est, &name, &source))
             } else {
@@ -135,12 +102,72 @@ pub fn main(args: CostArgs, json: bool, color: bool) -> u8 {
             let _ = stdout.flush();
             0
         }
+        CostOutcome::Findings(errors) => {
+            if json {
+                for d in &errors {
+                    println!("{}", render::render_json_line(&name, &source, d));
+                }
+            } else {
+                let _ = io::stderr().write_all(render::render_human(&name, &source, &errors, color).as_bytes());
+                let _ = writeln!(io::stderr(), "no cost estimate: the program has errors");
+            }
+            1
+        }
+        CostOutcome::Refused { diagnostic, located, exit } => {
+            emit_error(json, color, &name, located.then_some(source.as_str()), &diagnostic);
+            exit
+        }
+    }
+}
+
+/// What `cake cost` finds for a program's text: an estimate, or why there is none.
+#[derive(Debug)]
+pub enum CostOutcome {
+    Estimate(Box<Estimate>),
+    /// The program has error findings (exit status 1); only the errors are kept.
+    Findings(Vec<Diagnostic>),
+    /// No estimate: a calibration or shape problem. `located` says whether the diagnostic's
+    /// spans point into the program; `exit` is the command's exit status (1 or 2).
+    Refused { diagnostic: Diagnostic, located: bool, exit: u8 },
+}
+
+/// Check `source` and estimate it at `dims` with the calibration at `calibration` (default: the
+/// built-in one of the program's target). `cake cost` and the MCP server's `cost` tool both
+/// call this, so they answer alike.
+pub fn cost_source(source: &str, dims: &BTreeMap<String, i64>, calibration: Option<&Path>) -> CostOutcome {
+    let checked = crate::check::check_source(source);
+    let errors: Vec<Diagnostic> = checked.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+    let Some(validated) = checked.validated.filter(|_| errors.is_empty()) else {
+        return CostOutcome::Findings(errors);
+    };
+    let loaded;
+    let cal: &Calibration = match calibration {
+        Some(path) => match Calibration::load(path) {
+            Ok(c) => {
+                loaded = c;
+                &loaded
+            }
+            Err(e) => {
+                let diagnostic = CostError::BadCalibration(e).to_diagnostic();
+                return CostOutcome::Refused { diagnostic, located: false, exit: 2 };
+            }
+        },
+        None => match builtin_calibration(&validated.module().target) {
+            Ok(c) => c,
+            Err(e) => {
+                let exit = if matches!(e, CostError::BadCalibration(_)) { 2 } else { 1 };
+                return CostOutcome::Refused { diagnostic: e.to_diagnostic(), located: true, exit };
+            }
+        },
+    };
+    match estimate(&validated, cal, dims) {
+        Ok(est) => CostOutcome::Estimate(Box::new(est)),
         Err(e) => {
-            emit_error(json, color, &name, Some(&source), &e.to_diagnostic());
-            match e {
+            let exit = match e {
                 CostError::MissingDims { .. } | CostError::BadDim { .. } | CostError::BadCalibration(_) => 2,
                 _ => 1,
-            }
+            };
+            CostOutcome::Refused { diagnostic: e.to_diagnostic(), located: true, exit }
         }
     }
 }
