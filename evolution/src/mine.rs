@@ -61,6 +61,7 @@
 //! Buckets are ordered by score, then programs, then cost (all descending), then id; everything
 //! inside a bucket is sorted, so the same store always mines to the same bytes.
 
+use cake::corpus::tiers::Frontend;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::OnceLock;
 
@@ -471,7 +472,7 @@ struct ProgramView {
 }
 
 impl ProgramView {
-    fn new(store: &EvidenceStore, sha: &str, warnings: &mut Vec<String>) -> ProgramView {
+    fn new(store: &EvidenceStore, sha: &str, warnings: &mut Vec<String>, fe: &Frontend) -> ProgramView {
         let source = match store.program(sha) {
             Ok(s) => s,
             Err(e) => {
@@ -481,7 +482,9 @@ impl ProgramView {
         };
         let mut v = ProgramView { source, module: None, facts: None, rejected_by: Vec::new(), soft_findings: Vec::new(), span_map: None, lowered_tried: false };
         if let Some(src) = &v.source {
-            let out = cake::check::check_source(src);
+            // The verifier of the checkout being evolved (its rules, catalog and targets), so a
+            // bucket that an accepted rule or an ablation changed is judged by that rule set.
+            let out = fe.check(src);
             let mut codes: Vec<String> = out.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.code.clone()).collect();
             codes.sort();
             codes.dedup();
@@ -709,7 +712,12 @@ fn round3(x: f64) -> f64 {
 }
 
 /// Mine already-read records (the store is needed for program sources).
-pub fn mine_records(store: &EvidenceStore, records: &[Stored], mut warnings: Vec<String>) -> MineReport {
+pub fn mine_records(store: &EvidenceStore, records: &[Stored], warnings: Vec<String>) -> MineReport {
+    mine_records_with(store, records, warnings, &Frontend::default())
+}
+
+/// [`mine_records`] judging each program with the given front end.
+pub fn mine_records_with(store: &EvidenceStore, records: &[Stored], mut warnings: Vec<String>, fe: &Frontend) -> MineReport {
     let stale = superseded(records);
     if !stale.is_empty() {
         warnings.push(format!(
@@ -732,7 +740,7 @@ pub fn mine_records(store: &EvidenceStore, records: &[Stored], mut warnings: Vec
     }
     let mut acc: BTreeMap<(String, String, String), Acc> = BTreeMap::new();
     for o in &obs {
-        let view = views.entry(o.program.clone()).or_insert_with(|| ProgramView::new(store, &o.program, &mut warnings));
+        let view = views.entry(o.program.clone()).or_insert_with(|| ProgramView::new(store, &o.program, &mut warnings, fe));
         let (kind, op, how) = attribute(o, view);
         let a = acc.entry((o.signature(), kind, op)).or_insert_with(|| Acc {
             stage: o.stage,
@@ -814,9 +822,14 @@ pub fn mine_records(store: &EvidenceStore, records: &[Stored], mut warnings: Vec
 
 /// Mine the whole store: the report with its warnings.
 pub fn mine_report(store: &EvidenceStore) -> MineReport {
+    mine_report_with(store, &Frontend::default())
+}
+
+/// [`mine_report`] judging each program with the given front end (a checkout's rules).
+pub fn mine_report_with(store: &EvidenceStore, fe: &Frontend) -> MineReport {
     let scan = store.scan();
     let warnings = scan.problems.iter().map(store_warning).collect();
-    mine_records(store, &scan.records, warnings)
+    mine_records_with(store, &scan.records, warnings, fe)
 }
 
 fn store_warning(e: &StoreError) -> String {

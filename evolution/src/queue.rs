@@ -307,7 +307,9 @@ pub fn propose(opts: &ProposeOptions) -> Result<ProposeSummary, String> {
     let store = EvidenceStore::open_existing(&opts.evidence).map_err(|e| e.to_string())?;
     // Everything below reads and writes the queue, the state and the rule codes: one run at a time.
     let _lock = QueueLock::acquire(&repo, "propose", opts.lock_timeout)?;
-    let report = mine::mine_report(&store);
+    // Judge the evidence with the rules of the checkout being evolved, not the ones built in.
+    let fe = cake_merge_gates::corpus_gate::frontend_for(&cake_merge_gates::Tree::new(&workdir)).map_err(|e| format!("the checkout's compiler data at {} does not load: {e}", workdir.display()))?;
+    let report = mine::mine_report_with(&store, &fe);
     if !opts.quiet {
         for w in &report.warnings {
             eprintln!("{}", sanitize::line(w));
