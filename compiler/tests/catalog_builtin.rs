@@ -470,3 +470,100 @@ fn type_rules_reject_illegal_shapes() {
     assert!(rejects("reduce_min", &[("x", t("f32", &[64, 128])), ("axis", int(2))]));
     assert!(rejects("cast", &[("x", t("f32", &[64])), ("to", t("f32", &[]))]));
 }
+
+/// The `{term}` holes of a help template, in order (P8: a type-rule finding states the fix with
+/// the program's values).
+fn help_holes(help: &str) -> Result<Vec<&str>, String> {
+    let mut holes = Vec::new();
+    let mut rest = help;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else { return Err(format!("unclosed `{{` in `{help}`")) };
+        holes.push(&rest[open + 1..open + close]);
+        rest = &rest[open + close + 1..];
+    }
+    if rest.contains('}') {
+        return Err(format!("stray `}}` in `{help}`"));
+    }
+    Ok(holes)
+}
+
+/// Every fact a hole names takes one of the op's params first; nothing else is a bare word.
+fn hole_mentions_only_params(e: &pred::PExpr, params: &[&str]) -> Result<(), String> {
+    const FACTS: &[&str] = &["dtype", "rank", "dim", "numel", "bytes", "scope", "space", "swizzle", "box", "value", "has_tma", "is_literal", "same_shape"];
+    use pred::PExpr as P;
+    match e {
+        P::Int(_) => Ok(()),
+        P::Sym(s) => Err(format!("bare word `{s}` (a hole is a term over the op's params)")),
+        P::Fact { name, args } => {
+            if !FACTS.contains(&name.as_str()) {
+                return Err(format!("unknown fact `{name}`"));
+            }
+            match args.first() {
+                Some(P::Sym(p)) if params.contains(&p.as_str()) => {}
+                other => return Err(format!("`{name}` takes one of the op's params {params:?} first, found {other:?}")),
+            }
+            for a in &args[1..] {
+                match a {
+                    P::Sym(p) if name == "same_shape" && params.contains(&p.as_str()) => {}
+                    a => hole_mentions_only_params(a, params)?,
+                }
+            }
+            Ok(())
+        }
+        P::Not(x) | P::Neg(x) => hole_mentions_only_params(x, params),
+        P::Bin { lhs, rhs, .. } => {
+            hole_mentions_only_params(lhs, params)?;
+            hole_mentions_only_params(rhs, params)
+        }
+        P::In { value, set } => {
+            hole_mentions_only_params(value, params)?;
+            set.iter().try_for_each(|s| hole_mentions_only_params(s, params))
+        }
+    }
+}
+
+#[test]
+fn every_type_rule_constraint_has_a_help_whose_holes_are_terms_over_the_params() {
+    let c = Catalog::builtin();
+    let mut problems = Vec::new();
+    let mut with_help = 0;
+    for op in &c.ops {
+        assert_eq!(op.type_rule_help.len(), op.type_rule.len(), "{}", op.name);
+        let params: Vec<&str> = op.params.iter().map(|p| p.name.as_str()).collect();
+        for (rule, help) in op.type_rule.iter().zip(&op.type_rule_help) {
+            let at = format!("{} `{rule}`", op.name);
+            if rule.trim() == "true" {
+                // The param kinds are the whole rule: a finding can never come from it.
+                if help.is_some() {
+                    problems.push(format!("{at}: `true` never fails, so it takes no help"));
+                }
+                continue;
+            }
+            let Some(help) = help.as_deref().filter(|h| !h.trim().is_empty()) else {
+                problems.push(format!("{at}: no help; write `{{ rule = \"…\", help = \"…\" }}` stating the fix (P8)"));
+                continue;
+            };
+            with_help += 1;
+            if help.contains('\n') {
+                problems.push(format!("{at}: the help is one line"));
+            }
+            match help_holes(help) {
+                Err(e) => problems.push(format!("{at}: {e}")),
+                Ok(holes) => {
+                    for hole in holes {
+                        match pred::parse(hole) {
+                            Err(e) => problems.push(format!("{at}: hole `{{{hole}}}` is not a predicate term: {e:?}")),
+                            Ok(e) => {
+                                if let Err(e) = hole_mentions_only_params(&e, &params) {
+                                    problems.push(format!("{at}: hole `{{{hole}}}`: {e}"));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(with_help >= 94, "{with_help} constraints with a help");
+}
