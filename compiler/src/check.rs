@@ -1463,11 +1463,14 @@ impl<'a> Checker<'a> {
         let rule = &op.type_rule[rule_index];
         let values: Vec<String> = pred::fact_values(parsed, facts).into_iter().filter(|(_, v)| *v != pred::Value::Unknown).map(|(t, v)| format!("{t} = {v}")).collect();
         let message = if values.is_empty() { format!("`{}` requires `{rule}`", op.name) } else { format!("`{}` requires `{rule}`, but {}", op.name, values.join(", ")) };
-        let first = first_sym(parsed, op).and_then(|i| bound[i].map(|b| (i, b)));
+        // In a conjunction, the argument the first false conjunct names (`dim(acc, 0) == 64 &&
+        // dim(a, 0) == 64` with a 32-row `a` points at `a`).
+        let culprit = false_conjunct(parsed, facts).unwrap_or(parsed);
+        let first = first_sym(culprit, op).or_else(|| first_sym(parsed, op)).and_then(|i| bound[i].map(|b| (i, b)));
         let mut d = match first {
             Some((i, (h, use_span))) => {
                 let name = &op.params[i].name;
-                match self.declaration_of(h) {
+                match self.declaration_of(h, !only_declared_facts(culprit)) {
                     Some((decl, what)) if decl != use_span => Diagnostic::error("E0305", message, decl, format!("{what} declared here")).with_secondary(use_span, format!("passed as `{name}` here")),
                     _ => Diagnostic::error("E0305", message, use_span, format!("this `{name}`")),
                 }
@@ -1489,10 +1492,13 @@ impl<'a> Checker<'a> {
     }
 
     /// The declaration an argument's value comes from (a register, a let, a shared region or
-    /// view, a global tensor), when it names one: its span and what it declares.
-    fn declaration_of(&self, mut h: Handle<Expr>) -> Option<(Span, String)> {
+    /// view, a global tensor), when it names one: its span and what it declares. A window taken
+    /// at the use (`a_s[s, 0 :+ 32]`) chooses its own shape there: for a rule `about_shape` it
+    /// has none.
+    fn declaration_of(&self, mut h: Handle<Expr>, about_shape: bool) -> Option<(Span, String)> {
         for _ in 0..64 {
             match &self.m.exprs[h].kind {
+                ExprKind::Index { items, .. } if about_shape && items.iter().any(|i| matches!(i, IndexItem::Window { .. })) => return None,
                 ExprKind::Index { base, .. } => h = *base,
                 ExprKind::Local(l) => return Some((*self.m.locals.span(*l), format!("`{}`", self.m.locals[*l].name))),
                 ExprKind::Smem(s) => return Some((self.m.smem.span(*s).item, format!("`{}`", self.m.smem[*s].name))),
@@ -1817,6 +1823,30 @@ fn rule_mentions(e: &pred::PExpr, name: &str) -> bool {
         pred::PExpr::Not(x) | pred::PExpr::Neg(x) => rule_mentions(x, name),
         pred::PExpr::Bin { lhs, rhs, .. } => rule_mentions(lhs, name) || rule_mentions(rhs, name),
         pred::PExpr::In { value, set } => rule_mentions(value, name) || set.iter().any(|s| rule_mentions(s, name)),
+    }
+}
+
+/// Whether a rule talks only about what a declaration fixes whatever window is taken of it
+/// (dtype, swizzle, scope, TMA box), not about a shape a window chooses.
+fn only_declared_facts(e: &pred::PExpr) -> bool {
+    match e {
+        pred::PExpr::Fact { name, .. } => matches!(name.as_str(), "dtype" | "swizzle" | "scope" | "has_tma" | "box" | "box_rank"),
+        pred::PExpr::Int(_) | pred::PExpr::Sym(_) => true,
+        pred::PExpr::Not(x) | pred::PExpr::Neg(x) => only_declared_facts(x),
+        pred::PExpr::Bin { lhs, rhs, .. } => only_declared_facts(lhs) && only_declared_facts(rhs),
+        pred::PExpr::In { value, set } => only_declared_facts(value) && set.iter().all(only_declared_facts),
+    }
+}
+
+/// The first conjunct of a top-level `&&` chain that is false (`None` when the rule is not a
+/// conjunction or none is decidably false).
+fn false_conjunct<'e>(e: &'e pred::PExpr, facts: &dyn pred::Facts) -> Option<&'e pred::PExpr> {
+    match e {
+        pred::PExpr::Bin { op: pred::POp::And, lhs, rhs } => false_conjunct(lhs, facts)
+            .or_else(|| (pred::holds(lhs, facts) == Ok(Some(false))).then_some(&**lhs))
+            .or_else(|| false_conjunct(rhs, facts))
+            .or_else(|| (pred::holds(rhs, facts) == Ok(Some(false))).then_some(&**rhs)),
+        _ => None,
     }
 }
 
