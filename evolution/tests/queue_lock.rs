@@ -58,8 +58,9 @@ fn concurrent_proposes_from_different_evidence_get_distinct_codes() {
     let bundle = failure_store(tmp.path(), &evidence, "");
     let spawn = |ev: &Path| {
         Command::new(env!("CARGO_BIN_EXE_cake-evolve-compiler"))
-            // The default --lock-timeout (60 s) outlasts the other run.
-            .args(["propose", "--no-gates", "--no-progress", "--evidence", ev.to_str().unwrap()])
+            // A lock timeout that outlasts the other run on a loaded 2-core machine (one run
+            // takes about a minute there; the default, 60 s, did not always).
+            .args(["propose", "--no-gates", "--no-progress", "--lock-timeout", "600", "--evidence", ev.to_str().unwrap()])
             .current_dir(&repo)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -414,13 +414,14 @@ pub fn p4(ctx: &Context) -> GateResult {
             Some(a) if a.is_empty() => bad.push(format!("`{}` ({}) has an empty `type_rule`", op.name, op.file)),
             Some(a) => {
                 for c in a {
-                    match c.as_str() {
+                    // A constraint is a string, or `{ rule = "...", help = "..." }`.
+                    match c.as_str().or_else(|| c.get("rule").and_then(|r| r.as_str())) {
                         Some(s) => {
                             if let Err(e) = cake::pred::parse(s) {
                                 bad.push(format!("`{}`: type rule `{s}` does not parse: {e}", op.name));
                             }
                         }
-                        None => bad.push(format!("`{}`: a type rule entry is not a string", op.name)),
+                        None => bad.push(format!("`{}`: a type rule entry is neither a string nor a table with a `rule`", op.name)),
                     }
                 }
             }
@@ -565,6 +566,17 @@ pub fn p8(ctx: &Context) -> GateResult {
     for op in &ctx.ops {
         if !op.nonempty("hardware") {
             bad.push(format!("`{}` ({}) has no `hardware` note", op.name, op.file));
+        }
+    }
+    // A new or changed op states, for each constraint of its type rule, the fix a failing
+    // program needs (`{ rule = "...", help = "..." }`); the trivial `"true"` needs none.
+    for op in &ctx.new_ops {
+        for c in op.table.get("type_rule").and_then(|v| v.as_array()).into_iter().flatten() {
+            let rule = c.as_str().or_else(|| c.get("rule").and_then(|r| r.as_str())).unwrap_or("");
+            let help = c.get("help").and_then(|h| h.as_str()).unwrap_or("");
+            if rule.trim() != "true" && help.trim().is_empty() {
+                bad.push(format!("`{}` ({}): type rule `{rule}` has no `help` saying the fix", op.name, op.file));
+            }
         }
     }
     for r in &ctx.new_rules {

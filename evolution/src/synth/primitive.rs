@@ -239,22 +239,24 @@ pub fn draft_primitive(op: &str, programs: &[Program], hardware: Option<String>,
     let has_facts = |k: &str| !matches!(k, "pipeline" | "barrier" | "sync" | "role" | "int");
     // Type rule: the data params agree on dtype; else rank facts; else `true`.
     let data: Vec<&(String, String, bool)> = params.iter().filter(|p| is_data(&p.1) || p.1 == "value").collect();
-    let mut type_rule: Vec<String> = Vec::new();
+    // Each constraint with the help a failing program prints (P8), `{term}` holes filled there.
+    let mut type_rule: Vec<(String, String)> = Vec::new();
     if data.len() >= 2 {
-        type_rule.push(format!("dtype({}) == dtype({})", data[0].0, data[1].0));
+        let (a, b) = (&data[0].0, &data[1].0);
+        type_rule.push((format!("dtype({a}) == dtype({b})"), format!("give `{a}` and `{b}` one dtype (they are {{dtype({a})}} and {{dtype({b})}})")));
     }
     if let Some(p) = data.first() {
-        type_rule.push(format!("rank({}) >= 1", p.0));
+        type_rule.push((format!("rank({}) >= 1", p.0), format!("pass a tensor value (a fragment, a window) as `{}`, not a scalar", p.0)));
     }
     if type_rule.is_empty() {
         if let Some(p) = params.iter().find(|p| has_facts(&p.1)) {
             type_rule.push(match p.1.as_str() {
-                "const_int" => format!("value({}) >= 0", p.0),
-                "dtype" => format!("{} in [f32, f16, bf16, f8e4m3, f8e5m2, i32, u32, i64, bool]", p.0),
-                _ => format!("rank({}) >= 0", p.0),
+                "const_int" => (format!("value({}) >= 0", p.0), format!("pass a non-negative compile-time integer as `{}` (it is {{value({})}})", p.0, p.0)),
+                "dtype" => (format!("{} in [f32, f16, bf16, f8e4m3, f8e5m2, i32, u32, i64, bool]", p.0), format!("name one of the language's dtypes as `{}`", p.0)),
+                _ => (format!("rank({}) >= 0", p.0), format!("pass a value as `{}`", p.0)),
             });
         } else {
-            type_rule.push("true".into());
+            type_rule.push(("true".into(), String::new()));
         }
     }
     // Effects: statement ops write their first data param and read the others; expressions are pure.
@@ -294,7 +296,11 @@ pub fn draft_primitive(op: &str, programs: &[Program], hardware: Option<String>,
         t.push_str(&format!("  {{ name = \"{n}\", kind = \"{k}\"{acc}{nm} }},\n"));
     }
     t.push_str("]\n");
-    t.push_str(&format!("type_rule = [{}]\n", type_rule.iter().map(|r| format!("\"{r}\"")).collect::<Vec<_>>().join(", ")));
+    let entries: Vec<String> = type_rule
+        .iter()
+        .map(|(r, h)| if h.is_empty() { format!("\"{r}\"") } else { format!("{{ rule = \"{r}\", help = \"{}\" }}", toml_escape(h)) })
+        .collect();
+    t.push_str(&format!("type_rule = [{}]\n", entries.join(", ")));
     t.push_str(&format!("result = \"{result}\"\n"));
     if form == "expr" {
         t.push_str("pure = true\neffects = []\n");
