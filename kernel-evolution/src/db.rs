@@ -121,6 +121,7 @@ CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
     mode TEXT NOT NULL,
     seed INTEGER NOT NULL,
+    budget_evals INTEGER NOT NULL,
     started_unix_ms INTEGER NOT NULL,
     finished_unix_ms INTEGER,
     state TEXT NOT NULL,
@@ -311,11 +312,14 @@ impl Db {
         rows.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| io(&self.path, e))
     }
 
-    pub fn begin_run(&self, mode: &str, seed: u64) -> Result<i64> {
+    pub fn begin_run(&self, mode: &str, seed: u64, budget_evals: u32) -> Result<i64> {
         let tx = self.conn.unchecked_transaction().map_err(|e| io(&self.path, e))?;
         // A run row still `running` belongs to a process that died: it was interrupted.
         tx.execute("UPDATE runs SET state = 'interrupted' WHERE state = 'running'", []).map_err(|e| io(&self.path, e))?;
-        tx.execute("INSERT INTO runs (mode, seed, started_unix_ms, state, note) VALUES (?1, ?2, ?3, 'running', '')", params![mode, seed as i64, now_ms()])
+        tx.execute(
+            "INSERT INTO runs (mode, seed, budget_evals, started_unix_ms, state, note) VALUES (?1, ?2, ?3, ?4, 'running', '')",
+            params![mode, seed as i64, budget_evals, now_ms()],
+        )
             .map_err(|e| io(&self.path, e))?;
         let id = tx.last_insert_rowid();
         tx.commit().map_err(|e| io(&self.path, e))?;
@@ -333,6 +337,15 @@ impl Db {
         let mut st = self.conn.prepare("SELECT id, mode, seed, state, note FROM runs ORDER BY id").map_err(|e| io(&self.path, e))?;
         let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).map_err(|e| io(&self.path, e))?;
         rows.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| io(&self.path, e))
+    }
+
+    /// The GPU-evaluation budget of the latest `run` or `resume`, which a `resume` without
+    /// `--budget-evals` keeps.
+    pub fn last_budget(&self) -> Result<Option<u32>> {
+        self.conn
+            .query_row("SELECT budget_evals FROM runs WHERE mode != 'replay' ORDER BY id DESC LIMIT 1", [], |r| r.get::<_, u32>(0))
+            .optional()
+            .map_err(|e| io(&self.path, e))
     }
 
     /// The seed of the first `run`, which `resume` continues.

@@ -139,7 +139,13 @@ pub fn execute(opts: &Options) -> Result<Summary> {
         Mode::Replay => None,
         _ => Some(Router::open(&opts.evidence, &contract.hash)?),
     };
-    let run_id = db.begin_run(opts.mode.as_str(), seed)?;
+    // `resume` and `--replay` keep the budget the search was started with unless told otherwise.
+    let budget = match (opts.budget_evals, opts.mode) {
+        (Some(b), _) => b,
+        (None, Mode::Run) => contract.file.budget.gpu_evaluations,
+        (None, _) => db.last_budget()?.unwrap_or(contract.file.budget.gpu_evaluations),
+    };
+    let run_id = db.begin_run(opts.mode.as_str(), seed, budget)?;
     let mut lp = Loop {
         contract: &contract,
         tactics,
@@ -154,7 +160,6 @@ pub fn execute(opts: &Options) -> Result<Summary> {
         seen: HashSet::new(),
         texts: HashMap::new(),
     };
-    let budget = opts.budget_evals.unwrap_or(contract.file.budget.gpu_evaluations);
     if budget == 0 {
         lp.db.end_run(run_id, "refused", "zero budget")?;
         return Err(KevoError::new("K004", "--budget-evals", "the budget allows no GPU evaluation", "give `--budget-evals` of at least 1"));
