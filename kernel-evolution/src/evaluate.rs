@@ -181,6 +181,9 @@ impl Evaluator<'_> {
         let classes: Vec<&str> = records.iter().filter_map(|(_, r)| r.error.as_ref().map(|e| e.class.as_str())).collect();
         if status != "passed" && !classes.is_empty() && classes.iter().all(|c| SKIP_CLASSES.contains(c)) {
             status = "skipped";
+        } else if status == "failed" && !classes.is_empty() && classes.iter().all(|c| cake_evolve::mine::HARNESS_CLASSES.contains(c)) {
+            // A bad workload or an I/O failure is the harness's, not the candidate's.
+            status = "error";
         }
         let mut verdicts = Vec::new();
         let mut measured = Map::new();

@@ -82,6 +82,9 @@ enum Cmd {
     Report {
         #[arg(long)]
         db: PathBuf,
+        /// Also draw the best-so-far trajectory (over evaluations and GPU seconds) as an SVG.
+        #[arg(long)]
+        svg: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
     },
@@ -135,9 +138,13 @@ fn run(cli: Cli) -> Result<u8, KevoError> {
             }
             Ok(0)
         }
-        Cmd::Report { db, format } => {
+        Cmd::Report { db, svg, format } => {
             let db = Db::open_existing(&db)?;
-            let r = Data::load(&db)?.report();
+            let data = Data::load(&db)?;
+            if let Some(path) = svg {
+                report::write_svg(&path, &data.trajectory())?;
+            }
+            let r = data.report();
             if format == Format::Json {
                 println!("{r}");
             } else {

@@ -196,3 +196,154 @@ pub fn human(r: &Value) -> String {
     }
     o
 }
+
+/// One GPU-stage evaluation in search order: (evaluations so far, GPU seconds so far, best ms so
+/// far, whether that best was measured). Skipped evaluations advance the count, not the time.
+pub type TrajectoryPoint = (usize, f64, f64, bool);
+
+impl Data {
+    pub fn trajectory(&self) -> Vec<TrajectoryPoint> {
+        let mut seqs: Vec<i64> = self.evaluations.keys().copied().collect();
+        seqs.sort();
+        let mut out = Vec::new();
+        let (mut gpu_s, mut best_measured, mut best_predicted) = (0.0, f64::INFINITY, f64::INFINITY);
+        for (i, s) in seqs.iter().enumerate() {
+            let e = &self.evaluations[s];
+            if e.status == "passed" || e.status == "failed" {
+                gpu_s += e.gpu_seconds;
+            }
+            if let Some(m) = self.measured(*s) {
+                best_measured = best_measured.min(m);
+            }
+            if e.status == "skipped" {
+                if let Some(p) = self.by_seq(*s).and_then(|c| c.predicted_ms) {
+                    best_predicted = best_predicted.min(p);
+                }
+            }
+            if best_measured.is_finite() {
+                out.push((i + 1, gpu_s, best_measured, true));
+            } else if best_predicted.is_finite() {
+                out.push((i + 1, gpu_s, best_predicted, false));
+            }
+        }
+        out
+    }
+}
+
+/// The best-so-far trajectory as an SVG: over GPU evaluations and over GPU seconds. When nothing
+/// was timed the curve is the cost model's prediction of the skipped evaluations, and the title
+/// says so.
+pub fn write_svg(path: &std::path::Path, points: &[TrajectoryPoint]) -> Result<()> {
+    use plotters::prelude::*;
+    let fail = |e: String| crate::error::KevoError::new("K204", path.display().to_string(), format!("cannot draw the trajectory: {e}"), "give a writable `--svg` path");
+    let measured = points.iter().any(|p| p.3);
+    let pts: Vec<&TrajectoryPoint> = points.iter().filter(|p| p.3 == measured).collect();
+    let what = if measured { "measured" } else { "predicted (GPU stage skipped: nothing timed)" };
+    let ymax = pts.iter().map(|p| p.2).fold(0.0, f64::max).max(1e-3) * 1.1;
+    let root = SVGBackend::new(path, (1100, 420)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
+    let (left, right) = root.split_horizontally(550);
+    let panels: [(&DrawingArea<SVGBackend, _>, &str, Box<dyn Fn(&TrajectoryPoint) -> f64>); 2] =
+        [(&left, "GPU evaluations", Box::new(|p| p.0 as f64)), (&right, "GPU seconds", Box::new(|p| p.1))];
+    for (area, xdesc, x) in panels {
+        let xmax = pts.iter().map(|p| x(p)).fold(0.0, f64::max).max(1.0);
+        let mut chart = ChartBuilder::on(area)
+            .caption(format!("best so far, {what}"), ("sans-serif", 15))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..xmax, 0.0..ymax)
+            .map_err(|e| fail(e.to_string()))?;
+        chart.configure_mesh().x_desc(xdesc).y_desc("ms at the headline shape").draw().map_err(|e| fail(e.to_string()))?;
+        chart.draw_series(LineSeries::new(pts.iter().map(|p| (x(p), p.2)), &BLUE)).map_err(|e| fail(e.to_string()))?;
+    }
+    root.present().map_err(|e| fail(e.to_string()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cand(seq: i64, parent: Option<i64>, tactic: &str, gate: &str, predicted: Option<f64>) -> CandidateRow {
+        CandidateRow {
+            seq,
+            generation: i64::from(parent.is_some()),
+            program_hash: format!("{seq:064}"),
+            program_text: String::new(),
+            parents: parent.into_iter().collect(),
+            tactic: tactic.into(),
+            params: Value::Null,
+            gate: gate.into(),
+            findings: Value::Null,
+            predicted_ms: predicted,
+            bottleneck: None,
+            cell: None,
+            contract_hash: "c".into(),
+            compiler_commit: "cake".into(),
+            created_unix_ms: 0,
+        }
+    }
+
+    fn eval(seq: i64, status: &str, ms: Option<f64>, gpu_seconds: f64) -> EvaluationRow {
+        EvaluationRow {
+            seq,
+            status: status.into(),
+            verdicts: Value::Null,
+            measured: Value::Null,
+            headline_ms: ms,
+            peers: json!({ "cublas": { "median_ms": 2.2 } }),
+            gpu_seconds,
+            records: Vec::new(),
+            contract_hash: "c".into(),
+            compiler_commit: "cake".into(),
+            finished_unix_ms: 0,
+        }
+    }
+
+    /// A seed timed at 3 ms; a child 1.5× faster; a child that failed on the GPU; one the verifier
+    /// rejected; one the cost rank kept off the GPU.
+    fn data() -> Data {
+        let candidates = vec![
+            cand(0, None, "seed", "passed", Some(3.2)),
+            cand(1, Some(0), "pipeline-stages", "passed", Some(2.1)),
+            cand(2, Some(0), "persistence", "passed", Some(2.4)),
+            cand(3, Some(1), "swizzle", "verify", None),
+            cand(4, Some(1), "unroll", "passed", Some(2.6)),
+        ];
+        let evaluations = [eval(0, "passed", Some(3.0), 10.0), eval(1, "passed", Some(2.0), 8.0), eval(2, "failed", None, 6.0)].into_iter().map(|e| (e.seq, e)).collect();
+        Data { candidates, evaluations }
+    }
+
+    #[test]
+    fn leaderboard_lineage_gains_and_filters_come_from_the_rows() {
+        let r = data().report();
+        assert_eq!(r["leaderboard"][0]["seq"], 1);
+        assert_eq!(r["leaderboard"][0]["speedup_vs_seed"], 1.5);
+        assert_eq!(r["leaderboard"].as_array().unwrap().len(), 2, "the failed candidate is not on the board");
+        assert_eq!(r["best"]["lineage"].as_array().unwrap().iter().map(|s| s["seq"].as_i64().unwrap()).collect::<Vec<_>>(), vec![0, 1]);
+        let t = r["tactics"].as_array().unwrap().iter().find(|t| t["tactic"] == "pipeline-stages").unwrap().clone();
+        assert_eq!(t["best_measured_speedup"], 1.5);
+        assert_eq!(r["filtered"]["by_gates"], 1);
+        assert_eq!(r["filtered"]["by_cost_rank"], 1);
+        assert_eq!(r["filtered"]["evaluated_on_gpu_stage"], 3);
+        assert_eq!(r["filtered"]["share_rejected_before_gpu"], 0.4);
+        // Two candidates never reached the GPU, at the mean 8 s of the three that ran.
+        assert_eq!(r["gpu_seconds"], 24.0);
+        assert_eq!(r["gpu_seconds_saved_estimate"], 16.0);
+        // The two timed candidates: the model ranks them as the GPU does.
+        assert_eq!(r["cost_top10_recall"], 1.0);
+        assert_eq!(r["gpu_stage_skipped"], false);
+    }
+
+    #[test]
+    fn the_trajectory_is_the_best_so_far_in_search_order() {
+        let t = data().trajectory();
+        assert_eq!(t, vec![(1, 10.0, 3.0, true), (2, 18.0, 2.0, true), (3, 24.0, 2.0, true)]);
+        let path = std::env::temp_dir().join(format!("kevo-trajectory-{}.svg", std::process::id()));
+        write_svg(&path, &t).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(svg.starts_with("<svg") && svg.contains("best so far, measured") && svg.contains("GPU seconds"));
+    }
+}

@@ -59,7 +59,10 @@ fn kmeans_end_to_end_on_cpu_reports_the_gpu_stage_skipped() {
     let f = &report["filtered"];
     assert_eq!(f["evaluated_on_gpu_stage"], 4);
     assert_eq!(f["by_gates"].as_u64().unwrap() + f["by_cost_rank"].as_u64().unwrap() + 4, cands.len() as u64);
-    let human = String::from_utf8_lossy(&run(&["report", "--db", s(&db)], &cake_bin(), tmp.path()).stdout).into_owned();
+    let svg = tmp.path().join("trajectory.svg");
+    let human = String::from_utf8_lossy(&run(&["report", "--db", s(&db), "--svg", s(&svg)], &cake_bin(), tmp.path()).stdout).into_owned();
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.contains("predicted (GPU stage skipped: nothing timed)"), "the plot says nothing was timed");
     assert!(human.contains("SKIPPED"), "{human}");
     let best = run(&["best", "--db", s(&db)], &cake_bin(), tmp.path());
     assert!(best.status.success());
