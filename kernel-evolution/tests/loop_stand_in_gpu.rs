@@ -1,0 +1,53 @@
+//! The GPU path of the loop with a stand-in `cake` (tests/fixtures/stand-in-gpu-cake.py) that
+//! writes run records as a GPU run would: passed and failed evaluations, times at the headline,
+//! the cuBLAS peer, the archive ranking by measurement, evidence routing of failures and timed
+//! passes, and a replay that reproduces the search from the recorded measurements.
+
+mod support;
+
+use cake_evolve_kernel::db::Db;
+use support::*;
+
+#[test]
+fn measured_candidates_are_ranked_routed_and_replayed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stand-in-gpu-cake.py");
+    let c = contract("gemm-bf16.toml");
+    let c = c.to_str().unwrap();
+    let out = run(&["run", c, "--db", "g.sqlite", "--seed", "2", "--budget-evals", "9", "--evidence", "ev", "--format", "json"], &fake, tmp.path());
+    let summary = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{summary}\n{}", stderr(&out));
+    let (passed, failed) = (summary["passed"].as_u64().unwrap(), summary["failed"].as_u64().unwrap());
+    assert!(passed > 0 && failed > 0, "the stand-in makes both: {summary}");
+    assert_eq!(passed + failed, 9);
+    assert_eq!(summary["best"]["measured"], true);
+
+    let d = Db::open_existing(&tmp.path().join("g.sqlite")).unwrap();
+    let evals = d.evaluations().unwrap();
+    let best = evals.iter().filter(|e| e.status == "passed").map(|e| (e.headline_ms.unwrap(), e.seq)).min_by(|a, b| a.0.total_cmp(&b.0)).unwrap();
+    assert_eq!(summary["best"]["seq"], best.1, "the best is the fastest measured");
+    assert!(evals.iter().filter(|e| e.status == "passed").all(|e| e.peers["cublas"]["median_ms"] == 1.5));
+    assert!(evals.iter().filter(|e| e.status == "failed").all(|e| e.headline_ms.is_none()), "a failed candidate is never timed");
+
+    // Routed: every failing run record and every timed pass, byte for byte.
+    let store = cake_evolve::store::EvidenceStore::open(tmp.path().join("ev")).unwrap();
+    let scan = store.scan();
+    assert!(scan.problems.is_empty(), "{:?}", scan.problems);
+    let runs: Vec<_> = scan.records.iter().filter_map(|r| match &r.record {
+        cake_evolve::store::Record::Run(r) => Some(r.clone()),
+        _ => None,
+    }).collect();
+    assert_eq!(runs.iter().filter(|r| r.verdict.name() == "mismatch").count() as u64, failed);
+    assert_eq!(runs.iter().filter(|r| r.command == "bench").count() as u64, passed);
+
+    let report = json(&run(&["report", "--db", "g.sqlite", "--format", "json"], &fake, tmp.path()));
+    assert_eq!(report["leaderboard"][0]["seq"], best.1);
+    assert_eq!(report["gpu_stage"]["passed"], passed);
+    assert!(report["gpu_seconds_saved_estimate"].as_f64().unwrap() > 0.0);
+    assert!(report["cost_top10_recall"].as_f64().is_some());
+
+    let replay = json(&run(&["run", c, "--db", "g.sqlite", "--replay", "--format", "json"], &fake, tmp.path()));
+    assert_eq!(replay["order"], summary["order"]);
+    assert_eq!(replay["best"], summary["best"]);
+    assert_eq!(replay["new_evaluations"], 0);
+}
