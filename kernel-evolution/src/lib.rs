@@ -22,4 +22,5 @@ pub mod report;
 pub mod rng;
 pub mod route;
 pub mod search;
+pub mod structural;
 pub mod tactic;

@@ -20,6 +20,8 @@
 //!   must agree between a TMA operand and its buffer).
 //! * `loop-attr`: sets `key` (`unroll`) on every `for` loop whose variable is in `loops` to each
 //!   of `values` (1 removes it).
+//! * `structural`: `rewrite = "software-pipeline"` or `"deferred-release"`, a consumer loop's
+//!   shape (`structural.rs`); one move per loop that matches.
 //!
 //! Errors: `K101` a tactic file cannot be read or is not TOML of this schema; `K102` a tactic is
 //! invalid (unknown kind, a field its kind needs, an empty parameter set, an unknown hint code or
@@ -35,6 +37,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::{KevoError, Result};
+use crate::structural::{self, Rewrite};
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,6 +61,8 @@ struct TacticFile {
     loops: Vec<String>,
     #[serde(default)]
     min_axes: Option<usize>,
+    #[serde(default)]
+    rewrite: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -67,6 +72,7 @@ pub enum Kind {
     GridAttr { key: String, values: Vec<toml::Value>, min_axes: usize },
     SetAttr { key: String, items: Vec<String>, values: Vec<u64> },
     LoopAttr { key: String, loops: Vec<String>, values: Vec<i64> },
+    Structural { rewrite: Rewrite },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -165,8 +171,14 @@ impl Tactic {
                 }
                 Kind::LoopAttr { key, loops: f.loops.clone(), values }
             }
+            "structural" => {
+                let Some(rewrite) = f.rewrite.as_deref().and_then(Rewrite::parse) else {
+                    return Err(bad(path, format!("unknown structural rewrite {:?}", f.rewrite.as_deref().unwrap_or("(none)")), "write `rewrite = \"software-pipeline\"` or `\"deferred-release\"`"));
+                };
+                Kind::Structural { rewrite }
+            }
             other => {
-                return Err(bad(path, format!("unknown tactic kind `{other}`"), "use set-const, pipeline-stages, grid-attr, set-attr or loop-attr"));
+                return Err(bad(path, format!("unknown tactic kind `{other}`"), "use set-const, pipeline-stages, grid-attr, set-attr, loop-attr or structural"));
             }
         };
         Ok(Tactic { name: f.name, doc: f.doc, file: path.to_path_buf(), hints: f.hints, bottlenecks: f.bottlenecks, kind })
@@ -208,6 +220,7 @@ impl Tactic {
                 .iter()
                 .filter_map(|&v| set_loop_attr(file, key, loops, v).map(|f| mv(json!({ key.as_str(): v, "loops": loops }), f)))
                 .collect(),
+            Kind::Structural { rewrite } => structural::moves(file, *rewrite).into_iter().map(|(k, f)| mv(json!({ "loop": k }), f)).collect(),
         }
     }
 }

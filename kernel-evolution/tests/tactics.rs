@@ -38,12 +38,14 @@ fn find<'a>(ms: &'a [Move], params: serde_json::Value) -> &'a Move {
 const TESTED: &[&str] = &[
     "centroid-tile",
     "consumer-warpgroups",
+    "deferred-release",
     "grouped-raster",
     "k-step",
     "persistence",
     "pipeline-stages",
     "register-budget",
     "rows-per-warp",
+    "software-pipeline",
     "swizzle",
     "tile-n",
     "unroll",
@@ -160,6 +162,48 @@ fn warps_and_rows_per_warp_reshape_the_row_tile() {
     let r = moves(&tactic("rows-per-warp"), "softmax_bf16_naive.cake");
     assert_eq!(r.len(), 3);
     assert!(verifies(&text(find(&r, serde_json::json!({ "RPW": 4 })))));
+}
+
+fn predicted(src: &str, dims: &[(&str, i64)]) -> f64 {
+    let v = cake::check::check_source(src).validated.expect("verifies");
+    let dims = dims.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    cake::cost::estimate_builtin(&v, &dims).expect("cost").predicted_ms
+}
+
+const KMEANS: &[(&str, i64)] = &[("B", 32), ("N", 65536), ("K", 1024), ("D", 128)];
+const GEMM: &[(&str, i64)] = &[("M", 8192), ("N", 8192), ("K", 8192)];
+
+#[test]
+fn deferred_release_keeps_one_wgmma_group_in_flight() {
+    let ms = moves(&tactic("deferred-release"), "gemm_bf16_naive.cake");
+    assert_eq!(ms.len(), 1);
+    let t = text(&ms[0]);
+    assert!(t.contains("for kb in 1..K / BK {"), "{t}");
+    assert!(t.contains("wgmma_wait(1)\n            release(ab)"), "{t}");
+    assert!(verifies(&t), "{t}");
+    assert!(predicted(&t, GEMM) < predicted(&seed("gemm_bf16_naive.cake"), GEMM), "the model sees the overlap");
+    // The Flash-KMeans loop does work after its wait: not this tactic's shape.
+    assert!(moves(&tactic("deferred-release"), "kmeans_assign_naive.cake").is_empty());
+    // One stage cannot hold a group in flight while the next is loaded.
+    let one_stage = seed("gemm_bf16_naive.cake").replace("pipeline ab: stages 2", "pipeline ab: stages 1").replace("stages 2 swizzle", "stages 1 swizzle");
+    let f = cake::syntax::parse(&one_stage).unwrap();
+    assert!(tactic("deferred-release").moves(&f).is_empty());
+}
+
+#[test]
+fn software_pipeline_issues_the_next_mmas_before_the_epilogue() {
+    let ms = moves(&tactic("software-pipeline"), "kmeans_assign_naive.cake");
+    assert_eq!(ms.len(), 1);
+    let t = text(&ms[0]);
+    assert!(t.contains("for kt in 1..K / KT {"), "{t}");
+    assert!(t.contains("+ (kt - 1) * KT"), "the epilogue is the previous tile's: {t}");
+    assert!(t.contains("+ (K / KT - 1) * KT"), "the last tile after the loop: {t}");
+    assert!(verifies(&t), "{t}");
+    assert!(predicted(&t, KMEANS) < predicted(&seed("kmeans_assign_naive.cake"), KMEANS), "the model sees the overlap");
+    // Applied once, the loop no longer has the shape.
+    assert!(tactic("software-pipeline").moves(&ms[0].file).is_empty());
+    // The GEMM loop has no epilogue after its release.
+    assert!(moves(&tactic("software-pipeline"), "gemm_bf16_naive.cake").is_empty());
 }
 
 #[test]
