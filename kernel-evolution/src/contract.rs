@@ -303,6 +303,14 @@ impl Contract {
                     let Some(program) = r.command.first() else {
                         return Err(KevoError::new("K008", subject(&self.path, &key), "a command peer with an empty `command`", "give the program and its arguments, `command = [\"python3\", \"peers/x.py\"]`"));
                     };
+                    if let Some(a) = r.command.iter().map(|a| self.peer_arg(a)).find(|a| a.contains('{')) {
+                        return Err(KevoError::new(
+                            "K008",
+                            subject(&self.path, &key),
+                            format!("peer argument `{a}` names a placeholder that is not a headline dim or `{{REPEATS}}`"),
+                            "use `{DIM}` for a dim of `workload.headline`, or `{REPEATS}`",
+                        ));
+                    }
                     if self.resolve_program(program).is_none() {
                         return Err(KevoError::new(
                             "K008",
@@ -315,6 +323,15 @@ impl Contract {
             }
         }
         Ok(())
+    }
+
+    /// A peer argument with `{DIM}` (a headline dim) and `{REPEATS}` filled in.
+    pub fn peer_arg(&self, arg: &str) -> String {
+        let mut out = arg.replace("{REPEATS}", &self.file.evaluation.bench_repeats.to_string());
+        for (k, v) in &self.file.workload.headline {
+            out = out.replace(&format!("{{{k}}}"), &v.to_string());
+        }
+        out
     }
 
     /// A peer's program: with a `/`, relative to the contract; otherwise on `PATH`.

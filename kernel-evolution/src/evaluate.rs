@@ -237,14 +237,15 @@ impl Evaluator<'_> {
         Ok(Evaluation { row, record_files: records.into_iter().map(|(p, _)| p).collect() })
     }
 
-    /// A command peer at the headline shape: it reads `CAKE_SHAPE` (`B=32,N=…`) and
-    /// `CAKE_REPEATS`, and prints `{"median_ms": …}` as its last stdout line.
+    /// A command peer at the headline shape: its arguments' `{DIM}` and `{REPEATS}` are filled in,
+    /// it also finds `CAKE_SHAPE` (`B=32,N=…`) and `CAKE_REPEATS` in its environment, and prints
+    /// `{"median_ms": …}` as its last stdout line.
     fn run_peer(&self, command: &[String], candidate_ms: f64) -> (Value, f64) {
         let Some(program) = command.first().and_then(|p| self.contract.resolve_program(p)) else {
             return (json!({ "skipped": "peer program not found" }), 0.0);
         };
         let mut c = Command::new(program);
-        c.args(&command[1..])
+        c.args(command[1..].iter().map(|a| self.contract.peer_arg(a)))
             .current_dir(self.contract.dir())
             .env("CAKE_SHAPE", shape_text(&self.contract.file.workload.headline))
             .env("CAKE_REPEATS", self.contract.file.evaluation.bench_repeats.to_string());

@@ -211,7 +211,11 @@ impl Loop<'_> {
                 }
             }
             if proposals.is_empty() {
-                self.summary.stop = "search space exhausted: no elite has a move to a new program".into();
+                self.summary.stop = if archive.cells().is_empty() {
+                    "no candidate to rewrite: every seed failed (gates or GPU)".into()
+                } else {
+                    "search space exhausted: no elite has a move to a new program".into()
+                };
                 return Ok(());
             }
             // Stages 2 and 3: gates and rank, recorded one candidate per transaction.

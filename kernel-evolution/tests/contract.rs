@@ -147,3 +147,15 @@ fn a_seed_for_another_target_is_k009() {
     std::fs::write(&path, example("softmax.toml").replace("../seeds/softmax_bf16_naive.cake", "s.cake")).unwrap();
     assert_eq!(Contract::load(&path).unwrap_err().code, "K009");
 }
+
+#[test]
+fn peer_placeholders_take_headline_dims_and_unknown_ones_are_k008() {
+    let c = Contract::load(&root().join("contracts/softmax.toml")).unwrap();
+    let peer = &c.file.references[0];
+    let args: Vec<String> = peer.command.iter().map(|a| c.peer_arg(a)).collect();
+    assert!(args.windows(2).any(|w| w[0] == "--rows" && w[1] == "16384"), "{args:?}");
+    assert!(args.windows(2).any(|w| w[0] == "--repeats" && w[1] == "20"), "{args:?}");
+    let (code, msg) = code(&example("softmax.toml").replace("\"{R}\"", "\"{Q}\""));
+    assert_eq!(code, "K008");
+    assert!(msg.contains("{Q}"), "{msg}");
+}

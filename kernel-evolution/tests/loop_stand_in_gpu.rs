@@ -51,3 +51,39 @@ fn measured_candidates_are_ranked_routed_and_replayed() {
     assert_eq!(replay["best"], summary["best"]);
     assert_eq!(replay["new_evaluations"], 0);
 }
+
+#[test]
+fn a_command_peer_runs_after_a_passing_candidate_and_a_failed_peer_is_recorded_as_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stand-in-gpu-cake.py");
+    // A peer that fails (exit 3, as benchmarks/torch_peer.py does without torch or a GPU), and one
+    // that prints its time.
+    let dir = tmp.path();
+    std::fs::write(dir.join("peer-ok.sh"), "#!/bin/sh\necho \"rows $2\" >&2\necho '{\"median_ms\": 0.25}'\n").unwrap();
+    std::fs::write(dir.join("peer-gone.sh"), "#!/bin/sh\necho 'torch_peer: torch is not installed' >&2\nexit 3\n").unwrap();
+    let contract_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contracts");
+    let text = std::fs::read_to_string(contract_dir.join("softmax.toml")).unwrap();
+    let start = text.find("[[reference]]").unwrap();
+    let end = text.find("[search]").unwrap();
+    let peers = format!(
+        "[[reference]]\nname = \"ok\"\nkind = \"command\"\ncommand = [\"sh\", \"{}\", \"{{R}}\"]\n\n[[reference]]\nname = \"gone\"\nkind = \"command\"\ncommand = [\"sh\", \"{}\"]\n\n",
+        dir.join("peer-ok.sh").display(),
+        dir.join("peer-gone.sh").display()
+    );
+    let text = format!("{}{}{}", &text[..start], peers, &text[end..])
+        .replace("../seeds/", &format!("{}/", contract_dir.join("../seeds").display()))
+        .replace("tactics = \"../tactics\"", &format!("tactics = \"{}\"", contract_dir.join("../tactics").display()));
+    std::fs::write(dir.join("softmax.toml"), text).unwrap();
+    let out = run(&["run", "softmax.toml", "--db", "s.sqlite", "--seed", "1", "--budget-evals", "6", "--evidence", "ev", "--format", "json"], &fake, dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let d = Db::open_existing(&dir.join("s.sqlite")).unwrap();
+    let evals = d.evaluations().unwrap();
+    let passed: Vec<_> = evals.iter().filter(|e| e.status == "passed").collect();
+    assert!(!passed.is_empty());
+    for e in passed {
+        assert_eq!(e.peers["ok"]["median_ms"], 0.25, "{}", e.peers);
+        assert!(e.peers["gone"]["skipped"].as_str().unwrap().contains("exit Some(3)"), "{}", e.peers);
+        assert!(e.peers["gone"].get("median_ms").is_none(), "a failed peer has no time");
+    }
+    assert!(evals.iter().filter(|e| e.status == "failed").all(|e| e.peers.as_object().unwrap().is_empty()), "peers run only after a pass");
+}
