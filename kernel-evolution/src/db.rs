@@ -132,9 +132,11 @@ CREATE TABLE runs (
 impl Db {
     /// Open the database for a contract, creating it when the file does not exist.
     pub fn open_for(path: &Path, contract_hash: &str, contract_name: &str, contract_text: &str) -> Result<Db> {
-        let existed = path.exists();
         let db = Db::connect(path)?;
-        if !existed {
+        // A database with no table holds nothing (a new file, or one whose creation was killed
+        // before its first commit): it gets the schema. Anything else must already be ours.
+        let tables: i64 = db.conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(|e| io(path, e))?;
+        if tables == 0 {
             let tx = db.conn.unchecked_transaction().map_err(|e| io(path, e))?;
             tx.execute_batch(SCHEMA_SQL).map_err(|e| io(path, e))?;
             for (k, v) in [("schema", DB_SCHEMA), ("contract_hash", contract_hash), ("contract_name", contract_name), ("contract_text", contract_text)] {

@@ -102,6 +102,14 @@ struct Loop<'a> {
 }
 
 pub fn execute(opts: &Options) -> Result<Summary> {
+    // A zero budget is refused before anything is opened or written (the contract's own budget
+    // is checked when it loads).
+    if opts.budget_evals == Some(0) {
+        return Err(KevoError::new("K004", "--budget-evals", "the budget allows no GPU evaluation", "give `--budget-evals` of at least 1"));
+    }
+    if opts.wall_seconds == Some(0) {
+        return Err(KevoError::new("K004", "--wall-seconds", "the budget allows no wall time", "give `--wall-seconds` of at least 1"));
+    }
     let contract = Contract::load(&opts.contract)?;
     let tactics = tactic::load_dir(&contract.tactics_dir())?;
     let db_path = opts.db.clone().unwrap_or_else(|| default_db(&contract));
@@ -160,15 +168,7 @@ pub fn execute(opts: &Options) -> Result<Summary> {
         seen: HashSet::new(),
         texts: HashMap::new(),
     };
-    if budget == 0 {
-        lp.db.end_run(run_id, "refused", "zero budget")?;
-        return Err(KevoError::new("K004", "--budget-evals", "the budget allows no GPU evaluation", "give `--budget-evals` of at least 1"));
-    }
     let wall = opts.wall_seconds.unwrap_or(contract.file.budget.wall_seconds);
-    if wall == 0 {
-        lp.db.end_run(run_id, "refused", "zero wall time")?;
-        return Err(KevoError::new("K004", "--wall-seconds", "the budget allows no wall time", "give `--wall-seconds` of at least 1"));
-    }
     let result = lp.search(seed, budget, wall);
     match &result {
         Ok(()) => lp.db.end_run(run_id, "finished", &lp.summary.stop)?,

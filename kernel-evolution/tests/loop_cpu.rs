@@ -171,6 +171,7 @@ fn bad_input_gets_coded_errors_and_leaves_the_database_alone() {
     // A zero budget.
     code(&["run", s(&c), "--db", "z.sqlite", "--budget-evals", "0"], "K004");
     code(&["run", s(&c), "--db", "z2.sqlite", "--wall-seconds", "0"], "K004");
+    assert!(!tmp.path().join("z.sqlite").exists() && !tmp.path().join("z2.sqlite").exists(), "a refused run writes no database");
     // A missing peer.
     let text = std::fs::read_to_string(&c).unwrap().replace("[search]", "[[reference]]\nname = \"torch\"\nkind = \"command\"\ncommand = [\"no-such-peer-xyz\"]\n\n[search]").replace("../seeds/", &format!("{}/", c.parent().unwrap().join("../seeds").display()));
     std::fs::write(tmp.path().join("peer.toml"), text).unwrap();
@@ -197,6 +198,10 @@ fn bad_input_gets_coded_errors_and_leaves_the_database_alone() {
     let conn = rusqlite::Connection::open(tmp.path().join("other.sqlite")).unwrap();
     let t: String = conn.query_row("SELECT t FROM notes", [], |r| r.get(0)).unwrap();
     assert_eq!(t, "mine");
+    // An empty file (a creation killed before its first commit) holds nothing: it becomes the database.
+    std::fs::write(tmp.path().join("empty.sqlite"), b"").unwrap();
+    let out = run(&["run", s(&c), "--db", "empty.sqlite", "--budget-evals", "1", "--evidence", "ev"], &fake, tmp.path());
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     // A database made under another contract.
     let out = run(&["run", s(&c), "--db", "soft.sqlite", "--budget-evals", "2", "--evidence", "ev"], &fake, tmp.path());
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
