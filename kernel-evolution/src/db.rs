@@ -68,6 +68,18 @@ pub struct EvaluationRow {
     pub finished_unix_ms: i64,
 }
 
+/// One `run` / `resume` / `--replay` invocation: `state` is `running` (or a process that died:
+/// `interrupted` once the next one starts), `finished`, `error` or `refused`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub mode: String,
+    pub seed: i64,
+    pub budget_evals: i64,
+    pub state: String,
+    pub note: String,
+}
+
 pub struct Db {
     conn: Connection,
     path: PathBuf,
@@ -334,10 +346,12 @@ impl Db {
         tx.commit().map_err(|e| io(&self.path, e))
     }
 
-    /// (id, mode, seed, state, note) of every invocation, oldest first.
-    pub fn runs(&self) -> Result<Vec<(i64, String, i64, String, String)>> {
-        let mut st = self.conn.prepare("SELECT id, mode, seed, state, note FROM runs ORDER BY id").map_err(|e| io(&self.path, e))?;
-        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).map_err(|e| io(&self.path, e))?;
+    /// Every invocation, oldest first.
+    pub fn runs(&self) -> Result<Vec<RunRow>> {
+        let mut st = self.conn.prepare("SELECT id, mode, seed, budget_evals, state, note FROM runs ORDER BY id").map_err(|e| io(&self.path, e))?;
+        let rows = st
+            .query_map([], |r| Ok(RunRow { id: r.get(0)?, mode: r.get(1)?, seed: r.get(2)?, budget_evals: r.get(3)?, state: r.get(4)?, note: r.get(5)? }))
+            .map_err(|e| io(&self.path, e))?;
         rows.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| io(&self.path, e))
     }
 

@@ -125,15 +125,18 @@ fn run(cli: Cli) -> Result<u8, KevoError> {
             let v = serde_json::json!({
                 "contract": db.meta("contract_name")?, "contract_hash": db.meta("contract_hash")?,
                 "candidates": r["candidates"], "gates": r["gates"], "gpu_stage": r["gpu_stage"], "best": r["best"]["seq"],
-                "runs": runs.iter().map(|(id, mode, seed, state, note)| serde_json::json!({ "id": id, "mode": mode, "seed": seed, "state": state, "note": note })).collect::<Vec<_>>(),
+                "evaluations": data.evaluations.len(), "budget_evals": runs.last().map(|r| r.budget_evals),
+                "runs": runs,
             });
             if format == Format::Json {
                 println!("{v}");
             } else {
                 println!("contract {} ({})", v["contract"].as_str().unwrap_or(""), v["contract_hash"].as_str().unwrap_or(""));
                 println!("candidates {}  gates {}  GPU stage {}", v["candidates"], v["gates"], v["gpu_stage"]);
-                for (id, mode, seed, state, note) in runs {
-                    println!("  run {id}: {mode} --seed {seed}: {state}{}", if note.is_empty() { String::new() } else { format!(" ({note})") });
+                println!("GPU evaluations {} of a budget of {}", v["evaluations"], v["budget_evals"]);
+                for r in &runs {
+                    let note = if r.note.is_empty() { String::new() } else { format!(" ({})", r.note) };
+                    println!("  run {}: {} --seed {} --budget-evals {}: {}{note}", r.id, r.mode, r.seed, r.budget_evals, r.state);
                 }
             }
             Ok(0)

@@ -243,8 +243,8 @@ pub fn write_svg(path: &std::path::Path, points: &[TrajectoryPoint]) -> Result<(
     let root = SVGBackend::new(path, (1100, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
     let (left, right) = root.split_horizontally(550);
-    let panels: [(&DrawingArea<SVGBackend, _>, &str, Box<dyn Fn(&TrajectoryPoint) -> f64>); 2] =
-        [(&left, "GPU evaluations", Box::new(|p| p.0 as f64)), (&right, "GPU seconds", Box::new(|p| p.1))];
+    type Axis = fn(&TrajectoryPoint) -> f64;
+    let panels: [(_, &str, Axis); 2] = [(&left, "GPU evaluations", |p| p.0 as f64), (&right, "GPU seconds", |p| p.1)];
     for (area, xdesc, x) in panels {
         let xmax = pts.iter().map(|p| x(p)).fold(0.0, f64::max).max(1.0);
         let mut chart = ChartBuilder::on(area)

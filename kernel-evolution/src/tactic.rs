@@ -511,13 +511,13 @@ fn set_pipeline_stages(file: &File, p: &str, v: i64) -> Option<File> {
     if current > 1 {
         let mut ok = true;
         for b in bodies(file) {
-            each_expr_in_block(b, &mut |e| match &e.kind {
-                ExprKind::Index { base, items } if regions.iter().any(|r| name_of(base) == Some(r.as_str()) && matches!(&base.kind, ExprKind::Name(_))) => {
-                    if !matches!(items.first(), Some(IndexItem::At(x)) if is_stage_of(x, p)) {
+            each_expr_in_block(b, &mut |e| {
+                if let ExprKind::Index { base, items } = &e.kind {
+                    let staged_use = matches!(&base.kind, ExprKind::Name(id) if regions.contains(&id.name));
+                    if staged_use && !matches!(items.first(), Some(IndexItem::At(x)) if is_stage_of(x, p)) {
                         ok = false;
                     }
                 }
-                _ => {}
             });
         }
         if !ok {

@@ -31,7 +31,7 @@ fn verifies(src: &str) -> bool {
     cake::check::check_source(src).validated.is_some()
 }
 
-fn find<'a>(ms: &'a [Move], params: serde_json::Value) -> &'a Move {
+fn find(ms: &[Move], params: serde_json::Value) -> &Move {
     ms.iter().find(|m| m.params == params).unwrap_or_else(|| panic!("no move with {params}; have {:?}", ms.iter().map(|m| &m.params).collect::<Vec<_>>()))
 }
 
