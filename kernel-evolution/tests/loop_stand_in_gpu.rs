@@ -40,6 +40,12 @@ fn measured_candidates_are_ranked_routed_and_replayed() {
     assert_eq!(runs.iter().filter(|r| r.verdict.name() == "mismatch").count() as u64, failed);
     assert_eq!(runs.iter().filter(|r| r.command == "bench").count() as u64, passed);
 
+    // The loop closes: mining the routed evidence buckets the wrong answers, one program each.
+    let mined = cake_evolve::mine::mine_report(&store);
+    let wrong: Vec<_> = mined.buckets.iter().filter(|b| b.class == "mismatch").collect();
+    assert!(!wrong.is_empty(), "{:?}", mined.buckets.iter().map(|b| &b.signature).collect::<Vec<_>>());
+    assert_eq!(wrong.iter().map(|b| b.evidence_ids.len()).sum::<usize>() as u64, failed);
+
     let report = json(&run(&["report", "--db", "g.sqlite", "--format", "json"], &fake, tmp.path()));
     assert_eq!(report["leaderboard"][0]["seq"], best.1);
     assert_eq!(report["gpu_stage"]["passed"], passed);
