@@ -182,6 +182,8 @@ impl Loop<'_> {
         let started = Instant::now();
         let mut rng = SplitMix64::new(seed);
         let mut archive = Archive::default();
+        // Every candidate that may still be a parent (passed the gates, did not fail), by score.
+        let mut scores: BTreeMap<i64, f64> = BTreeMap::new();
         let mut seq: i64 = 0;
         let mut evaluated: u32 = 0;
         let per_gen = self.contract.file.search.candidates_per_generation as usize;
@@ -207,6 +209,24 @@ impl Loop<'_> {
                     seen.extend(proposals.iter().map(|(p, _)| p.hash.clone()));
                     if let Some(p) = generate::propose(&parent_text, &self.tactics, &mut rng, &seen) {
                         proposals.push((p, vec![parent]));
+                    }
+                }
+                // The elites' neighbourhoods are spent: widen to every candidate that passed the
+                // gates and did not fail on the GPU, fastest first, so the search walks on through
+                // points no cell keeps (a step that is slower alone but opens a faster one).
+                if proposals.len() < per_gen {
+                    let mut pool: Vec<(f64, i64)> = scores.iter().map(|(s, v)| (*v, *s)).collect();
+                    pool.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    for (_, parent) in pool {
+                        if proposals.len() >= per_gen {
+                            break;
+                        }
+                        let parent_text = self.texts.get(&parent).cloned().unwrap_or_default();
+                        let mut seen = self.seen.clone();
+                        seen.extend(proposals.iter().map(|(p, _)| p.hash.clone()));
+                        if let Some(p) = generate::propose(&parent_text, &self.tactics, &mut rng, &seen) {
+                            proposals.push((p, vec![parent]));
+                        }
                     }
                 }
             }
@@ -288,6 +308,9 @@ impl Loop<'_> {
                     }
                 }
                 archive.offer(cell, *cseq, score, measured);
+                if score.is_finite() {
+                    scores.insert(*cseq, score);
+                }
                 let better = match self.summary.best {
                     None => score.is_finite(),
                     Some((_, b, bm)) => (measured && !bm && score.is_finite()) || (measured == bm && score < b),
