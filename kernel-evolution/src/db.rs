@@ -141,6 +141,57 @@ CREATE TABLE runs (
 );
 ";
 
+/// One call of the LLM proposer per generation at most (added to schema 1 without a version step:
+/// a database without it simply has no calls).
+const LLM_CALLS_SQL: &str = "
+CREATE TABLE IF NOT EXISTS llm_calls (
+    generation INTEGER PRIMARY KEY,
+    parent INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    message TEXT NOT NULL,
+    program_text TEXT,
+    tokens INTEGER NOT NULL,
+    created_unix_ms INTEGER NOT NULL
+);
+";
+
+/// A recorded LLM call: `outcome` is `candidate` (its program became one), `duplicate` (a program
+/// already in the database) or `error` (no program: the endpoint failed or timed out, or the answer
+/// held none; `message` says which).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LlmCallRow {
+    pub generation: i64,
+    pub parent: i64,
+    pub outcome: String,
+    pub message: String,
+    pub program_text: Option<String>,
+    pub tokens: i64,
+}
+
+impl Db {
+    pub fn put_llm_call(&self, c: &LlmCallRow) -> Result<()> {
+        let tx = self.conn.unchecked_transaction().map_err(|e| io(&self.path, e))?;
+        tx.execute(
+            "INSERT INTO llm_calls (generation, parent, outcome, message, program_text, tokens, created_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![c.generation, c.parent, c.outcome, c.message, c.program_text, c.tokens, now_ms()],
+        )
+        .map_err(|e| io(&self.path, e))?;
+        tx.commit().map_err(|e| io(&self.path, e))
+    }
+
+    pub fn llm_calls(&self) -> Result<Vec<LlmCallRow>> {
+        let exists: i64 = self.conn.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'llm_calls'", [], |r| r.get(0)).map_err(|e| io(&self.path, e))?;
+        if exists == 0 {
+            return Ok(Vec::new());
+        }
+        let mut st = self.conn.prepare("SELECT generation, parent, outcome, message, program_text, tokens FROM llm_calls ORDER BY generation").map_err(|e| io(&self.path, e))?;
+        let rows = st
+            .query_map([], |r| Ok(LlmCallRow { generation: r.get(0)?, parent: r.get(1)?, outcome: r.get(2)?, message: r.get(3)?, program_text: r.get(4)?, tokens: r.get(5)? }))
+            .map_err(|e| io(&self.path, e))?;
+        rows.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| io(&self.path, e))
+    }
+}
+
 impl Db {
     /// Open the database for a contract, creating it when the file does not exist.
     pub fn open_for(path: &Path, contract_hash: &str, contract_name: &str, contract_text: &str) -> Result<Db> {
@@ -157,6 +208,7 @@ impl Db {
             tx.commit().map_err(|e| io(path, e))?;
         }
         db.check_schema()?;
+        db.conn.execute_batch(LLM_CALLS_SQL).map_err(|e| io(path, e))?;
         let have = db.meta("contract_hash")?.unwrap_or_default();
         if have != contract_hash {
             return Err(KevoError::new(

@@ -16,6 +16,7 @@ pub mod error;
 pub mod evaluate;
 pub mod gates;
 pub mod generate;
+pub mod llm;
 pub mod pipeline;
 pub mod rank;
 pub mod report;

@@ -185,6 +185,7 @@ fn search(opts: Options, format: Format) -> Result<u8, KevoError> {
                 "passed": s.passed, "failed": s.failed, "skipped": s.skipped, "gpu_stage_skipped": skipped,
                 "best": s.best.map(|(seq, ms, measured)| serde_json::json!({ "seq": seq, "ms": ms, "measured": measured })),
                 "stop": s.stop, "order": s.order,
+                "llm": { "calls": s.llm_calls, "tokens": s.llm_tokens, "note": s.llm_note },
             })
         );
     } else {
@@ -199,6 +200,7 @@ fn search(opts: Options, format: Format) -> Result<u8, KevoError> {
             Some((seq, ms, false)) => println!("best         #{seq} {ms:.4} ms (predicted only)"),
             None => println!("best         none"),
         }
+        println!("LLM proposer {}; {} call(s), {} token(s)", s.llm_note, s.llm_calls, s.llm_tokens);
         println!("stopped      {}", s.stop);
     }
     Ok(if skipped { 3 } else { 0 })

@@ -17,10 +17,11 @@ use std::time::Instant;
 use serde_json::json;
 
 use crate::contract::{sha256_hex, Contract};
-use crate::db::{now_ms, CandidateRow, Db, EvaluationRow};
+use crate::db::{now_ms, CandidateRow, Db, EvaluationRow, LlmCallRow};
 use crate::error::{KevoError, Result};
 use crate::evaluate::{find_cake, Evaluator};
 use crate::generate;
+use crate::llm::{self, LlmConfig};
 use crate::rng::SplitMix64;
 use crate::route::Router;
 use crate::search::Archive;
@@ -72,6 +73,10 @@ pub struct Summary {
     pub stop: String,
     /// `seq` of every candidate in generation order (for determinism checks).
     pub order: Vec<String>,
+    /// LLM proposer: calls (recorded and new) and the tokens they cost; why it is off, if it is.
+    pub llm_calls: usize,
+    pub llm_tokens: u64,
+    pub llm_note: String,
 }
 
 pub fn default_db(contract: &Contract) -> PathBuf {
@@ -99,6 +104,12 @@ struct Loop<'a> {
     summary: Summary,
     seen: HashSet<String>,
     texts: HashMap<i64, String>,
+    llm: Option<LlmConfig>,
+    llm_calls: BTreeMap<i64, LlmCallRow>,
+    llm_budget: u64,
+    /// The generations that already have recorded candidates: no live LLM call is made for them
+    /// (the recorded order would no longer be the one generated).
+    recorded_generations: HashSet<i64>,
 }
 
 pub fn execute(opts: &Options) -> Result<Summary> {
@@ -119,6 +130,18 @@ pub fn execute(opts: &Options) -> Result<Summary> {
     let text = std::fs::read_to_string(&contract.path).unwrap_or_default();
     let db = Db::open_for(&db_path, &contract.hash, &contract.file.name, &text)?;
     let recorded: BTreeMap<i64, CandidateRow> = db.candidates()?.into_iter().map(|c| (c.seq, c)).collect();
+    let llm_calls: BTreeMap<i64, LlmCallRow> = db.llm_calls()?.into_iter().map(|c| (c.generation, c)).collect();
+    let recorded_generations: HashSet<i64> = recorded.values().map(|c| c.generation).collect();
+    let llm_budget = contract.file.budget.llm_tokens;
+    let (llm, llm_note) = match (opts.mode, LlmConfig::from_env(), llm_budget) {
+        (Mode::Replay, _, _) => (None, "replay: recorded LLM answers only".to_string()),
+        (_, _, 0) => (None, "off: budget.llm_tokens is 0".to_string()),
+        (_, None, _) => (None, format!("off: {} is not set", cake_evolve::llm::ENV_BASE_URL)),
+        (_, Some(cfg), _) => {
+            let note = format!("on: {} ({})", cfg.endpoint(), cfg.model);
+            (Some(cfg), note)
+        }
+    };
     let evaluations: HashMap<i64, EvaluationRow> = db.evaluations()?.into_iter().map(|e| (e.seq, e)).collect();
     let first_seed = db.first_seed()?;
     let seed = match (opts.mode, first_seed, opts.seed) {
@@ -164,9 +187,13 @@ pub fn execute(opts: &Options) -> Result<Summary> {
         router,
         mode: opts.mode,
         commit: compiler_commit(),
-        summary: Summary { db: db_path, seed, ..Summary::default() },
+        summary: Summary { db: db_path, seed, llm_note, ..Summary::default() },
         seen: HashSet::new(),
         texts: HashMap::new(),
+        llm,
+        llm_calls,
+        llm_budget,
+        recorded_generations,
     };
     let wall = opts.wall_seconds.unwrap_or(contract.file.budget.wall_seconds);
     let result = lp.search(seed, budget, wall);
@@ -199,6 +226,10 @@ impl Loop<'_> {
                     proposals.push((generate::Proposal { text: s.source.clone(), hash, tactic: "seed".into(), params }, Vec::new()));
                 }
             } else {
+                // The LLM proposer first (one call a generation, from the fastest elite), then the tactics.
+                if let Some(p) = self.llm_proposal(generation, &archive)? {
+                    proposals.push(p);
+                }
                 // Up to four draws per wanted candidate: a drawn parent may have no fresh move left.
                 let mut attempts = 0;
                 while proposals.len() < per_gen && attempts < 4 * per_gen {
@@ -324,6 +355,57 @@ impl Loop<'_> {
                 return Ok(());
             }
             generation += 1;
+        }
+    }
+
+    /// The LLM's candidate for this generation: the recorded answer when there is one, else (when
+    /// the proposer is on, tokens remain and the generation is new) a live call, recorded.
+    fn llm_proposal(&mut self, generation: i64, archive: &Archive) -> Result<Option<(generate::Proposal, Vec<i64>)>> {
+        let call = match self.llm_calls.get(&generation) {
+            Some(c) => c.clone(),
+            None => {
+                let Some(cfg) = self.llm.clone() else { return Ok(None) };
+                if self.summary.llm_tokens >= self.llm_budget || self.recorded_generations.contains(&generation) {
+                    return Ok(None);
+                }
+                let Some(parent) = archive.cells().values().min_by(|a, b| a.score_ms.total_cmp(&b.score_ms).then(a.seq.cmp(&b.seq))).map(|e| e.seq) else {
+                    return Ok(None);
+                };
+                let row = self.recorded.get(&parent).cloned();
+                let text = self.texts.get(&parent).cloned().unwrap_or_default();
+                let ev = self.evaluations.get(&parent).map(|e| json!({ "status": e.status, "headline_ms": e.headline_ms, "peers": e.peers }));
+                let null = serde_json::Value::Null;
+                let findings = row.as_ref().map(|r| &r.findings).unwrap_or(&null);
+                let ctx = llm::Context {
+                    program: &text,
+                    findings,
+                    predicted_ms: row.as_ref().and_then(|r| r.predicted_ms),
+                    bottleneck: row.as_ref().and_then(|r| r.bottleneck.as_deref()),
+                    evaluation: ev,
+                };
+                let answer = llm::ask(&cfg, self.contract, &ctx);
+                // Canonical form when it parses; otherwise verbatim, for the parse gate to reject.
+                let program = answer.program.map(|p| cake::syntax::parse(&p).map(|f| cake::syntax::print(&f)).unwrap_or(p));
+                let (outcome, message, program_text) = match program {
+                    Ok(p) if self.seen.contains(&sha256_hex(p.as_bytes())) => ("duplicate", "a program already in the database".to_string(), Some(p)),
+                    Ok(p) => ("candidate", String::new(), Some(p)),
+                    Err(e) => ("error", e, None),
+                };
+                let c = LlmCallRow { generation, parent, outcome: outcome.into(), message, program_text, tokens: answer.tokens as i64 };
+                self.db.put_llm_call(&c)?;
+                self.llm_calls.insert(generation, c.clone());
+                c
+            }
+        };
+        self.summary.llm_calls += 1;
+        self.summary.llm_tokens += call.tokens.max(0) as u64;
+        match (call.outcome.as_str(), call.program_text) {
+            ("candidate", Some(text)) => {
+                let hash = sha256_hex(text.as_bytes());
+                let params = json!({ "model": self.llm.as_ref().map(|c| c.model.clone()), "tokens": call.tokens });
+                Ok(Some((generate::Proposal { text, hash, tactic: "llm".into(), params }, vec![call.parent])))
+            }
+            _ => Ok(None),
         }
     }
 
