@@ -114,12 +114,25 @@ pub struct EvaluationParams {
     pub run_timeout_s: u64,
     /// Timed repeats at the headline (`cake bench --repeats`).
     pub bench_repeats: u32,
+    /// Which candidates get the correctness sweep over every shape × distribution.
+    pub sweep: Sweep,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sweep {
+    /// Every evaluated candidate: the sweep, then the headline timing.
+    #[default]
+    Every,
+    /// The headline first (checked and timed); the sweep only for a candidate faster than the best
+    /// fully checked one, so the GPU time goes to candidates that could become the best.
+    Improvements,
 }
 
 impl Default for EvaluationParams {
     fn default() -> EvaluationParams {
         // `cake run`'s own defaults: a 60 s limit per run, 20 timed repeats for bench.
-        EvaluationParams { run_timeout_s: 60, bench_repeats: 20 }
+        EvaluationParams { run_timeout_s: 60, bench_repeats: 20, sweep: Sweep::Every }
     }
 }
 

@@ -182,7 +182,7 @@ fn search(opts: Options, format: Format) -> Result<u8, KevoError> {
             serde_json::json!({
                 "db": s.db, "seed": s.seed, "candidates": s.candidates, "new_candidates": s.new_candidates,
                 "gate_rejected": s.gate_rejected, "evaluations": s.evaluations, "new_evaluations": s.new_evaluations,
-                "passed": s.passed, "failed": s.failed, "skipped": s.skipped, "gpu_stage_skipped": skipped,
+                "passed": s.passed, "timed": s.timed, "failed": s.failed, "skipped": s.skipped, "gpu_stage_skipped": skipped,
                 "best": s.best.map(|(seq, ms, measured)| serde_json::json!({ "seq": seq, "ms": ms, "measured": measured })),
                 "stop": s.stop, "order": s.order,
                 "llm": { "calls": s.llm_calls, "tokens": s.llm_tokens, "note": s.llm_note },
@@ -191,7 +191,7 @@ fn search(opts: Options, format: Format) -> Result<u8, KevoError> {
     } else {
         println!("database     {}", s.db.display());
         println!("candidates   {} ({} new), {} rejected by the gates", s.candidates, s.new_candidates, s.gate_rejected);
-        println!("GPU stage    {} evaluations ({} new): {} passed, {} failed, {} skipped", s.evaluations, s.new_evaluations, s.passed, s.failed, s.skipped);
+        println!("GPU stage    {} evaluations ({} new): {} passed, {} timed at the headline only, {} failed, {} skipped", s.evaluations, s.new_evaluations, s.passed, s.timed, s.failed, s.skipped);
         if skipped {
             println!("             SKIPPED: no GPU here; nothing was timed or checked against the oracle");
         }

@@ -67,6 +67,8 @@ pub struct Summary {
     pub evaluations: usize,
     pub new_evaluations: usize,
     pub passed: usize,
+    /// Checked and timed at the headline only (`sweep = "improvements"`).
+    pub timed: usize,
     pub failed: usize,
     pub skipped: usize,
     pub best: Option<(i64, f64, bool)>,
@@ -327,6 +329,8 @@ impl Loop<'_> {
                 }
                 let (score, measured) = match &outcome {
                     Some(e) if e.status == "passed" => (e.headline_ms.unwrap_or(f64::INFINITY), true),
+                    // Timed but not swept: a parent by its time, never the best.
+                    Some(e) if e.status == "timed" => (e.headline_ms.unwrap_or(f64::INFINITY), true),
                     Some(e) if e.status == "failed" || e.status == "error" => (f64::INFINITY, false),
                     _ => (*predicted, false),
                 };
@@ -334,6 +338,7 @@ impl Loop<'_> {
                     self.summary.evaluations += 1;
                     match e.status.as_str() {
                         "passed" => self.summary.passed += 1,
+                        "timed" => self.summary.timed += 1,
                         "skipped" => self.summary.skipped += 1,
                         _ => self.summary.failed += 1,
                     }
@@ -341,6 +346,9 @@ impl Loop<'_> {
                 archive.offer(cell, *cseq, score, measured);
                 if score.is_finite() {
                     scores.insert(*cseq, score);
+                }
+                if outcome.as_ref().is_some_and(|e| e.status == "timed") {
+                    continue;
                 }
                 let better = match self.summary.best {
                     None => score.is_finite(),
@@ -456,7 +464,8 @@ impl Loop<'_> {
     fn evaluate_and_route(&mut self, seq: i64) -> Result<EvaluationRow> {
         let text = self.texts.get(&seq).cloned().unwrap_or_default();
         let hash = sha256_hex(text.as_bytes());
-        let ev = self.evaluator.as_ref().expect("live modes have an evaluator").evaluate(seq, &text, &hash, &self.commit)?;
+        let best_passed = self.evaluations.values().filter(|e| e.status == "passed").filter_map(|e| e.headline_ms).min_by(|a, b| a.total_cmp(b));
+        let ev = self.evaluator.as_ref().expect("live modes have an evaluator").evaluate(seq, &text, &hash, &self.commit, best_passed)?;
         // Route before committing: a kill in between routes again on resume (idempotent).
         if let Some(r) = &self.router {
             r.gpu_records(&text, &ev.record_files)?;

@@ -77,7 +77,7 @@ impl Data {
         let before_gpu = n - evaluated;
         // GPU time saved: what the filtered candidates would have cost at the mean cost of the
         // evaluations that ran on a GPU (skipped ones cost nothing and say nothing).
-        let ran: Vec<f64> = self.evaluations.values().filter(|e| e.status == "passed" || e.status == "failed").map(|e| e.gpu_seconds).collect();
+        let ran: Vec<f64> = self.evaluations.values().filter(|e| matches!(e.status.as_str(), "passed" | "timed" | "failed")).map(|e| e.gpu_seconds).collect();
         let gpu_seconds: f64 = ran.iter().fold(0.0, |a, b| a + b);
         let saved = (!ran.is_empty()).then(|| before_gpu as f64 * gpu_seconds / ran.len() as f64);
 
@@ -209,7 +209,7 @@ impl Data {
         let (mut gpu_s, mut best_measured, mut best_predicted) = (0.0, f64::INFINITY, f64::INFINITY);
         for (i, s) in seqs.iter().enumerate() {
             let e = &self.evaluations[s];
-            if e.status == "passed" || e.status == "failed" {
+            if matches!(e.status.as_str(), "passed" | "timed" | "failed") {
                 gpu_s += e.gpu_seconds;
             }
             if let Some(m) = self.measured(*s) {

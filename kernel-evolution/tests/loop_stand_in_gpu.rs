@@ -93,3 +93,32 @@ fn a_command_peer_runs_after_a_passing_candidate_and_a_failed_peer_is_recorded_a
     }
     assert!(evals.iter().filter(|e| e.status == "failed").all(|e| e.peers.as_object().unwrap().is_empty()), "peers run only after a pass");
 }
+
+#[test]
+fn sweep_improvements_checks_every_shape_only_for_candidates_that_could_be_the_best() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stand-in-gpu-cake.py");
+    let src = contract("gemm-bf16.toml");
+    let base = src.parent().unwrap();
+    let text = std::fs::read_to_string(&src)
+        .unwrap()
+        .replace("[workload]", "[evaluation]\nsweep = \"improvements\"\n\n[workload]")
+        .replace("\"../seeds/", &format!("\"{}/", base.join("../seeds").display()))
+        .replace("\"../tactics\"", &format!("\"{}\"", base.join("../tactics").display()));
+    std::fs::write(tmp.path().join("g.toml"), text).unwrap();
+    let out = run(&["run", "g.toml", "--db", "g.sqlite", "--seed", "2", "--budget-evals", "12", "--evidence", "ev", "--format", "json"], &fake, tmp.path());
+    let summary = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{summary}\n{}", stderr(&out));
+    assert!(summary["timed"].as_u64().unwrap() > 0, "{summary}");
+    let d = Db::open_existing(&tmp.path().join("g.sqlite")).unwrap();
+    let evals = d.evaluations().unwrap();
+    let best = evals.iter().filter(|e| e.status == "passed").map(|e| e.headline_ms.unwrap()).fold(f64::INFINITY, f64::min);
+    assert_eq!(summary["best"]["ms"], best, "the best is a fully checked candidate");
+    for e in evals.iter().filter(|e| e.status == "timed") {
+        assert!(e.headline_ms.unwrap() >= best, "a timed-only candidate is never faster than the best");
+        let runs = e.verdicts["runs"].as_array().unwrap();
+        assert!(runs.iter().all(|r| r["command"] == "bench"), "no sweep was spent on it: {runs:?}");
+    }
+    let report = json(&run(&["report", "--db", "g.sqlite", "--format", "json"], &fake, tmp.path()));
+    assert!(report["leaderboard"].as_array().unwrap().iter().all(|r| evals.iter().any(|e| e.seq == r["seq"].as_i64().unwrap() && e.status == "passed")), "the leaderboard holds fully checked candidates only");
+}
