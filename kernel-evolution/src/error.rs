@@ -6,7 +6,8 @@
 //! * `K001`–`K009` the contract (see [`crate::contract`]);
 //! * `K101`–`K103` tactic files (see [`crate::tactic`]);
 //! * `K201`–`K204` the program database (see [`crate::db`]);
-//! * `K301`, `K302`, `K304` running the loop (the `cake` binary, resume, replay).
+//! * `K301`, `K302`, `K304`, `K305` running the loop (the `cake` binary, resume, replay, the MCP
+//!   server's stdio).
 
 use std::fmt;
 

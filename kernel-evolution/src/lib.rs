@@ -17,6 +17,7 @@ pub mod evaluate;
 pub mod gates;
 pub mod generate;
 pub mod llm;
+pub mod mcp;
 pub mod pipeline;
 pub mod rank;
 pub mod report;

@@ -88,6 +88,9 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
     },
+    /// A Model Context Protocol server over stdio: check, explain, cost, lower, build, run, bench,
+    /// corpus_show, contract_status, contract_submit.
+    Mcp,
     /// The best candidate's program (canonical Cake IR) on stdout.
     Best {
         #[arg(long)]
@@ -153,6 +156,13 @@ fn run(cli: Cli) -> Result<u8, KevoError> {
             } else {
                 print!("{}", report::human(&r));
             }
+            Ok(0)
+        }
+        Cmd::Mcp => {
+            let stdin = std::io::stdin();
+            cake_evolve_kernel::mcp::Server::new()
+                .serve(stdin.lock(), std::io::stdout())
+                .map_err(|e| KevoError::new("K305", "mcp", format!("stdio failed: {e}"), "the client closed its pipe; start the server from an MCP client"))?;
             Ok(0)
         }
         Cmd::Best { db, format } => {
