@@ -9,7 +9,9 @@
 //!
 //! Errors: `K201` the file cannot be opened or created; `K202` the file is not a kernel-evolution
 //! database (not SQLite, corrupt, or another program's SQLite file; it is left untouched);
-//! `K203` the database was made under another contract; `K204` a read or write failed.
+//! `K203` the database was made under another contract; `K204` a read or write failed; `K205`
+//! another `run`/`resume` holds the database (an advisory `flock` on `<db>.lock`, which the kernel
+//! releases when that process dies, so a killed run never blocks its `resume`).
 
 use std::path::{Path, PathBuf};
 
@@ -83,6 +85,37 @@ pub struct RunRow {
 pub struct Db {
     conn: Connection,
     path: PathBuf,
+}
+
+/// The writer's lock of one database, held while it lives.
+pub struct DbLock {
+    _file: std::fs::File,
+}
+
+/// Take the database's writer lock (`<db>.lock`), or `K205` when another process holds it.
+pub fn lock(path: &Path) -> Result<DbLock> {
+    use std::os::unix::io::AsRawFd;
+    let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+    if let Some(dir) = lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| KevoError::new("K201", lock_path.display().to_string(), format!("cannot open the database lock: {e}"), "give a `--db` path in a writable directory"))?;
+    // SAFETY: flock on a descriptor this `File` owns; the lock goes with the descriptor.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        return Err(KevoError::new(
+            "K205",
+            path.display().to_string(),
+            "another cake-evolve-kernel run or resume holds this database",
+            "wait for it to finish (or stop it), or give another `--db`",
+        ));
+    }
+    Ok(DbLock { _file: file })
 }
 
 pub fn now_ms() -> i64 {

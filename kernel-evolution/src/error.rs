@@ -5,7 +5,7 @@
 //! Codes (documented in `kernel-evolution/CONTRACT.md` and `kernel-evolution/README.md`):
 //! * `K001`–`K009` the contract (see [`crate::contract`]);
 //! * `K101`–`K103` tactic files (see [`crate::tactic`]);
-//! * `K201`–`K204` the program database (see [`crate::db`]);
+//! * `K201`–`K205` the program database (see [`crate::db`]);
 //! * `K301`, `K302`, `K304`, `K305` running the loop (the `cake` binary, resume, replay, the MCP
 //!   server's stdio).
 

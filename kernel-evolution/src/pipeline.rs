@@ -130,6 +130,8 @@ pub fn execute(opts: &Options) -> Result<Summary> {
         return Err(KevoError::new("K302", db_path.display().to_string(), format!("no database to {}", opts.mode.as_str()), "start with `cake-evolve-kernel run CONTRACT --db PATH`"));
     }
     let text = std::fs::read_to_string(&contract.path).unwrap_or_default();
+    // One writer a database; held until this function returns.
+    let _lock = crate::db::lock(&db_path)?;
     let db = Db::open_for(&db_path, &contract.hash, &contract.file.name, &text)?;
     let recorded: BTreeMap<i64, CandidateRow> = db.candidates()?.into_iter().map(|c| (c.seq, c)).collect();
     let llm_calls: BTreeMap<i64, LlmCallRow> = db.llm_calls()?.into_iter().map(|c| (c.generation, c)).collect();

@@ -121,6 +121,9 @@ fn resume_after_sigkill_reevaluates_nothing_finished_and_loses_nothing() {
         assert!(start.elapsed() < Duration::from_secs(60), "the run made no progress");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // A second writer is refused while the first runs.
+    let second = run(&["resume", s(&c), "--db", "k.sqlite", "--evidence", "ev"], &slow, tmp.path());
+    assert!(stderr(&second).contains("error[K205]"), "{}", stderr(&second));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let calls_before = std::fs::read_to_string(&log).unwrap().lines().count();
