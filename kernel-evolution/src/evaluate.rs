@@ -172,7 +172,7 @@ impl Evaluator<'_> {
             run_child(cmd, self.call_limit(1)).map_err(spawn_err)
         };
         let sweep = || run_child(self.cake_cmd("run", &program, &workload, &evidence, self.input_seed), self.call_limit(runs)).map_err(spawn_err);
-        let mut exit = None;
+        let mut exit: Option<i32>;
         let mut status;
         match self.contract.file.evaluation.sweep {
             Sweep::Every => {
@@ -195,6 +195,7 @@ impl Evaluator<'_> {
             Sweep::Improvements => {
                 let b = bench()?;
                 gpu_seconds += b.seconds;
+                exit = b.code;
                 status = exit_status(&b);
                 if b.timed_out {
                     notes.push("cake bench exceeded its wall limit".into());

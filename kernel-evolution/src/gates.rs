@@ -1,8 +1,8 @@
 //! Stage 2, the hard gates: a candidate's text is parsed, type-checked and verified exactly as
 //! `cake check` does, then every contract shape (and the headline) must be legal for it (each dim
 //! bound, every `multiple_of` kept) and the workload must fit it. The first gate that fails names
-//! the rejection; every finding is kept (as the compiler's JSON diagnostics) for the database and
-//! the evidence store.
+//! the rejection; every finding is kept (the compiler's diagnostics, serialized) for the database
+//! and the evidence store.
 
 use cake::diag::Diagnostic;
 use cake::runtime::workload::check_shape;

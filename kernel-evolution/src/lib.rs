@@ -6,9 +6,10 @@
 //! best predictions on the GPU: `cake run` over every contract shape × distribution against the
 //! oracle, `cake bench` at the headline, each in a child process with a timeout) → [`route`]
 //! (failing candidates' findings and run records into the evidence store that
-//! `cake-evolve-compiler propose` mines). [`search`] holds the MAP-Elites archive, [`db`] the
-//! program database, [`pipeline`] the orchestration (run, resume, replay) and [`report`] the
-//! reports.
+//! `cake-evolve-compiler propose` mines). [`tactic`] and [`structural`] are the rewrites the
+//! generator draws from, [`llm`] the optional LLM proposer, [`search`] the MAP-Elites archive,
+//! [`db`] the program database, [`pipeline`] the orchestration (run, resume, replay), [`report`]
+//! the reports and [`mcp`] the Model Context Protocol server.
 
 pub mod contract;
 pub mod db;
