@@ -171,10 +171,12 @@ impl<'a> Checker<'a> {
             }
         }
 
-        // Resolve declarations kind by kind so later kinds may refer to earlier ones.
+        // Resolve declarations kind by kind so later kinds may refer to earlier ones. Constants
+        // come first: a const is folded from literals and earlier consts only, and every other
+        // kind (a dim's `multiple_of` included) may name one.
         let order: [fn(&ast::ItemKind) -> bool; 10] = [
-            |k| matches!(k, ast::ItemKind::Dim { .. }),
             |k| matches!(k, ast::ItemKind::Const { .. }),
+            |k| matches!(k, ast::ItemKind::Dim { .. }),
             |k| matches!(k, ast::ItemKind::Scalar { .. }),
             |k| matches!(k, ast::ItemKind::Tensor { .. }),
             |k| matches!(k, ast::ItemKind::Grid { .. }),
