@@ -19,6 +19,11 @@
 # report.txt, report.json, best.cake, evidence.tar.gz (the routed evidence: runs/, failures/,
 # programs/, for `cake-evolve-compiler import`/`mine`).
 #
+# The Flash-KMeans contract's peer, flashlib 0.4.0's Triton assign (benchmarks/flashlib_kmeans_peer.py),
+# needs the flashlib wheel on the device (no network there): carry it and set FLASHLIB_WHEEL to its
+# path; it is installed with `pip install --no-deps` before the loop. Without it the peer is
+# recorded as skipped (exit 3), never as a time.
+#
 # Environment: DB (required: the database path, relative to the repository), SEED (default 1, used
 # by the first call only), WALL (seconds this call may search, default 420: the device call allows
 # 600 and one evaluation may still be finishing), CAKE_GIT_COMMIT, OUT (default
@@ -72,6 +77,9 @@ PY
   fi
   CUBLAS=$(find_lib 'libcublas.so.1[0-9]') || CUBLAS=
   [ -n "$CUBLAS" ] && export LD_LIBRARY_PATH="$(dirname "$CUBLAS"):$LD_LIBRARY_PATH"
+  if [ -n "${FLASHLIB_WHEEL:-}" ]; then
+    python3 -m pip install --no-deps --quiet "$FLASHLIB_WHEEL" && echo "flashlib: installed $FLASHLIB_WHEEL" || echo "warning: flashlib wheel did not install: its peer will be skipped"
+  fi
   if [ -f "$DB" ]; then
     "$KEVO" resume "$CONTRACT" --db "$DB" --evidence "$EVIDENCE" --wall-seconds "$WALL"
   else

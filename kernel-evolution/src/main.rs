@@ -88,8 +88,8 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
     },
-    /// A Model Context Protocol server over stdio: check, explain, cost, lower, build, run, bench,
-    /// corpus_show, contract_status, contract_submit.
+    /// A Model Context Protocol server over stdio with the contract tools (contract_status,
+    /// contract_submit); the compiler's tools are `cake mcp`'s.
     Mcp,
     /// The best candidate's program (canonical Cake IR) on stdout.
     Best {

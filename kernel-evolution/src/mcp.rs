@@ -1,25 +1,26 @@
-//! `cake-evolve-kernel mcp`: a Model Context Protocol server over stdio (JSON-RPC 2.0, one message
-//! a line), so an external agent can drive the harness: `check`, `explain`, `cost`, `lower`,
-//! `build`, `run`, `bench`, `corpus_show`, and `contract_status` / `contract_submit`.
+//! `cake-evolve-kernel mcp`: the contract tools of the Model Context Protocol, over stdio
+//! (JSON-RPC 2.0, one message a line: `initialize`, `ping`, `tools/list`, `tools/call`).
+//! The compiler's tools (check, explain, cost, lower, build, run, bench, corpus_show) are
+//! `cake mcp`'s; these need this crate, which depends on `cake` and not the other way round, so an
+//! agent registers both servers:
 //!
-//! The compiler's tools run the `cake` binary (found as the GPU stage finds it) with
-//! `--message-format json`, so an agent gets the same JSON findings as the CLI; `run` and `bench`
-//! without a GPU return `cake`'s exit 3 and say the run was skipped. `contract_submit` judges a
-//! program against a contract's gates and cost model (as the loop's stages 2 and 3 do) without
-//! recording it: the search database keeps only what its seeded search generated. Written by hand
-//! (the protocol's stdio subset: `initialize`, `ping`, `tools/list`, `tools/call`), so the server
-//! adds no dependency.
+//! * `contract_status {db}`: a kernel-evolution database's report (leaderboard, the share each gate
+//!   filtered, the GPU stage, the best and its lineage), the JSON of `report --format json`;
+//! * `contract_submit {contract, program}`: a program judged as the loop's stages 2 and 3 judge a
+//!   candidate: the hard gates (parse, types, verifier, the contract's shapes; findings as the
+//!   CLI's JSON) and the cost model at the headline. Nothing is recorded: the database holds only
+//!   what its seeded search generated, so its runs stay reproducible. Time a submission on the GPU
+//!   with `cake mcp`'s `run` / `bench`.
+//!
+//! Written by hand (the protocol's stdio subset), so the server adds no dependency.
 
 use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::path::Path;
 
 use serde_json::{json, Value};
 
 use crate::contract::Contract;
 use crate::db::Db;
-use crate::evaluate::{find_cake, run_child};
 use crate::{gates, rank, report};
 
 pub const PROTOCOL_VERSION: &str = "2024-11-05";
@@ -29,36 +30,31 @@ fn tool(name: &str, description: &str, props: Value, required: &[&str]) -> Value
 }
 
 pub fn tools() -> Vec<Value> {
-    let source = json!({ "type": "string", "description": "the Cake IR program text" });
-    let shape = json!({ "type": "string", "description": "a value for every dim: `M=8192,N=8192,K=8192`" });
-    let workload = json!({ "type": "string", "description": "the workload TOML text (compiler/src/runtime/README.md)" });
     vec![
-        tool("check", "Parse, type-check and verify a program; returns the compiler's JSON findings", json!({ "source": source }), &["source"]),
-        tool("explain", "Explain a diagnostic code (E0101, V204, C001) or a catalog operation (wgmma)", json!({ "code": { "type": "string" } }), &["code"]),
-        tool("cost", "Predict a program's time at a shape and name its bottleneck", json!({ "source": source, "shape": shape }), &["source", "shape"]),
-        tool("lower", "The CUDA C++ (with inline PTX) a verified program lowers to", json!({ "source": source }), &["source"]),
-        tool("build", "Lower and compile with NVRTC; returns the ptxas report", json!({ "source": source }), &["source"]),
-        tool("run", "Run on the GPU over the workload's shapes × distributions against its oracle (skipped without a GPU)", json!({ "source": source, "workload": workload }), &["source", "workload"]),
-        tool("bench", "Time at the workload's headline shape against its baseline (skipped without a GPU)", json!({ "source": source, "workload": workload }), &["source", "workload"]),
-        tool("corpus_show", "A corpus case's program and expectations (`gemm-sm90-ws/<id>`)", json!({ "id": { "type": "string" } }), &["id"]),
-        tool("contract_status", "A kernel-evolution database's report: leaderboard, gates, GPU stage", json!({ "db": { "type": "string", "description": "the database path" } }), &["db"]),
+        tool(
+            "contract_status",
+            "A kernel-evolution database's report: leaderboard, the share each gate filtered, the GPU stage, the best candidate and its lineage",
+            json!({ "db": { "type": "string", "description": "the database path (`cake-evolve-kernel run --db`)" } }),
+            &["db"],
+        ),
         tool(
             "contract_submit",
-            "Judge a program against a contract: the hard gates (parse, types, verifier, contract shapes) and the cost model at the headline",
-            json!({ "contract": { "type": "string", "description": "the contract path" }, "source": source }),
-            &["contract", "source"],
+            "Judge a Cake IR program against a workload contract: the hard gates (parse, types, verifier, the contract's shapes) and the cost model at the headline shape; nothing is recorded",
+            json!({
+                "contract": { "type": "string", "description": "the contract TOML path" },
+                "program": { "type": "string", "description": "the Cake IR program text" },
+            }),
+            &["contract", "program"],
         ),
     ]
 }
 
-pub struct Server {
-    scratch: PathBuf,
-    calls: u64,
-}
+#[derive(Default)]
+pub struct Server {}
 
 impl Server {
     pub fn new() -> Server {
-        Server { scratch: std::env::temp_dir().join(format!("kevo-mcp-{}", std::process::id())), calls: 0 }
+        Server {}
     }
 
     /// Serve until stdin closes.
@@ -73,7 +69,6 @@ impl Server {
                 output.flush()?;
             }
         }
-        let _ = std::fs::remove_dir_all(&self.scratch);
         Ok(())
     }
 
@@ -110,93 +105,35 @@ impl Server {
         }
     }
 
-    fn write(&mut self, name: &str, text: &str) -> Result<PathBuf, String> {
-        self.calls += 1;
-        let dir = self.scratch.join(self.calls.to_string());
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot write the scratch directory: {e}"))?;
-        let p = dir.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
-        Ok(p)
-    }
-
     fn call_inner(&mut self, name: &str, args: &Value) -> Result<Value, String> {
         let arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string).ok_or_else(|| format!("missing string argument `{k}`"));
         match name {
-            "check" => {
-                let f = self.write("program.cake", &arg("source")?)?;
-                cake(&["check", path(&f)])
-            }
-            "explain" => cake(&["explain", &arg("code")?]),
-            "cost" => {
-                let f = self.write("program.cake", &arg("source")?)?;
-                cake(&["cost", path(&f), "--shape", &arg("shape")?])
-            }
-            "lower" => {
-                let f = self.write("program.cake", &arg("source")?)?;
-                cake(&["lower", path(&f)])
-            }
-            "build" => {
-                let f = self.write("program.cake", &arg("source")?)?;
-                let out = f.with_file_name("build");
-                cake(&["build", path(&f), "--out", path(&out)])
-            }
-            "run" | "bench" => {
-                let f = self.write("program.cake", &arg("source")?)?;
-                let w = f.with_file_name("workload.toml");
-                std::fs::write(&w, arg("workload")?).map_err(|e| format!("cannot write the workload: {e}"))?;
-                let ev = f.with_file_name("evidence");
-                cake(&[name, path(&f), "--workload", path(&w), "--evidence", path(&ev)])
-            }
-            "corpus_show" => cake(&["corpus", "show", &arg("id")?]),
             "contract_status" => {
                 let db = Db::open_existing(Path::new(&arg("db")?)).map_err(|e| e.to_string())?;
                 Ok(report::Data::load(&db).map_err(|e| e.to_string())?.report())
             }
             "contract_submit" => {
                 let contract = Contract::load(Path::new(&arg("contract")?)).map_err(|e| e.to_string())?;
-                let g = gates::run(&arg("source")?, &contract);
-                let prediction = g.validated.as_ref().map(|v| match rank::predict(v, &contract) {
+                let program = arg("program")?;
+                let g = gates::run(&program, &contract);
+                let findings: Vec<Value> = cake::render::render_json_lines("program.cake", &program, &g.diagnostics)
+                    .lines()
+                    .filter_map(|l| serde_json::from_str(l).ok())
+                    .collect();
+                let cost = g.validated.as_ref().map(|v| match rank::predict(v, &contract) {
                     Ok(p) => json!({ "predicted_ms": p.predicted_ms, "bottleneck": p.bottleneck, "hints": p.hints, "cell": p.cell }),
                     Err((code, message)) => json!({ "error": { "code": code, "message": message } }),
                 });
-                Ok(json!({ "contract_hash": contract.hash, "gate": g.gate, "findings": g.findings_json(), "cost": prediction }))
+                Ok(json!({
+                    "contract_hash": contract.hash,
+                    "gate": g.gate,
+                    "findings": findings,
+                    "shape_problems": g.shape_problems,
+                    "cost": cost,
+                }))
             }
-            other => Err(format!("unknown tool `{other}`; `tools/list` names them")),
+            other => Err(format!("unknown tool `{other}`; `tools/list` names them (the compiler's tools are `cake mcp`'s)")),
         }
     }
 }
 
-impl Default for Server {
-    fn default() -> Server {
-        Server::new()
-    }
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap_or_default()
-}
-
-/// `cake ARGS --message-format json`: its exit code, its JSON lines (or its text) and what it said
-/// on stderr. Exit 3 (no GPU) is reported as a skip.
-fn cake(args: &[&str]) -> Result<Value, String> {
-    let bin = find_cake().map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(bin);
-    cmd.args(args).args(["--message-format", "json", "--color", "never"]);
-    // A run or bench sweep holds its own per-run limits; this bounds the whole call.
-    let out = run_child(cmd, Duration::from_secs(600)).map_err(|e| format!("cannot run `cake`: {e}"))?;
-    if out.code == Some(2) {
-        return Err(format!("cake {}: usage error: {}", args[0], out.stderr.trim()));
-    }
-    let lines: Vec<Value> = out.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let all_json = !out.stdout.trim().is_empty() && lines.len() == out.stdout.lines().filter(|l| !l.trim().is_empty()).count();
-    let mut v = json!({ "exit": out.code, "stderr": out.stderr.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n") });
-    if all_json {
-        v["json"] = Value::Array(lines);
-    } else {
-        v["text"] = json!(out.stdout);
-    }
-    if out.code == Some(3) {
-        v["skipped"] = json!("no GPU on this machine: nothing was run or timed (cake exit 3)");
-    }
-    Ok(v)
-}

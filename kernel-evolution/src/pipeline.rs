@@ -168,7 +168,7 @@ pub fn execute(opts: &Options) -> Result<Summary> {
     let work = opts.work.clone().unwrap_or_else(|| db_path.with_extension("work"));
     let evaluator = match opts.mode {
         Mode::Replay => None,
-        _ => Some(Evaluator { contract: &contract, cake: find_cake()?, work, input_seed: seed }),
+        _ => Some(Evaluator { contract: &contract, cake: find_cake()?, work, input_seed: seed, peer_times: Default::default() }),
     };
     let router = match opts.mode {
         Mode::Replay => None,

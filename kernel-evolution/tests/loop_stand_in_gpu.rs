@@ -65,7 +65,8 @@ fn a_command_peer_runs_after_a_passing_candidate_and_a_failed_peer_is_recorded_a
     // A peer that fails (exit 3, as benchmarks/torch_peer.py does without torch or a GPU), and one
     // that prints its time.
     let dir = tmp.path();
-    std::fs::write(dir.join("peer-ok.sh"), "#!/bin/sh\necho \"rows $2\" >&2\necho '{\"median_ms\": 0.25}'\n").unwrap();
+    let peer_log = dir.join("peer-ok.log");
+    std::fs::write(dir.join("peer-ok.sh"), format!("#!/bin/sh\necho \"rows $1\" >> '{}'\necho '{{\"median_ms\": 0.25}}'\n", peer_log.display())).unwrap();
     std::fs::write(dir.join("peer-gone.sh"), "#!/bin/sh\necho 'torch_peer: torch is not installed' >&2\nexit 3\n").unwrap();
     let contract_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contracts");
     let text = std::fs::read_to_string(contract_dir.join("softmax.toml")).unwrap();
@@ -86,8 +87,15 @@ fn a_command_peer_runs_after_a_passing_candidate_and_a_failed_peer_is_recorded_a
     let evals = d.evaluations().unwrap();
     let passed: Vec<_> = evals.iter().filter(|e| e.status == "passed").collect();
     assert!(!passed.is_empty());
+    assert!(passed.len() > 1, "several candidates pass");
+    // The peer ran once for the invocation, at the headline's R, and every candidate is compared
+    // with that time.
+    assert_eq!(std::fs::read_to_string(&peer_log).unwrap(), "rows 16384\n");
     for e in passed {
         assert_eq!(e.peers["ok"]["median_ms"], 0.25, "{}", e.peers);
+        // Within an ulp: the value went through JSON text.
+        let speedup = e.peers["ok"]["speedup"].as_f64().unwrap();
+        assert!((speedup - 0.25 / e.headline_ms.unwrap()).abs() < 1e-12, "{speedup}");
         assert!(e.peers["gone"]["skipped"].as_str().unwrap().contains("exit Some(3)"), "{}", e.peers);
         assert!(e.peers["gone"].get("median_ms").is_none(), "a failed peer has no time");
     }
