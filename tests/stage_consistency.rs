@@ -231,7 +231,9 @@ fn checked_variants_near_the_limits_lower() {
         variants.len(),
         VARIANTS
     );
-    assert!(verified >= 1000, "too few variants verify ({verified}); the generator no longer reaches the limits");
+    // About 1,000 of the 10,000 verify: the dataflow rules (V320–V329) reject the variants whose
+    // stepped tile sizes, chunk counts or windows leave data unwritten or unread, as they should.
+    assert!(verified >= 900, "too few variants verify ({verified}); the generator no longer reaches the limits");
     // The variants reach the limits the stages used to disagree on: shared-memory capacity and
     // alignment, register budgets, TMA boxes, transaction counts.
     for code in ["V201", "V204", "V211", "V216"] {

@@ -56,7 +56,7 @@ summary = "prefetch a global window into L2"
 requires = ["tma"]
 issue = "elected"
 params = [{ name = "src", kind = "global", access = "read" }]
-type_rule = ["rank(src) >= 1"]
+type_rule = [{ rule = "rank(src) >= 1", help = "prefetch a window of a tensor, not a scalar (`src` has rank {rank(src)})" }]
 effects = [{ on = "src", access = "read", proxy = "async", async = true }]
 lowering = "cp.async.bulk.prefetch.tensor.Nd.L2.global.tile [tmap, {coords}]"
 hardware = "Bulk tensor prefetch into L2 (PTX ISA: cp.async.bulk.prefetch.tensor); no shared memory is written, no mbarrier completes."
@@ -124,7 +124,7 @@ fn p3_rejects_a_second_spelling_of_an_existing_op() {
 #[test]
 fn p4_requires_a_type_rule() {
     let (_t, b, p) = trees();
-    let changed = add_op(&p, &GOOD.replace("type_rule = [\"rank(src) >= 1\"]\n", ""));
+    let changed = add_op(&p, &GOOD.replace("type_rule = [{ rule = \"rank(src) >= 1\", help = \"prefetch a window of a tensor, not a scalar (`src` has rank {rank(src)})\" }]\n", ""));
     let ctx = Context::new(&p, &b, &changed);
     let (s, why) = status(&ctx, "P4");
     assert_eq!(s, GateStatus::Fail);
