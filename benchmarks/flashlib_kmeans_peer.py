@@ -16,8 +16,12 @@ a CUDA device, torch or flashlib (nothing to measure); exit 1 if the output fail
 """
 import argparse
 import json
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_timing import time_ms  # noqa: E402
 
 
 def main() -> int:
@@ -68,20 +72,7 @@ def main() -> int:
         print(f"flashlib_kmeans_peer: {bad} of 4096 sampled points not assigned to a nearest centroid", file=sys.stderr)
         return 1
 
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
-    for _ in range(a.warmup):
-        run()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(a.repeats):
-        flush.fill_(1)
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+    times = time_ms(torch, run, a.repeats, a.warmup)
     print(json.dumps({
         "op": "flashlib.euclid_assign_triton", "B": a.B, "N": a.N, "K": a.K, "D": a.D, "dtype": a.dtype,
         "oracle": "pass", "flashlib": getattr(flashlib, "__version__", "?"), "torch": torch.__version__,

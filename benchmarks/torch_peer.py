@@ -10,8 +10,12 @@ Exit 3 without a CUDA device or torch (nothing to measure here).
 """
 import argparse
 import json
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_timing import time_ms  # noqa: E402
 
 
 def main() -> int:
@@ -51,20 +55,7 @@ def main() -> int:
         run = lambda: F.layer_norm(x, (a.cols,), wd, bd, a.eps)
     else:
         run = lambda: x.sum(dim=-1, dtype=torch.float32)
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device=dev)
-    for _ in range(a.warmup):
-        run()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(a.repeats):
-        flush.fill_(1)
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+    times = time_ms(torch, run, a.repeats, a.warmup)
     print(json.dumps({
         "op": a.op, "rows": a.rows, "cols": a.cols, "dtype": a.dtype,
         "median_ms": statistics.median(times), "min_ms": min(times), "repeats": a.repeats,

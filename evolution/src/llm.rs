@@ -73,6 +73,19 @@ pub fn prompt(op: &str, entry: &str, call_sites: &[String]) -> (String, String) 
 /// Ask the model. Errors say what went wrong (connection, HTTP status, not JSON, fields missing).
 pub fn draft(cfg: &LlmConfig, op: &str, entry: &str, call_sites: &[String]) -> Result<LoweringDraft, String> {
     let (system, user) = prompt(op, entry, call_sites);
+    let value = chat(cfg, &system, &user)?;
+    let content = value
+        .pointer("/choices/0/message/content")
+        .and_then(|c| c.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| format!("the answer has no choices[0].message.content: {value}"))?;
+    parse_draft(&content)
+}
+
+/// One chat completion (temperature 0, a system and a user message) on a current-thread runtime:
+/// the endpoint's JSON answer. Errors say what went wrong (runtime, connection, HTTP status, not
+/// JSON). Shared by the primitive drafting here and kernel evolution's proposer.
+pub fn chat(cfg: &LlmConfig, system: &str, user: &str) -> Result<serde_json::Value, String> {
     let body = json!({
         "model": cfg.model,
         "temperature": 0,
@@ -82,7 +95,7 @@ pub fn draft(cfg: &LlmConfig, op: &str, entry: &str, call_sites: &[String]) -> R
         ],
     });
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let content = rt.block_on(async {
+    rt.block_on(async {
         let client = reqwest::Client::builder().timeout(cfg.timeout).build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let mut req = client.post(cfg.endpoint()).json(&body);
         if let Some(k) = &cfg.api_key {
@@ -92,15 +105,10 @@ pub fn draft(cfg: &LlmConfig, op: &str, entry: &str, call_sites: &[String]) -> R
         let status = resp.status();
         let value: serde_json::Value = resp.json().await.map_err(|e| format!("the answer of {} is not JSON: {e}", cfg.endpoint()))?;
         if !status.is_success() {
-            return Err(format!("{} answered {status}: {}", cfg.endpoint(), value));
+            return Err(format!("{} answered {status}: {value}", cfg.endpoint()));
         }
-        value
-            .pointer("/choices/0/message/content")
-            .and_then(|c| c.as_str())
-            .map(str::to_string)
-            .ok_or_else(|| format!("the answer has no choices[0].message.content: {value}"))
-    })?;
-    parse_draft(&content)
+        Ok(value)
+    })
 }
 
 /// The JSON object in a model's answer (fenced in ```json or bare).

@@ -11,7 +11,7 @@
 //! answer instead of asking again.
 
 pub use cake_evolve::llm::LlmConfig;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::contract::Contract;
 
@@ -72,30 +72,8 @@ pub fn parse_program(content: &str) -> Result<String, String> {
 /// of four characters a token over the prompt and the answer (the budget must be charged either way).
 pub fn ask(cfg: &LlmConfig, contract: &Contract, ctx: &Context<'_>) -> Answer {
     let (system, user) = prompt(contract, ctx);
-    let body = json!({
-        "model": cfg.model,
-        "temperature": 0,
-        "messages": [{ "role": "system", "content": system }, { "role": "user", "content": user }],
-    });
     let estimate = |answer: &str| ((system.len() + user.len() + answer.len()) / 4) as u64;
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return Answer { program: Err(format!("cannot start the async runtime: {e}")), tokens: 0 },
-    };
-    let reply: Result<Value, String> = rt.block_on(async {
-        let client = reqwest::Client::builder().timeout(cfg.timeout).build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        let mut req = client.post(cfg.endpoint()).json(&body);
-        if let Some(k) = &cfg.api_key {
-            req = req.bearer_auth(k);
-        }
-        let resp = req.send().await.map_err(|e| format!("request to {} failed: {e}", cfg.endpoint()))?;
-        let status = resp.status();
-        let value: Value = resp.json().await.map_err(|e| format!("the answer of {} is not JSON: {e}", cfg.endpoint()))?;
-        if !status.is_success() {
-            return Err(format!("{} answered {status}: {value}", cfg.endpoint()));
-        }
-        Ok(value)
-    });
+    let reply = cake_evolve::llm::chat(cfg, &system, &user);
     match reply {
         // A request that failed still sent the prompt.
         Err(e) => Answer { program: Err(e), tokens: estimate("") },
