@@ -118,19 +118,21 @@ impl Analysis<'_> {
                     if hi <= lo {
                         continue;
                     }
+                    // Saturating: a program's constants may be absurd, and this must not panic.
+                    let at = |v: i64| c.b.saturating_add(c.a.saturating_mul(v));
                     if c.a > c.len {
                         // Gaps between chunks: each chunk is its own span.
-                        for v in lo..hi.min(lo + 4096) {
-                            spans.push((c.b + c.a * v, c.b + c.a * v + c.len));
+                        for v in lo..hi.min(lo.saturating_add(4096)) {
+                            spans.push((at(v), at(v).saturating_add(c.len)));
                         }
                     } else {
-                        spans.push((c.b + c.a * lo, c.b + c.a * (hi - 1) + c.len));
+                        spans.push((at(lo), at(hi - 1).saturating_add(c.len)));
                     }
                     continue;
                 }
                 match (&ax.start, ax.len) {
                     (Some(p), None) if p.0.is_empty() => spans.push((0, extent)),
-                    (Some(p), Some(len)) => spans.push((eval_const(p)?, eval_const(p)? + len)),
+                    (Some(p), Some(len)) => spans.push((eval_const(p)?, eval_const(p)?.saturating_add(len))),
                     _ => return None,
                 }
             }
