@@ -261,6 +261,23 @@ impl Size {
         }
     }
 
+    /// The dims the size names, in order of appearance (with repeats).
+    pub fn dims(&self) -> Vec<Handle<DimDecl>> {
+        fn go(s: &Size, out: &mut Vec<Handle<DimDecl>>) {
+            match s {
+                Size::Const(_) => {}
+                Size::Dim(d) => out.push(*d),
+                Size::Bin(_, a, b) => {
+                    go(a, out);
+                    go(b, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        go(self, &mut out);
+        out
+    }
+
     /// Evaluate with the given values for dims (`dims[i]` is the value of the i-th dim).
     pub fn eval(&self, dims: &[i64]) -> Option<i64> {
         match self {
@@ -677,6 +694,20 @@ impl Module {
             }
             _ => None,
         }
+    }
+
+    /// The shared region behind a (possibly indexed) shared-memory expression: a region, a
+    /// view of one, or a window of either.
+    pub fn smem_region(&self, mut e: Handle<Expr>) -> Option<Handle<SmemDecl>> {
+        for _ in 0..64 {
+            match &self.exprs[e].kind {
+                ExprKind::Index { base, .. } => e = *base,
+                ExprKind::Smem(s) => return Some(*s),
+                ExprKind::View(v) => return Some(self.views[*v].region),
+                _ => return None,
+            }
+        }
+        None
     }
 
     /// The tile space, when declared.

@@ -1008,13 +1008,7 @@ impl<'a> Walker<'a, '_> {
     }
 
     fn smem_region(&self, e: Handle<Expr>) -> Option<Handle<SmemDecl>> {
-        let m = self.m();
-        match &m.exprs[e].kind {
-            ExprKind::Smem(h) => Some(*h),
-            ExprKind::View(v) => Some(m.views[*v].region),
-            ExprKind::Index { base, .. } => self.smem_region(*base),
-            _ => None,
-        }
+        self.m().smem_region(e)
     }
 
     fn tile_axes(&self, e: Handle<Expr>, mask: &mut u32) {

@@ -158,9 +158,13 @@ fn tensor_of(m: &Module, mut e: Handle<Expr>) -> Option<Handle<TensorDecl>> {
 /// that grows with the dim's position (5, 7, 9, ...), so a chunk or tile that only divides
 /// convenient shapes is caught.
 fn bindings(m: &Module) -> Vec<Vec<i64>> {
-    let base: Vec<i64> = m.dims.iter().map(|(_, d)| d.multiple_of.filter(|v| *v > 0).unwrap_or(1)).collect();
-    let at = |k: &dyn Fn(usize) -> i64| -> Vec<i64> { base.iter().enumerate().map(|(i, b)| b.saturating_mul(k(i)).min(1 << 24)).collect() };
-    vec![at(&|_| 1), at(&|_| 3), at(&|i| 5 + 2 * i as i64)]
+    vec![dims_at(m, &|_| 1), dims_at(m, &|_| 3), dims_at(m, &|i| 5 + 2 * i as i64)]
+}
+
+/// An allowed binding of the dims: dim i at `k(i)` times its `multiple_of` (or 1), capped so
+/// the walks stay bounded.
+pub(crate) fn dims_at(m: &Module, k: &dyn Fn(usize) -> i64) -> Vec<i64> {
+    m.dims.iter().enumerate().map(|(i, (_, d))| d.multiple_of.filter(|v| *v > 0).unwrap_or(1).saturating_mul(k(i)).min(1 << 24)).collect()
 }
 
 fn describe_binding(m: &Module, dims: &[i64]) -> String {

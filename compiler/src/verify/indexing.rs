@@ -142,6 +142,9 @@ struct GlobalAccess {
 }
 
 struct LoopInfo {
+    /// The variable's name (`kt`).
+    var: String,
+    /// `kt in 0..K / 64`: the symbol's identity, and how messages name the loop.
     name: String,
     lo: Option<Poly>,
     hi: Option<Poly>,
@@ -356,7 +359,7 @@ impl<'m> Analysis<'m> {
         let id = match self.loops.iter().position(|l| l.name == key) {
             Some(i) => i,
             None => {
-                self.loops.push(LoopInfo { name: key, lo: lo_p, hi: hi_p, span });
+                self.loops.push(LoopInfo { var: name, name: key, lo: lo_p, hi: hi_p, span });
                 self.loops.len() - 1
             }
         };
@@ -569,9 +572,9 @@ impl<'m> Analysis<'m> {
         }
         match s {
             Sym::Tile(a) => {
-                if let Some((_, g)) = self.m.grid.iter().next() {
+                if let Some(g) = self.m.grid() {
                     if let Some(ax) = g.axes.get(*a) {
-                        size_dims(&ax.extent, &mut out);
+                        out.extend(ax.extent.dims());
                     }
                 }
             }
@@ -634,8 +637,7 @@ impl<'m> Analysis<'m> {
         let td = &self.m.tensors[acc.tensor];
         for (d, (ax, size)) in acc.axes.iter().zip(&td.shape).enumerate() {
             let (Some(start), Some(expr)) = (&ax.start, ax.expr) else { continue };
-            let mut extent = BTreeSet::new();
-            size_dims(size, &mut extent);
+            let extent: BTreeSet<Handle<DimDecl>> = size.dims().into_iter().collect();
             let walked = self.poly_walks(start);
             if extent.is_empty() || walked.is_empty() || !walked.is_disjoint(&extent) {
                 continue;
@@ -797,8 +799,8 @@ impl<'m> Analysis<'m> {
         let sym = |s: &Sym| -> String {
             let unit = |r: &Handle<RoleDecl>, f: &u8| format!("{}.{}", self.m.roles[*r].name, ["warp", "warpgroup", "lane"][usize::from(*f).min(2)]);
             match s {
-                Sym::Tile(a) => self.m.grid.iter().next().and_then(|(_, g)| g.axes.get(*a)).map_or("t.?".to_string(), |ax| format!("t.{}", ax.name)),
-                Sym::Loop(id) => self.loops[*id].name.split(" in ").next().unwrap_or("?").to_string(),
+                Sym::Tile(a) => self.m.grid().and_then(|g| g.axes.get(*a)).map_or("t.?".to_string(), |ax| format!("t.{}", ax.name)),
+                Sym::Loop(id) => self.loops[*id].var.clone(),
                 Sym::Unit(r, f) => unit(r, f),
                 Sym::UnitDiv(r, f, c) => format!("{} / {c}", unit(r, f)),
                 Sym::UnitMod(r, f, c) => format!("{} % {c}", unit(r, f)),
@@ -937,15 +939,3 @@ fn is_integer(t: &Type) -> bool {
     }
 }
 
-fn size_dims(s: &Size, out: &mut BTreeSet<Handle<DimDecl>>) {
-    match s {
-        Size::Const(_) => {}
-        Size::Dim(d) => {
-            out.insert(*d);
-        }
-        Size::Bin(_, a, b) => {
-            size_dims(a, out);
-            size_dims(b, out);
-        }
-    }
-}

@@ -61,7 +61,7 @@ impl Walk<'_> {
                 Stmt::Let { value, .. } => self.reads_in(*value, pending, span),
                 Stmt::Assign { target, value } => {
                     self.reads_in(*value, pending, span);
-                    if let Some(r) = self.region(*target) {
+                    if let Some(r) = self.m.smem_region(*target) {
                         pending.insert(r, span);
                     }
                 }
@@ -101,7 +101,7 @@ impl Walk<'_> {
             }
             let generic_write = def.effects.iter().any(|e| e.on == p.name && e.access.writes() && e.proxy == Proxy::Generic);
             if generic_write && c.op != "cp_async" && matches!(self.m.exprs[a].ty, Type::Shared { .. }) {
-                if let Some(r) = self.region(a) {
+                if let Some(r) = self.m.smem_region(a) {
                     writes.push(r);
                 }
             }
@@ -159,17 +159,5 @@ impl Walk<'_> {
             }
             _ => {}
         }
-    }
-
-    fn region(&self, mut e: Handle<Expr>) -> Option<Handle<SmemDecl>> {
-        for _ in 0..64 {
-            match &self.m.exprs[e].kind {
-                ExprKind::Index { base, .. } => e = *base,
-                ExprKind::Smem(s) => return Some(*s),
-                ExprKind::View(v) => return Some(self.m.views[*v].region),
-                _ => return None,
-            }
-        }
-        None
     }
 }

@@ -72,15 +72,11 @@ impl Analysis<'_> {
         Some(Chunk { access: id, loop_id, a, b, len })
     }
 
-    fn loop_var(&self, id: usize) -> &str {
-        self.loops[id].name.split(" in ").next().unwrap_or("")
-    }
-
     fn passes_disagree(&self, tensor: Handle<TensorDecl>, d: usize, chunks: &[Chunk]) -> Option<Finding> {
         for (i, x) in chunks.iter().enumerate() {
             for y in &chunks[i + 1..] {
                 let (lx, ly) = (&self.loops[x.loop_id], &self.loops[y.loop_id]);
-                let same_lattice = (x.a, x.b, x.len) == (y.a, y.b, y.len) && self.loop_var(x.loop_id) == self.loop_var(y.loop_id);
+                let same_lattice = (x.a, x.b, x.len) == (y.a, y.b, y.len) && lx.var == ly.var;
                 if x.loop_id == y.loop_id || !same_lattice || lx.lo.is_none() || lx.lo != ly.lo || lx.hi == ly.hi {
                     continue;
                 }
@@ -102,12 +98,11 @@ impl Analysis<'_> {
         // An extent that is a dim is judged only against loops whose bounds walk it: a loop of
         // constant trip count over a free dim assumes the dim's value (an assumption the program
         // does not state, not a short loop).
-        let mut extent_dims = BTreeSet::new();
-        size_dims(&td.shape[d], &mut extent_dims);
+        let extent_dims: BTreeSet<Handle<DimDecl>> = td.shape[d].dims().into_iter().collect();
         if !extent_dims.is_empty() && chunks.iter().any(|c| self.walks(&Sym::Loop(c.loop_id), 0).is_disjoint(&extent_dims)) {
             return None;
         }
-        for dims in allowed_bindings(self.m) {
+        for dims in [1, 3].map(|k| crate::verify::coverage::dims_at(self.m, &|_| k)) {
             let extent = td.shape[d].eval(&dims)?;
             let mut spans: Vec<(i64, i64)> = Vec::new();
             for id in ids {
@@ -132,7 +127,7 @@ impl Analysis<'_> {
                 }
                 match (&ax.start, ax.len) {
                     (Some(p), None) if p.0.is_empty() => spans.push((0, extent)),
-                    (Some(p), Some(len)) => spans.push((eval_const(p)?, eval_const(p)?.saturating_add(len))),
+                    (Some(p), Some(len)) => spans.push((p.as_const()?, p.as_const()?.saturating_add(len))),
                     _ => return None,
                 }
             }
@@ -172,15 +167,6 @@ fn union_covers(spans: &mut [(i64, i64)], extent: i64) -> Option<(i64, i64)> {
     (reach < extent).then_some((reach, extent))
 }
 
-/// Dims at allowed values: each `multiple_of` times 1 and times 3.
-fn allowed_bindings(m: &Module) -> Vec<Vec<i64>> {
-    let base: Vec<i64> = m.dims.iter().map(|(_, d)| d.multiple_of.filter(|v| *v > 0).unwrap_or(1)).collect();
-    [1, 3].iter().map(|k| base.iter().map(|b| b.saturating_mul(*k).min(1 << 24)).collect()).collect()
-}
-
-fn eval_const(p: &Poly) -> Option<i64> {
-    p.as_const()
-}
 
 /// A polynomial over dims only, at a binding.
 fn eval_poly(p: &Poly, dims: &[i64]) -> Option<i64> {

@@ -236,16 +236,7 @@ impl<'m> Model<'m> {
 
     /// The shared region behind a (possibly indexed) shared-memory expression.
     pub fn smem_base(&self, e: Handle<Expr>) -> Option<Handle<SmemDecl>> {
-        let mut cur = e;
-        for _ in 0..64 {
-            match &self.m.exprs[cur].kind {
-                ExprKind::Index { base, .. } => cur = *base,
-                ExprKind::Smem(s) => return Some(*s),
-                ExprKind::View(v) => return Some(self.m.views[*v].region),
-                _ => return None,
-            }
-        }
-        None
+        self.m.smem_region(e)
     }
 
     fn compute_bound(&self) -> BTreeMap<Handle<SmemDecl>, Vec<Handle<PipelineDecl>>> {

@@ -109,10 +109,8 @@ fn size_divisors(s: &Size, base: &mut [i64]) {
         if *op == SizeOp::Div {
             if let Size::Const(c) = **b {
                 if c > 0 {
-                    let mut ds = Vec::new();
-                    size_dims(a, &mut ds);
-                    for d in ds {
-                        if let Some(v) = base.get_mut(d) {
+                    for d in a.dims() {
+                        if let Some(v) = base.get_mut(d.index()) {
                             *v = lcm_capped(*v, c);
                         }
                     }
@@ -121,17 +119,6 @@ fn size_divisors(s: &Size, base: &mut [i64]) {
         }
         size_divisors(a, base);
         size_divisors(b, base);
-    }
-}
-
-fn size_dims(s: &Size, out: &mut Vec<usize>) {
-    match s {
-        Size::Dim(d) => out.push(d.index()),
-        Size::Bin(_, a, b) => {
-            size_dims(a, out);
-            size_dims(b, out);
-        }
-        Size::Const(_) => {}
     }
 }
 
