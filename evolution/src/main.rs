@@ -144,6 +144,24 @@ enum Command {
         #[command(flatten)]
         lock: LockArgs,
     },
+    /// Write near-boundary variants of failing programs for a labelling batch: one integer
+    /// literal changed at a time, kept when it moves a fact the program shows outside every
+    /// accepted corpus program (`<stem>--v<k>.cake`, its workload, `variants.json`). Run them
+    /// on the GPU (`cake run --unsafe-skip-verify`) and import the records: `propose` reads
+    /// their labels by program hash.
+    Variants {
+        /// The failing programs (`.cake`; a `<stem>.workload.toml` beside one is copied).
+        #[arg(required = true)]
+        programs: Vec<PathBuf>,
+        #[command(flatten)]
+        repo: RepoArgs,
+        /// Variants per program.
+        #[arg(long, value_name = "N", default_value_t = 6)]
+        max: usize,
+        /// Output folder.
+        #[arg(long, short = 'o', value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Maintain the queue folder.
     #[command(subcommand)]
     Queue(QueueCommand),
@@ -264,6 +282,23 @@ fn main() -> ExitCode {
                         None => false,
                     };
                     u8::from(failed)
+                }
+                Err(e) => fail(&e),
+            }
+        }
+        Command::Variants { programs, repo, max, out } => {
+            let Some(root) = git_workdir(&repo.repo) else { return ExitCode::from(fail(&format!("{} is not inside a git checkout", repo.repo.display()))) };
+            let base = match cake_evolve::synth::Base::load(&root) {
+                Ok(b) => b,
+                Err(e) => return ExitCode::from(fail(&e)),
+            };
+            match cake_evolve::synth::variants::write_batch(&base, &programs, max, &out) {
+                Ok(entries) => {
+                    for e in &entries {
+                        println!("{:<48} {} line {}: {} -> {}  ({})", e.file, sanitize::line_bounded(&e.parent_file, 200), e.variant.edit.line, e.variant.edit.from, e.variant.edit.to, e.variant.moves.join("; "));
+                    }
+                    println!("{} variant(s) of {} program(s) in {}", entries.len(), programs.len(), out.display());
+                    0
                 }
                 Err(e) => fail(&e),
             }

@@ -69,6 +69,7 @@ pub mod primitive;
 pub mod rule;
 pub mod rule_file;
 pub mod search;
+pub mod variants;
 
 // The paths callers use (`synth::draft_rule`, `synth::search`, ...), kept from when this was one file.
 pub use primitive::{draft_primitive, unknown_op, PrimitiveDraft};

@@ -1,0 +1,395 @@
+//! Counterexample-guided boundary variants (issue 12, item 2).
+//!
+//! The engine has the real compiler and, where there is one, the GPU as a labelling oracle. From
+//! each failing program it makes **near-boundary variants**: one integer literal changed at a
+//! time (`stages 6` → 5, 7, 3, 12; `regs 100` → 96, 104; a box 64 → 32, 128), each re-parsed and
+//! type-checked. It keeps the variants that move an *implicated* quantity: a fact of the program
+//! whose value lies outside what every accepted corpus program shows (outside the accepted range,
+//! or not divisible by a power of two every accepted value is a multiple of). The variants are
+//! then labelled — by a run record of their canonical hash in an evidence store (a GPU run on the
+//! H200: pass, or the failure it showed; or a build failure), never by guessing — and a rule's
+//! boundary is fitted to those labels, not to the gap between training values.
+//!
+//! Variants are deterministic: the same program and base give the same variants (and hashes), so
+//! a batch labelled on the GPU once is found again by every later run on the CPU.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cake::corpus::tiers::Frontend;
+use cake::ir::Module;
+use cake::pred::Value;
+use cake::runtime::job::Verdict;
+use cake::verify::{ConstructKind, ModuleFacts};
+use serde::{Deserialize, Serialize};
+
+use super::search::{instances, FactMap};
+use crate::store::{EvidenceStore, Record};
+
+/// Construct kinds whose facts can implicate a quantity (calls and arguments are covered through
+/// the declarations they name).
+const KINDS: [ConstructKind; 8] =
+    [ConstructKind::Kernel, ConstructKind::Grid, ConstructKind::Smem, ConstructKind::View, ConstructKind::Tensor, ConstructKind::Role, ConstructKind::Pipeline, ConstructKind::Barrier];
+
+/// Declaration keywords: their literals come first (shapes, stages, budgets, boxes, alignments).
+const DECLARATIONS: [&str; 11] = ["dim", "in", "out", "inout", "grid", "smem", "view", "role", "pipeline", "barrier", "const"];
+
+/// One literal edit of a program.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edit {
+    /// 1-based line of the parent program.
+    pub line: usize,
+    pub from: i64,
+    pub to: i64,
+    /// The edited line.
+    pub text: String,
+}
+
+/// A variant of a failing program.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Variant {
+    /// SHA-256 of the canonical source (the evidence store's program key).
+    pub hash: String,
+    /// The failing program it was made from (its hash).
+    pub parent: String,
+    pub edit: Edit,
+    /// The implicated facts it moves: `kind.fact: parent → variant`.
+    pub moves: Vec<String>,
+    #[serde(skip)]
+    pub source: String,
+}
+
+/// What the labelling oracle says of a variant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "label", rename_all = "snake_case")]
+pub enum Label {
+    /// Every run passed its oracle.
+    Passes { evidence: Vec<String> },
+    /// A run failed (verdict or error class: `mismatch`, `timeout`, `build_N002`, a CUDA error).
+    Fails { how: String, evidence: Vec<String> },
+    /// No run record of it: not labelled (it is not used).
+    Unlabelled,
+}
+
+impl Label {
+    /// `Some(true)`: fails; `Some(false)`: passes.
+    pub fn fails(&self) -> Option<bool> {
+        match self {
+            Label::Passes { .. } => Some(false),
+            Label::Fails { .. } => Some(true),
+            Label::Unlabelled => None,
+        }
+    }
+}
+
+/// A variant with its label and the facts of its instances of one construct kind (rows for the
+/// search).
+#[derive(Clone, Debug)]
+pub struct Labelled {
+    pub variant: Variant,
+    pub label: Label,
+    pub facts: ModuleFacts,
+}
+
+/// The canonical hash of a source (`None`: it does not parse).
+pub fn canonical_hash(source: &str) -> Option<String> {
+    let file = cake::syntax::parse(source).ok()?;
+    Some(cake::runtime::record::sha256_hex(cake::syntax::print(&file).as_bytes()))
+}
+
+/// What accepted programs show, per (construct kind, fact): the range of integer values and the
+/// largest power of two (up to 1024) every value is a multiple of.
+#[derive(Clone, Debug, Default)]
+pub struct AcceptedRanges {
+    ranges: BTreeMap<(ConstructKind, String), (i64, i64, i64)>,
+}
+
+fn own_facts(facts: &ModuleFacts, kind: ConstructKind) -> Vec<FactMap> {
+    instances(facts, kind, None).into_iter().map(|(m, _)| m.into_iter().filter(|(k, _)| !k.starts_with("kernel_") && !k.starts_with("target")).collect()).collect()
+}
+
+fn pow2_divisor(x: i64) -> i64 {
+    if x == 0 {
+        return 1024;
+    }
+    let mut d = 1;
+    while d < 1024 && x % (d * 2) == 0 {
+        d *= 2;
+    }
+    d
+}
+
+impl AcceptedRanges {
+    pub fn of<'a>(accepted: impl IntoIterator<Item = &'a ModuleFacts>) -> AcceptedRanges {
+        let mut ranges: BTreeMap<(ConstructKind, String), (i64, i64, i64)> = BTreeMap::new();
+        for facts in accepted {
+            for kind in KINDS {
+                for inst in own_facts(facts, kind) {
+                    for (k, v) in inst {
+                        if let Value::Int(x) = v {
+                            let e = ranges.entry((kind, k)).or_insert((x, x, pow2_divisor(x)));
+                            e.0 = e.0.min(x);
+                            e.1 = e.1.max(x);
+                            e.2 = e.2.min(pow2_divisor(x));
+                        }
+                    }
+                }
+            }
+        }
+        AcceptedRanges { ranges }
+    }
+
+    /// The facts of a program outside what the accepted programs show: (kind, fact, its values).
+    pub fn implicated(&self, facts: &ModuleFacts) -> BTreeMap<(ConstructKind, String), Vec<i64>> {
+        let mut out: BTreeMap<(ConstructKind, String), Vec<i64>> = BTreeMap::new();
+        for kind in KINDS {
+            for inst in own_facts(facts, kind) {
+                for (k, v) in inst {
+                    let Value::Int(x) = v else { continue };
+                    let Some(&(lo, hi, div)) = self.ranges.get(&(kind, k.clone())) else { continue };
+                    if x < lo || x > hi || (div > 1 && x % div != 0) {
+                        out.entry((kind, k)).or_default().push(x);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The integer literals of a line outside its comment: (byte start, byte end, value).
+fn literals(line: &str) -> Vec<(usize, usize, i64)> {
+    let code = line.split('#').next().unwrap_or("");
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit() && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.')) {
+            let s = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            // `128B` (a swizzle) and `1e3` are not plain integers.
+            if i < b.len() && (b[i].is_ascii_alphabetic() || b[i] == b'_' || b[i] == b'.') {
+                continue;
+            }
+            if let Ok(v) = code[s..i].parse::<i64>() {
+                out.push((s, i, v));
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Values near `v`, nearest first: ±1 and ±8 (the steps of register budgets and counts), then
+/// halving and doubling (tiles, boxes, alignments).
+fn neighbours_of(v: i64) -> Vec<i64> {
+    let mut out = Vec::new();
+    for c in [v - 1, v + 1, v - 8, v + 8, v / 2, v.saturating_mul(2)] {
+        if c > 0 && c != v && !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Every single-literal variant of `source` that type-checks under `frontend` (declaration lines
+/// first, then the rest, in line order), deduplicated by canonical hash.
+pub fn single_literal_variants(source: &str, frontend: &Frontend) -> Vec<(Variant, Module)> {
+    let Some(parent) = canonical_hash(source) else { return Vec::new() };
+    let lines: Vec<&str> = source.lines().collect();
+    let is_decl = |l: &str| DECLARATIONS.contains(&l.split_whitespace().next().unwrap_or(""));
+    let order: Vec<usize> = (0..lines.len()).filter(|i| is_decl(lines[*i])).chain((0..lines.len()).filter(|i| !is_decl(lines[*i]))).collect();
+    let mut seen = BTreeSet::from([parent.clone()]);
+    let mut out = Vec::new();
+    for i in order {
+        let line = lines[i];
+        if line.trim_start().starts_with("kernel ") {
+            continue;
+        }
+        for (s, e, v) in literals(line) {
+            for to in neighbours_of(v) {
+                let text = format!("{}{to}{}", &line[..s], &line[e..]);
+                let mut src: Vec<&str> = lines.clone();
+                src[i] = &text;
+                let mut variant_source = src.join("\n");
+                variant_source.push('\n');
+                let Some(hash) = canonical_hash(&variant_source) else { continue };
+                if !seen.insert(hash.clone()) {
+                    continue;
+                }
+                let Some(module) = frontend.check(&variant_source).module else { continue };
+                out.push((Variant { hash, parent: parent.clone(), edit: Edit { line: i + 1, from: v, to, text: text.clone() }, moves: Vec::new(), source: variant_source }, module));
+            }
+        }
+    }
+    out
+}
+
+/// Up to `max` variants of a failing program that move one of its implicated facts, the smallest
+/// relative move first (the variants nearest the boundary), each with the facts it moves.
+pub fn boundary_variants(source: &str, frontend: &Frontend, ranges: &AcceptedRanges, facts_of: impl Fn(&Module) -> Option<ModuleFacts>, max: usize) -> Vec<(Variant, ModuleFacts)> {
+    let Some(module) = frontend.check(source).module else { return Vec::new() };
+    let Some(parent_facts) = facts_of(&module) else { return Vec::new() };
+    let implicated = ranges.implicated(&parent_facts);
+    if implicated.is_empty() {
+        return Vec::new();
+    }
+    let parent_values = values_of(&parent_facts, &implicated);
+    let mut scored: Vec<(f64, usize, Variant, ModuleFacts)> = Vec::new();
+    for (n, (mut v, m)) in single_literal_variants(source, frontend).into_iter().enumerate() {
+        let Some(f) = facts_of(&m) else { continue };
+        let values = values_of(&f, &implicated);
+        let mut moves = Vec::new();
+        let mut rel = f64::INFINITY;
+        for (key, before) in &parent_values {
+            let after = values.get(key).cloned().unwrap_or_default();
+            if &after != before {
+                moves.push(format!("{}.{}: {} → {}", key.0.as_str(), key.1, list(before), list(&after)));
+                let (b, a) = (before.first().copied().unwrap_or(0) as f64, after.first().copied().unwrap_or(0) as f64);
+                rel = rel.min(((a - b) / b.abs().max(1.0)).abs());
+            }
+        }
+        if moves.is_empty() {
+            continue;
+        }
+        v.moves = moves;
+        scored.push((rel, n, v, f));
+    }
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().take(max).map(|(_, _, v, f)| (v, f)).collect()
+}
+
+fn values_of(facts: &ModuleFacts, keys: &BTreeMap<(ConstructKind, String), Vec<i64>>) -> BTreeMap<(ConstructKind, String), Vec<i64>> {
+    let mut out = BTreeMap::new();
+    for (kind, fact) in keys.keys() {
+        let mut vs: Vec<i64> = own_facts(facts, *kind).iter().filter_map(|m| match m.get(fact) {
+            Some(Value::Int(x)) => Some(*x),
+            _ => None,
+        }).collect();
+        vs.sort_unstable();
+        out.insert((*kind, fact.clone()), vs);
+    }
+    out
+}
+
+fn list(v: &[i64]) -> String {
+    match v {
+        [x] => x.to_string(),
+        _ => format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// The label of a program from the run records of its hash in `store`: a failing run (any
+/// verdict but pass and skipped, or a build failure) labels it failing; runs that all passed
+/// label it passing; no usable record leaves it unlabelled.
+pub fn label_from_store(store: &EvidenceStore, hash: &str) -> Label {
+    let mut passed = Vec::new();
+    for s in store.scan().records {
+        let Record::Run(r) = &s.record else { continue };
+        if r.program.sha256 != hash {
+            continue;
+        }
+        match r.verdict {
+            Verdict::Pass => passed.push(s.id.as_str().to_string()),
+            Verdict::Skipped => {}
+            _ => {
+                let how = r.error.as_ref().map(|e| e.class.clone()).unwrap_or_else(|| r.verdict.name().to_string());
+                return Label::Fails { how, evidence: vec![s.id.as_str().to_string()] };
+            }
+        }
+    }
+    if passed.is_empty() {
+        Label::Unlabelled
+    } else {
+        Label::Passes { evidence: passed }
+    }
+}
+
+/// One variant written by [`write_batch`] (`variants.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchEntry {
+    /// The variant's file, relative to the batch folder.
+    pub file: String,
+    /// The failing program it was made from, as given.
+    pub parent_file: String,
+    #[serde(flatten)]
+    pub variant: Variant,
+}
+
+/// Write up to `max` boundary variants of each failing program into `out` for a labelling batch
+/// (a GPU run on another machine): `<stem>--v<k>.cake` with a header naming the edit, the
+/// parent's workload beside it (`<stem>--v<k>.workload.toml`, when the parent has one), and
+/// `variants.json` listing them all. `base` gives the accepted corpus (the implicated facts) and
+/// the front end. Deterministic.
+pub fn write_batch(base: &super::Base, programs: &[std::path::PathBuf], max: usize, out: &std::path::Path) -> Result<Vec<BatchEntry>, String> {
+    let ranges = AcceptedRanges::of(base.corpus_facts.iter().flatten());
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let mut entries = Vec::new();
+    for p in programs {
+        let source = std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+        let stem = p.file_name().and_then(|f| f.to_str()).and_then(|f| f.strip_suffix(".cake")).ok_or_else(|| format!("{}: not a `.cake` file", p.display()))?;
+        let workload = p.with_file_name(format!("{stem}.workload.toml"));
+        let facts_of = |m: &Module| base.targets.get(&m.target).map(|t| cake::verify::module_facts(m, t));
+        for (k, (v, _)) in boundary_variants(&source, &base.frontend, &ranges, facts_of, max).into_iter().enumerate() {
+            let file = format!("{stem}--v{}.cake", k + 1);
+            let header = format!("# Boundary variant {} of {stem}: line {} {} -> {} ({}).\n", k + 1, v.edit.line, v.edit.from, v.edit.to, v.moves.join("; "));
+            std::fs::write(out.join(&file), format!("{header}{}", v.source)).map_err(|e| format!("cannot write {file}: {e}"))?;
+            if workload.is_file() {
+                std::fs::copy(&workload, out.join(format!("{stem}--v{}.workload.toml", k + 1))).map_err(|e| format!("cannot copy {}: {e}", workload.display()))?;
+            }
+            entries.push(BatchEntry { file, parent_file: p.display().to_string(), variant: v });
+        }
+    }
+    let json = serde_json::to_string_pretty(&entries).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("variants.json"), json + "\n").map_err(|e| format!("cannot write variants.json: {e}"))?;
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_skip_identifiers_swizzles_and_comments() {
+        let l = "smem a_s: bf16[128, 64] stages 4 swizzle 128B align 1024  # 2 stages";
+        let v: Vec<i64> = literals(l).into_iter().map(|x| x.2).collect();
+        assert_eq!(v, vec![128, 64, 4, 1024]);
+        assert!(literals("role w2: warp 0 regs 40").iter().map(|x| x.2).eq([0, 40]));
+    }
+
+    #[test]
+    fn neighbours_step_near_first() {
+        assert_eq!(neighbours_of(100), vec![99, 101, 92, 108, 50, 200]);
+        assert_eq!(neighbours_of(1), vec![2, 9]);
+    }
+
+    #[test]
+    fn variants_of_an_example_type_check_and_are_deterministic() {
+        let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/gemm_bf16_ws.cake")).unwrap();
+        let fe = Frontend::default();
+        let a = single_literal_variants(&src, &fe);
+        let b = single_literal_variants(&src, &fe);
+        assert!(a.len() > 10, "{}", a.len());
+        assert_eq!(a.iter().map(|v| &v.0.hash).collect::<Vec<_>>(), b.iter().map(|v| &v.0.hash).collect::<Vec<_>>());
+        // Declaration lines come first.
+        assert!(a[0].0.edit.text.starts_with("dim "), "{:?}", a[0].0.edit);
+        assert!(a.iter().all(|(v, _)| v.hash != v.parent));
+    }
+
+    #[test]
+    fn a_stage_count_over_the_accepted_range_is_implicated_and_varied() {
+        let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/gemm_bf16_ws.cake")).unwrap();
+        let fe = Frontend::default();
+        let t = cake::target::TargetTable::builtin();
+        let facts = |m: &Module| t.get(&m.target).map(|tg| cake::verify::module_facts(m, tg));
+        let accepted = facts(&fe.check(&src).module.unwrap()).unwrap();
+        let ranges = AcceptedRanges::of([&accepted]);
+        let big = src.replace("stages 4 swizzle 128B align 1024\nsmem b_s: bf16[256, 64] stages 4", "stages 6 swizzle 128B align 1024\nsmem b_s: bf16[256, 64] stages 6").replace("pipeline ab: stages 4", "pipeline ab: stages 6");
+        let vs = boundary_variants(&big, &fe, &ranges, facts, 8);
+        assert!(!vs.is_empty());
+        assert!(vs.iter().all(|(v, _)| !v.moves.is_empty()));
+        assert!(vs.iter().any(|(v, _)| v.edit.from == 6 && v.edit.to == 5), "{:?}", vs.iter().map(|v| &v.0.edit).collect::<Vec<_>>());
+    }
+}
