@@ -86,6 +86,9 @@ pub struct ProposeOptions {
     pub quiet: bool,
     /// How long to wait for another run's queue lock (`--lock-timeout`).
     pub lock_timeout: std::time::Duration,
+    /// An evidence store of labelled boundary variants (`--labels`): run records of the
+    /// variants `synth::variants` makes of each failing program, looked up by program hash.
+    pub labels: Option<PathBuf>,
 }
 
 impl ProposeOptions {
@@ -103,6 +106,7 @@ impl ProposeOptions {
             progress: true,
             quiet: false,
             lock_timeout: lock::DEFAULT_TIMEOUT,
+            labels: None,
         }
     }
 }
