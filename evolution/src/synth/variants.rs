@@ -182,11 +182,18 @@ fn literals(line: &str) -> Vec<(usize, usize, i64)> {
     out
 }
 
-/// Values near `v`, nearest first: ±1 and ±8 (the steps of register budgets and counts), then
-/// halving and doubling (tiles, boxes, alignments).
+/// Values near `v`, nearest first: ±1; the multiples of the smallest power of two that `v` is
+/// not a multiple of, below and above it (100 → 96, 104: a divisibility boundary is crossed
+/// both ways); ±8 (the steps of register budgets and counts); then halving and doubling (tiles,
+/// boxes, alignments).
 fn neighbours_of(v: i64) -> Vec<i64> {
     let mut out = Vec::new();
-    for c in [v - 1, v + 1, v - 8, v + 8, v / 2, v.saturating_mul(2)] {
+    let d = [2i64, 4, 8, 16, 32, 64, 128, 256, 512, 1024].into_iter().find(|d| v % d != 0);
+    let (down, up) = match d {
+        Some(d) => (v - v.rem_euclid(d), v - v.rem_euclid(d) + d),
+        None => (v - 1, v + 1),
+    };
+    for c in [v - 1, v + 1, down, up, v - 8, v + 8, v / 2, v.saturating_mul(2)] {
         if c > 0 && c != v && !out.contains(&c) {
             out.push(c);
         }
@@ -361,7 +368,8 @@ mod tests {
 
     #[test]
     fn neighbours_step_near_first() {
-        assert_eq!(neighbours_of(100), vec![99, 101, 92, 108, 50, 200]);
+        assert_eq!(neighbours_of(100), vec![99, 101, 96, 104, 92, 108, 50, 200]);
+        assert_eq!(neighbours_of(264), vec![263, 265, 256, 272, 132, 528]);
         assert_eq!(neighbours_of(1), vec![2, 9]);
     }
 
