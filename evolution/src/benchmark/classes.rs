@@ -17,7 +17,21 @@ pub struct Class {
     pub source: String,
     /// Whether the failure is only observable on a GPU (launch and encode errors, wrong answers).
     pub gpu: bool,
+    /// What `cake build --unsafe-skip-verify` gives its programs: `pass`, or the code that
+    /// refuses them (`L002`, a ptxas `P00x`).
+    #[serde(default)]
+    pub build: Option<String>,
+    /// Whether a program may hit only a subset of `ablate`.
+    #[serde(default)]
+    pub subset: bool,
     pub what: String,
+    /// Program counts per set, as the generator wrote them (informational).
+    #[serde(default)]
+    pub train: Option<usize>,
+    #[serde(default)]
+    pub heldout: Option<usize>,
+    #[serde(default)]
+    pub probe: Option<usize>,
 }
 
 #[derive(Deserialize)]
