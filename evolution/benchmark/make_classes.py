@@ -18,7 +18,8 @@ program's full-verifier error codes are not the class's codes (exactly them, or 
 also builds every train/heldout program with `cake build --unsafe-skip-verify` (toolchain from
 scripts/common.sh) and fails unless each gives its class's `build` result: "pass" for the
 classes whose failure shows on the GPU, the refusing stage's code for the others (a probe must
-build); the results go into manifest.toml.
+build); the results go into manifest.toml. It also fails if an edit repeats one of
+verify-benchmark/dataflow/'s (same base case and replacement): that benchmark is held out.
 """
 import argparse
 import json
@@ -320,6 +321,16 @@ def main():
     a = ap.parse_args()
     cake = os.path.abspath(os.path.join(ROOT, a.cake)) if not os.path.isabs(a.cake) else a.cake
     env = toolchain_env() if a.build else None
+    # verify-benchmark/dataflow/ is the verifier's held-out benchmark: no program here may repeat one of
+    # its edits (same base case, same replacement).
+    sys.path.insert(0, os.path.join(ROOT, "verify-benchmark", "dataflow"))
+    sys.dont_write_bytecode = True
+    import make_bugs
+    held = {(b[0], b[2], b[3]) for b in make_bugs.BUGS}
+    for cls, split, case, edits, slug, _, _ in PROGRAMS:
+        for _, old, new in edits:
+            if (case, old, new) in held:
+                sys.exit(f"{cls}/{split}/{slug}: repeats an edit of verify-benchmark/dataflow/ on {case} ({old!r} -> {new!r})")
     for cls in CLASSES:
         shutil.rmtree(os.path.join(HERE, cls), ignore_errors=True)
     seen, entries, bad = set(), [], 0
