@@ -158,6 +158,10 @@ enum Command {
         /// Variants per program.
         #[arg(long, value_name = "N", default_value_t = 6)]
         max: usize,
+        /// Judge the variants against this checkout less these rules (repeatable; an ablation, as
+        /// the seeded benchmark's classes make): a variant the base verifier rejects is left out.
+        #[arg(long, value_name = "CODE")]
+        ablate: Vec<String>,
         /// Output folder.
         #[arg(long, short = 'o', value_name = "DIR")]
         out: PathBuf,
@@ -311,8 +315,19 @@ fn main() -> ExitCode {
                 Err(e) => fail(&e),
             }
         }
-        Command::Variants { programs, repo, max, out } => {
-            let Some(root) = git_workdir(&repo.repo) else { return ExitCode::from(fail(&format!("{} is not inside a git checkout", repo.repo.display()))) };
+        Command::Variants { programs, repo, max, ablate, out } => {
+            let Some(mut root) = git_workdir(&repo.repo) else { return ExitCode::from(fail(&format!("{} is not inside a git checkout", repo.repo.display()))) };
+            let scratch = match tempfile::tempdir() {
+                Ok(t) => t,
+                Err(e) => return ExitCode::from(fail(&format!("cannot make a scratch folder: {e}"))),
+            };
+            if !ablate.is_empty() {
+                let dst = scratch.path().join("base");
+                if let Err(e) = cake_evolve::benchmark::ablate::make_ablated_repo(&root, &dst, &ablate) {
+                    return ExitCode::from(fail(&e));
+                }
+                root = dst;
+            }
             let base = match cake_evolve::synth::Base::load(&root) {
                 Ok(b) => b,
                 Err(e) => return ExitCode::from(fail(&e)),
@@ -320,7 +335,7 @@ fn main() -> ExitCode {
             match cake_evolve::synth::variants::write_batch(&base, &programs, max, &out) {
                 Ok(entries) => {
                     for e in &entries {
-                        println!("{:<48} {} line {}: {} -> {}  ({})", e.file, sanitize::line_bounded(&e.parent_file, 200), e.variant.edit.line, e.variant.edit.from, e.variant.edit.to, e.variant.moves.join("; "));
+                        println!("{:<48} {} {}  ({})", e.file, sanitize::line_bounded(&e.parent_file, 200), e.variant.edit.describe(), e.variant.moves.join("; "));
                     }
                     println!("{} variant(s) of {} program(s) in {}", entries.len(), programs.len(), out.display());
                     0

@@ -33,15 +33,29 @@ const KINDS: [ConstructKind; 8] =
 /// Declaration keywords: their literals come first (shapes, stages, budgets, boxes, alignments).
 const DECLARATIONS: [&str; 11] = ["dim", "in", "out", "inout", "grid", "smem", "view", "role", "pipeline", "barrier", "const"];
 
-/// One literal edit of a program.
+/// One edit of a program: one literal, or every literal that follows the same keyword with the
+/// same value (`stages 6` on each buffer and on the pipeline, which must agree).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Edit {
-    /// 1-based line of the parent program.
-    pub line: usize,
+    /// 1-based lines of the parent program it changes.
+    pub lines: Vec<usize>,
     pub from: i64,
     pub to: i64,
-    /// The edited line.
+    /// The keyword before the literal, for a joint edit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyword: Option<String>,
+    /// The first edited line.
     pub text: String,
+}
+
+impl Edit {
+    pub fn describe(&self) -> String {
+        let lines = self.lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ");
+        match &self.keyword {
+            Some(k) => format!("`{k} {}` -> `{k} {}` on lines {lines}", self.from, self.to),
+            None => format!("line {lines}: {} -> {}", self.from, self.to),
+        }
+    }
 }
 
 /// A variant of a failing program.
@@ -201,34 +215,67 @@ fn neighbours_of(v: i64) -> Vec<i64> {
     out
 }
 
-/// Every single-literal variant of `source` that type-checks under `frontend` (declaration lines
-/// first, then the rest, in line order), deduplicated by canonical hash.
+/// The word before a literal (`stages` in `stages 6`), when the literal follows one directly.
+fn keyword_before(line: &str, start: usize) -> Option<String> {
+    let head = line[..start].trim_end();
+    if head.len() == line[..start].len() {
+        return None;
+    }
+    let w: String = head.chars().rev().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<Vec<_>>().into_iter().rev().collect();
+    (!w.is_empty() && w.chars().next().is_some_and(|c| c.is_ascii_alphabetic())).then_some(w)
+}
+
+/// Every variant of `source` by one edit — a single literal (declaration lines first, then the
+/// rest, in line order), then each keyword's literals of one value jointly — that type-checks
+/// under `frontend`, deduplicated by canonical hash.
 pub fn single_literal_variants(source: &str, frontend: &Frontend) -> Vec<(Variant, Module)> {
     let Some(parent) = canonical_hash(source) else { return Vec::new() };
     let lines: Vec<&str> = source.lines().collect();
     let is_decl = |l: &str| DECLARATIONS.contains(&l.split_whitespace().next().unwrap_or(""));
     let order: Vec<usize> = (0..lines.len()).filter(|i| is_decl(lines[*i])).chain((0..lines.len()).filter(|i| !is_decl(lines[*i]))).collect();
-    let mut seen = BTreeSet::from([parent.clone()]);
-    let mut out = Vec::new();
-    for i in order {
-        let line = lines[i];
-        if line.trim_start().starts_with("kernel ") {
+    // Each edit: (line, start, end) of the literals it replaces, their value, the keyword.
+    let mut edits: Vec<(Vec<(usize, usize, usize)>, i64, Option<String>)> = Vec::new();
+    let mut joint: BTreeMap<(String, i64), Vec<(usize, usize, usize)>> = BTreeMap::new();
+    for &i in &order {
+        if lines[i].trim_start().starts_with("kernel ") {
             continue;
         }
-        for (s, e, v) in literals(line) {
-            for to in neighbours_of(v) {
-                let text = format!("{}{to}{}", &line[..s], &line[e..]);
-                let mut src: Vec<&str> = lines.clone();
-                src[i] = &text;
-                let mut variant_source = src.join("\n");
-                variant_source.push('\n');
-                let Some(hash) = canonical_hash(&variant_source) else { continue };
-                if !seen.insert(hash.clone()) {
-                    continue;
+        for (s, e, v) in literals(lines[i]) {
+            edits.push((vec![(i, s, e)], v, None));
+            if is_decl(lines[i]) {
+                if let Some(k) = keyword_before(lines[i], s) {
+                    joint.entry((k, v)).or_default().push((i, s, e));
                 }
-                let Some(module) = frontend.check(&variant_source).module else { continue };
-                out.push((Variant { hash, parent: parent.clone(), edit: Edit { line: i + 1, from: v, to, text: text.clone() }, moves: Vec::new(), source: variant_source }, module));
             }
+        }
+    }
+    for ((k, v), at) in joint {
+        if at.len() > 1 {
+            edits.push((at, v, Some(k)));
+        }
+    }
+    let mut seen = BTreeSet::from([parent.clone()]);
+    let mut out = Vec::new();
+    for (at, v, keyword) in edits {
+        for to in neighbours_of(v) {
+            let mut src: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            // Right to left within a line, so earlier offsets stay valid.
+            let mut sorted = at.clone();
+            sorted.sort_by(|a, b| (a.0, std::cmp::Reverse(a.1)).cmp(&(b.0, std::cmp::Reverse(b.1))));
+            for (i, s, e) in sorted {
+                src[i] = format!("{}{to}{}", &src[i][..s], &src[i][e..]);
+            }
+            let mut variant_source = src.join("\n");
+            variant_source.push('\n');
+            let Some(hash) = canonical_hash(&variant_source) else { continue };
+            if !seen.insert(hash.clone()) {
+                continue;
+            }
+            let Some(module) = frontend.check(&variant_source).module else { continue };
+            let mut edited: Vec<usize> = at.iter().map(|(i, _, _)| i + 1).collect();
+            edited.dedup();
+            let text = src[at[0].0].clone();
+            out.push((Variant { hash, parent: parent.clone(), edit: Edit { lines: edited, from: v, to, keyword: keyword.clone(), text }, moves: Vec::new(), source: variant_source }, module));
         }
     }
     out
@@ -244,28 +291,41 @@ pub fn boundary_variants(source: &str, frontend: &Frontend, ranges: &AcceptedRan
         return Vec::new();
     }
     let parent_values = values_of(&parent_facts, &implicated);
-    let mut scored: Vec<(f64, usize, Variant, ModuleFacts)> = Vec::new();
+    let mut scored: Vec<(bool, f64, usize, Variant, ModuleFacts)> = Vec::new();
     for (n, (mut v, m)) in single_literal_variants(source, frontend).into_iter().enumerate() {
+        // A variant the current verifier already rejects carries no news for a new rule.
+        if frontend.check(&v.source).validated.is_none() {
+            continue;
+        }
         let Some(f) = facts_of(&m) else { continue };
         let values = values_of(&f, &implicated);
         let mut moves = Vec::new();
+        // Variants that move an implicated value itself come first (`regs 8` of the role whose
+        // budget is out of range, not the other role's), then by the relative size of the move.
+        let mut moves_implicated = false;
         let mut rel = f64::INFINITY;
         for (key, before) in &parent_values {
             let after = values.get(key).cloned().unwrap_or_default();
             if &after != before {
                 moves.push(format!("{}.{}: {} → {}", key.0.as_str(), key.1, list(before), list(&after)));
-                let (b, a) = (before.first().copied().unwrap_or(0) as f64, after.first().copied().unwrap_or(0) as f64);
-                rel = rel.min(((a - b) / b.abs().max(1.0)).abs());
+                let count = |v: &[i64], x: i64| v.iter().filter(|y| **y == x).count();
+                moves_implicated |= implicated[key].iter().any(|x| count(&after, *x) < count(before, *x));
+                let (b, a): (i64, i64) = if after.len() == before.len() {
+                    (before.iter().map(|x| x.abs()).sum(), before.iter().zip(&after).map(|(x, y)| (x - y).abs()).sum())
+                } else {
+                    (1, 1)
+                };
+                rel = rel.min(a as f64 / (b as f64).max(1.0));
             }
         }
         if moves.is_empty() {
             continue;
         }
         v.moves = moves;
-        scored.push((rel, n, v, f));
+        scored.push((!moves_implicated, rel, n, v, f));
     }
-    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    scored.into_iter().take(max).map(|(_, _, v, f)| (v, f)).collect()
+    scored.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+    scored.into_iter().take(max).map(|(_, _, _, v, f)| (v, f)).collect()
 }
 
 fn values_of(facts: &ModuleFacts, keys: &BTreeMap<(ConstructKind, String), Vec<i64>>) -> BTreeMap<(ConstructKind, String), Vec<i64>> {
@@ -341,7 +401,7 @@ pub fn write_batch(base: &super::Base, programs: &[std::path::PathBuf], max: usi
         let facts_of = |m: &Module| base.targets.get(&m.target).map(|t| cake::verify::module_facts(m, t));
         for (k, (v, _)) in boundary_variants(&source, &base.frontend, &ranges, facts_of, max).into_iter().enumerate() {
             let file = format!("{stem}--v{}.cake", k + 1);
-            let header = format!("# Boundary variant {} of {stem}: line {} {} -> {} ({}).\n", k + 1, v.edit.line, v.edit.from, v.edit.to, v.moves.join("; "));
+            let header = format!("# Boundary variant {} of {stem}: {} ({}).\n", k + 1, v.edit.describe(), v.moves.join("; "));
             std::fs::write(out.join(&file), format!("{header}{}", v.source)).map_err(|e| format!("cannot write {file}: {e}"))?;
             if workload.is_file() {
                 std::fs::copy(&workload, out.join(format!("{stem}--v{}.workload.toml", k + 1))).map_err(|e| format!("cannot copy {}: {e}", workload.display()))?;
@@ -398,6 +458,9 @@ mod tests {
         let vs = boundary_variants(&big, &fe, &ranges, facts, 8);
         assert!(!vs.is_empty());
         assert!(vs.iter().all(|(v, _)| !v.moves.is_empty()));
-        assert!(vs.iter().any(|(v, _)| v.edit.from == 6 && v.edit.to == 5), "{:?}", vs.iter().map(|v| &v.0.edit).collect::<Vec<_>>());
+        // The stage count of both buffers and the pipeline, jointly (one alone breaks V401); with
+        // every rule in force (V201 too), 5 and 7 stages are rejected already and left out.
+        assert!(vs.iter().any(|(v, _)| v.edit.keyword.as_deref() == Some("stages") && v.edit.lines.len() == 3 && v.edit.to == 4), "{:?}", vs.iter().map(|v| &v.0.edit).collect::<Vec<_>>());
+        assert!(vs.iter().all(|(v, _)| fe.check(&v.source).validated.is_some()));
     }
 }
