@@ -348,30 +348,62 @@ fn list(v: &[i64]) -> String {
     }
 }
 
-/// The label of a program from the run records of its hash in `store`: a failing run (any
-/// verdict but pass and skipped, or a build failure) labels it failing; runs that all passed
-/// label it passing; no usable record leaves it unlabelled.
-pub fn label_from_store(store: &EvidenceStore, hash: &str) -> Label {
-    let mut passed = Vec::new();
-    for s in store.scan().records {
-        let Record::Run(r) = &s.record else { continue };
-        if r.program.sha256 != hash {
-            continue;
+/// The labels of every program a store has run records of, read once.
+#[derive(Clone, Debug, Default)]
+pub struct LabelIndex {
+    labels: BTreeMap<String, Label>,
+}
+
+impl LabelIndex {
+    /// A failing run (any verdict but pass and skipped; a build failure) labels its program
+    /// failing; runs that all passed label it passing; a program with neither is unlabelled.
+    pub fn of(store: &EvidenceStore) -> LabelIndex {
+        let mut labels: BTreeMap<String, Label> = BTreeMap::new();
+        for s in store.scan().records {
+            let Record::Run(r) = &s.record else { continue };
+            let id = s.id.as_str().to_string();
+            let entry = labels.entry(r.program.sha256.clone()).or_insert(Label::Unlabelled);
+            match (r.verdict, &mut *entry) {
+                (Verdict::Skipped, _) | (Verdict::Pass, Label::Fails { .. }) => {}
+                (Verdict::Pass, Label::Passes { evidence }) => evidence.push(id),
+                (Verdict::Pass, Label::Unlabelled) => *entry = Label::Passes { evidence: vec![id] },
+                (_, Label::Fails { evidence, .. }) => evidence.push(id),
+                (v, _) => {
+                    let how = r.error.as_ref().map(|e| e.class.clone()).unwrap_or_else(|| v.name().to_string());
+                    *entry = Label::Fails { how, evidence: vec![id] };
+                }
+            }
         }
-        match r.verdict {
-            Verdict::Pass => passed.push(s.id.as_str().to_string()),
-            Verdict::Skipped => {}
-            _ => {
-                let how = r.error.as_ref().map(|e| e.class.clone()).unwrap_or_else(|| r.verdict.name().to_string());
-                return Label::Fails { how, evidence: vec![s.id.as_str().to_string()] };
+        LabelIndex { labels }
+    }
+
+    pub fn get(&self, hash: &str) -> Label {
+        self.labels.get(hash).cloned().unwrap_or(Label::Unlabelled)
+    }
+}
+
+/// The labelled boundary variants of a bucket's failing programs: each program's variants
+/// ([`boundary_variants`], at most `max`), labelled from `labels` (a store of their runs);
+/// unlabelled ones are left out. `held_out` says whether a variant is kept apart from fitting
+/// (for the generalization gate): by its hash, about half of them, the same on every run.
+pub fn labelled_variants(base: &super::Base, sources: &[&str], labels: &LabelIndex, max: usize) -> Vec<Labelled> {
+    let ranges = AcceptedRanges::of(base.corpus_facts.iter().flatten());
+    let facts_of = |m: &Module| base.targets.get(&m.target).map(|t| cake::verify::module_facts(m, t));
+    let mut out = Vec::new();
+    for src in sources {
+        for (variant, facts) in boundary_variants(src, &base.frontend, &ranges, facts_of, max) {
+            let label = labels.get(&variant.hash);
+            if label != Label::Unlabelled {
+                out.push(Labelled { variant, label, facts });
             }
         }
     }
-    if passed.is_empty() {
-        Label::Unlabelled
-    } else {
-        Label::Passes { evidence: passed }
-    }
+    out
+}
+
+/// Whether a variant is held out from fitting (odd last hex digit of its hash).
+pub fn held_out(v: &Variant) -> bool {
+    v.hash.chars().last().and_then(|c| c.to_digit(16)).is_some_and(|d| d % 2 == 1)
 }
 
 /// One variant written by [`write_batch`] (`variants.json`).
