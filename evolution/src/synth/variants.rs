@@ -392,13 +392,28 @@ pub fn labelled_variants(base: &super::Base, sources: &[&str], labels: &LabelInd
     let mut out = Vec::new();
     for src in sources {
         for (variant, facts) in boundary_variants(src, &base.frontend, &ranges, facts_of, max) {
-            let label = labels.get(&variant.hash);
+            let label = match labels.get(&variant.hash) {
+                Label::Unlabelled => label_by_lowering(base, &variant),
+                l => l,
+            };
             if label != Label::Unlabelled {
                 out.push(Labelled { variant, label, facts });
             }
         }
     }
     out
+}
+
+/// The label the CPU can give without a run: the lowering (with the verifier bypassed, as a run
+/// of a broken program is) refusing the variant labels it failing (`build_L003`); a variant that
+/// lowers stays unlabelled — only a GPU run can say it passes.
+fn label_by_lowering(base: &super::Base, v: &Variant) -> Label {
+    let Some(module) = base.frontend.check(&v.source).module else { return Label::Unlabelled };
+    let unverified = cake::verify::Validated::assume_verified_unsafe(module);
+    match cake::lower::lower_with(&unverified, &cake::lower::LowerOptions::with_source("variant.cake", &v.source)) {
+        Err(e) if !e.is_not_supported_yet() => Label::Fails { how: format!("build_{}", e.code), evidence: Vec::new() },
+        _ => Label::Unlabelled,
+    }
 }
 
 /// Whether a variant is held out from fitting (odd last hex digit of its hash).
