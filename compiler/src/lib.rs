@@ -26,6 +26,7 @@ pub mod render;
 pub mod runtime;
 pub mod shape;
 pub mod span;
+pub mod store;
 pub mod syntax;
 pub mod target;
 pub mod verify;
