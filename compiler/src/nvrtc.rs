@@ -17,7 +17,6 @@
 //! budget, ignored `setmaxnreg`, serialized wgmma) become [`Diagnostic`]s attributed to roles.
 
 use std::ffi::{c_char, CStr, CString};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -90,17 +89,22 @@ pub struct Built {
 }
 
 /// Why a build failed.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum BuildError {
     /// The lowering refused the program (an `L0xx` code).
-    Lower(LowerError),
+    #[error(transparent)]
+    Lower(#[from] LowerError),
     /// The program uses an op the chosen target lacks (`N004`).
+    #[error("N004: {message}")]
     Target { message: String, span: Span },
     /// NVRTC could not be loaded (`N001`).
+    #[error("N001: {message}; run `scripts/setup-cuda-toolchain.sh` (then `. .toolchain/cuda/env.sh`) or set {NVRTC_LIB_ENV}")]
     Toolchain { message: String },
     /// NVRTC rejected the generated CUDA (`N002`): the log, and where it points in the program.
+    #[error("N002: NVRTC rejected the generated CUDA:\n{log}")]
     Compile { log: String, diagnostics: Vec<Diagnostic> },
     /// An NVRTC call failed in an unexpected way (`N003`).
+    #[error("N003: {call} failed: {message}")]
     Nvrtc { call: &'static str, message: String },
 }
 
@@ -153,48 +157,25 @@ impl BuildError {
     }
 }
 
-impl fmt::Display for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BuildError::Lower(e) => write!(f, "{e}"),
-            BuildError::Target { message, .. } => write!(f, "N004: {message}"),
-            BuildError::Toolchain { message } => write!(
-                f,
-                "N001: {message}; run `scripts/setup-cuda-toolchain.sh` (then `. .toolchain/cuda/env.sh`) or set {NVRTC_LIB_ENV}"
-            ),
-            BuildError::Compile { log, .. } => write!(f, "N002: NVRTC rejected the generated CUDA:\n{log}"),
-            BuildError::Nvrtc { call, message } => write!(f, "N003: {call} failed: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for BuildError {}
-
-impl From<LowerError> for BuildError {
-    fn from(e: LowerError) -> Self {
-        BuildError::Lower(e)
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Loading NVRTC
+
+/// Make NVRTC loadable: preload `CAKE_NVRTC_LIB` (and its builtins) when set, then ask cudarc
+/// whether it finds the library. Runs once per process.
+pub fn ensure_nvrtc() -> Result<(), BuildError> {
+    static STATE: OnceLock<Result<(), BuildError>> = OnceLock::new();
+    STATE.get_or_init(load_nvrtc).clone()
+}
 
 fn load_error(message: String) -> BuildError {
     BuildError::Toolchain { message }
 }
 
-/// Make NVRTC loadable: preload `CAKE_NVRTC_LIB` (and its builtins) when set, then ask cudarc
-/// whether it finds the library. Runs once per process.
-pub fn ensure_nvrtc() -> Result<(), BuildError> {
-    static STATE: OnceLock<Result<(), String>> = OnceLock::new();
-    STATE.get_or_init(load_nvrtc).clone().map_err(load_error)
-}
-
-fn load_nvrtc() -> Result<(), String> {
+fn load_nvrtc() -> Result<(), BuildError> {
     if let Some(path) = std::env::var_os(NVRTC_LIB_ENV).filter(|p| !p.is_empty()) {
         let path = PathBuf::from(path);
         if !path.is_file() {
-            return Err(format!("{NVRTC_LIB_ENV}={} does not name a file", path.display()));
+            return Err(load_error(format!("{NVRTC_LIB_ENV}={} does not name a file", path.display())));
         }
         // NVRTC loads its builtins library by name at compile time: preload it from the same
         // directory so that look-up succeeds without LD_LIBRARY_PATH.
@@ -205,13 +186,13 @@ fn load_nvrtc() -> Result<(), String> {
                 }
             }
         }
-        preload(&path).map_err(|e| format!("cannot load {} ({NVRTC_LIB_ENV}): {e}", path.display()))?;
+        preload(&path).map_err(|e| load_error(format!("cannot load {} ({NVRTC_LIB_ENV}): {e}", path.display())))?;
     }
     // SAFETY: only probes `dlopen` on cudarc's candidate names.
     if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         Ok(())
     } else {
-        Err("the NVRTC library (libnvrtc.so.13) was not found".to_string())
+        Err(load_error("the NVRTC library (libnvrtc.so.13) was not found".to_string()))
     }
 }
 
@@ -233,19 +214,19 @@ fn builtins_candidates(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[cfg(unix)]
-fn preload(path: &Path) -> Result<(), String> {
+fn preload(path: &Path) -> Result<(), libloading::Error> {
     use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
     // SAFETY: loading NVIDIA's NVRTC libraries runs their initialisers, which have no
     // preconditions; the handle is leaked on purpose so the library stays loaded.
-    let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }.map_err(|e| e.to_string())?;
+    let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }?;
     std::mem::forget(lib);
     Ok(())
 }
 
 #[cfg(not(unix))]
-fn preload(path: &Path) -> Result<(), String> {
+fn preload(path: &Path) -> Result<(), libloading::Error> {
     // SAFETY: as above.
-    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
+    let lib = unsafe { libloading::Library::new(path) }?;
     std::mem::forget(lib);
     Ok(())
 }

@@ -584,17 +584,6 @@ fn parse_report_documents(text: &str) -> Result<Vec<Value>, String> {
     }
 }
 
-/// `M=256,N=512` → a shape.
-pub fn parse_shape(s: &str) -> Result<BTreeMap<String, i64>, String> {
-    let mut out = BTreeMap::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part.split_once('=').ok_or_else(|| format!("`{part}` is not NAME=VALUE"))?;
-        let v: i64 = v.trim().parse().map_err(|_| format!("`{part}`: not an integer"))?;
-        out.insert(k.trim().to_string(), v);
-    }
-    Ok(out)
-}
-
 // ─── CLI ─────────────────────────────────────────────────────────────────────────────────────────
 
 /// `cake-evolve-compiler import --kind ptxas|sanitizer|report|run FILE --program P.cake`.
@@ -630,7 +619,7 @@ pub struct ImportArgs {
 
 /// Run `import`; the exit status (0 imported, 2 usage, input or store error).
 pub fn run_import(args: ImportArgs) -> u8 {
-    let shapes = match args.shape.as_deref().map(parse_shape).transpose() {
+    let shapes = match args.shape.as_deref().map(|s| cake::shape::parse_all(&[s])).transpose() {
         Ok(s) => s.unwrap_or_default(),
         Err(m) => {
             eprintln!("error: --shape: {m}");

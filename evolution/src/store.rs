@@ -39,10 +39,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cake::runtime::record::{sha256_hex, RunRecord};
+use cake::runtime::record::RunRecord;
+use cake::store::sha256_hex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -54,10 +54,7 @@ pub const FAILURE_SCHEMA: &str = "cake.failure-report/1";
 /// Schema family of run records accepted (the runtime's `RECORD_SCHEMA` is `cake.run-record/1`).
 pub const RUN_SCHEMA_PREFIX: &str = "cake.run-record/";
 
-pub const RUNS_DIR: &str = "runs";
-pub const FAILURES_DIR: &str = "failures";
-pub const PROGRAMS_DIR: &str = "programs";
-pub const FILES_DIR: &str = "files";
+pub use cake::store::{FAILURES_DIR, FILES_DIR, PROGRAMS_DIR, RUNS_DIR};
 
 // ─── Ids ─────────────────────────────────────────────────────────────────────────────────────────
 
@@ -93,10 +90,7 @@ impl fmt::Display for Id {
     }
 }
 
-/// Whether `s` is 64 lowercase hex digits.
-pub fn is_sha256(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+pub use cake::store::is_sha256;
 
 // ─── Failure reports ─────────────────────────────────────────────────────────────────────────────
 
@@ -329,7 +323,7 @@ impl Record {
     pub fn canonical_bytes(&self) -> Result<Vec<u8>, String> {
         match self {
             // Exactly what `cake::runtime::record::write_record` writes.
-            Record::Run(r) => serde_json::to_string_pretty(r.as_ref()).map(|s| (s + "\n").into_bytes()).map_err(|e| e.to_string()),
+            Record::Run(r) => Ok(cake::runtime::record::canonical_bytes(r)),
             Record::Failure(f) => {
                 let v = serde_json::to_value(f.as_ref()).map_err(|e| e.to_string())?;
                 Ok(canonical_json(&v).into_bytes())
@@ -426,6 +420,31 @@ impl fmt::Display for StoreError {
 }
 
 impl std::error::Error for StoreError {}
+
+/// The compiler's store layer (hashing, atomic writes, checked reads) reports with the same codes.
+impl From<cake::store::BlobError> for StoreError {
+    fn from(e: cake::store::BlobError) -> StoreError {
+        use cake::store::BlobError as B;
+        let message = match &e {
+            B::CreateDir { source, .. } => format!("cannot create: {source}"),
+            B::Write { source, .. } => format!("cannot write: {source}"),
+            B::Read { source, .. } => format!("cannot read: {source}"),
+            B::Mismatch { actual, .. } => format!(
+                "content does not match its name (SHA-256 is {actual}): the file was changed after it was written; it is skipped and left as it is"
+            ),
+            B::Conflict { .. } => "a different file already sits at this content address (it was changed after it was written); it is left as it is and nothing was written".to_string(),
+        };
+        StoreError::new(e.code(), e.path(), message)
+    }
+}
+
+fn write_blob(dir: &Path, bytes: &[u8], ext: &str) -> Result<(PathBuf, bool), StoreError> {
+    Ok(cake::store::put(dir, bytes, ext)?)
+}
+
+fn read_checked(path: &Path, expected: &str) -> Result<Vec<u8>, StoreError> {
+    Ok(cake::store::read_checked(path, expected)?)
+}
 
 // ─── The store ───────────────────────────────────────────────────────────────────────────────────
 
@@ -664,20 +683,6 @@ fn list_dir(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
     Ok(out)
 }
 
-/// Read a file and check that its bytes hash to `expected`.
-fn read_checked(path: &Path, expected: &str) -> Result<Vec<u8>, StoreError> {
-    let bytes = std::fs::read(path).map_err(|e| StoreError::new("S002", path, format!("cannot read: {e}")))?;
-    let actual = sha256_hex(&bytes);
-    if actual != expected {
-        return Err(StoreError::new(
-            "S004",
-            path,
-            format!("content does not match its name (SHA-256 is {actual}): the file was changed after it was written; it is skipped and left as it is"),
-        ));
-    }
-    Ok(bytes)
-}
-
 fn read_record(kind: RecordKind, path: &Path) -> Result<Stored, StoreError> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let Some(stem) = name.strip_suffix(".json").filter(|s| is_sha256(s)) else {
@@ -708,52 +713,4 @@ fn read_record(kind: RecordKind, path: &Path) -> Result<Stored, StoreError> {
         }
     };
     Ok(Stored { id, path: path.to_path_buf(), record })
-}
-
-/// Write `bytes` as `<dir>/<sha256>.<ext>` unless that file exists. An existing file with the
-/// same bytes is success (not new); with different bytes it is `S004` (never overwritten).
-fn write_blob(dir: &Path, bytes: &[u8], ext: &str) -> Result<(PathBuf, bool), StoreError> {
-    std::fs::create_dir_all(dir).map_err(|e| StoreError::new("S001", dir, format!("cannot create: {e}")))?;
-    let hash = sha256_hex(bytes);
-    let path = dir.join(format!("{hash}.{ext}"));
-    let existing = |path: &Path| -> Result<(PathBuf, bool), StoreError> {
-        let old = std::fs::read(path).map_err(|e| StoreError::new("S002", path, format!("cannot read: {e}")))?;
-        if old == bytes {
-            Ok((path.to_path_buf(), false))
-        } else {
-            Err(StoreError::new(
-                "S004",
-                path,
-                "a different file already sits at this content address (it was changed after it was written); it is left as it is and nothing was written",
-            ))
-        }
-    };
-    if path.exists() {
-        return existing(&path);
-    }
-    let tmp = dir.join(format!(".{hash}.{}.{}.tmp", std::process::id(), unique()));
-    let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(StoreError::new("S006", &path, format!("cannot write: {e}")));
-    }
-    // A hard link fails when the name exists: a record is never replaced, even by a racing writer.
-    let linked = std::fs::hard_link(&tmp, &path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Ok((path, true)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => existing(&path),
-        Err(e) => Err(StoreError::new("S006", &path, format!("cannot write: {e}"))),
-    }
-}
-
-/// A per-process counter for temporary names (two threads may write the same content).
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
 }

@@ -100,18 +100,10 @@ pub fn run_child(mut cmd: Command, limit: Duration) -> std::io::Result<ChildRun>
     Ok(ChildRun { code: status.and_then(|s| s.code()), timed_out, stdout, stderr, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// The run records a `cake` call wrote under `evidence/runs/`, with their file paths.
+/// The run records a `cake` call wrote under `evidence/runs/`, with their file paths (the
+/// runtime's reader; an unreadable directory is no records).
 pub fn read_records(evidence: &Path) -> Vec<(PathBuf, RunRecord)> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(evidence.join("runs")) else { return out };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
-    paths.sort();
-    for p in paths {
-        if let Some(r) = std::fs::read(&p).ok().and_then(|b| serde_json::from_slice::<RunRecord>(&b).ok()) {
-            out.push((p, r));
-        }
-    }
-    out
+    cake::runtime::record::read_records(evidence).unwrap_or_default()
 }
 
 pub struct Evaluation {

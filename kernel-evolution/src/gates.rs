@@ -11,10 +11,37 @@ use serde_json::{json, Value};
 
 use crate::contract::{shape_text, Contract};
 
+/// The gate a candidate stopped at, or `Passed`. Stored in the database by [`Gate::as_str`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gate {
+    Parse,
+    Typecheck,
+    Verify,
+    Shape,
+    Passed,
+}
+
+impl Gate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Gate::Parse => "parse",
+            Gate::Typecheck => "typecheck",
+            Gate::Verify => "verify",
+            Gate::Shape => "shape",
+            Gate::Passed => "passed",
+        }
+    }
+
+    /// The compiler's own gates (parse, type check, verifier): rejections worth routing as evidence.
+    pub fn is_compiler(self) -> bool {
+        matches!(self, Gate::Parse | Gate::Typecheck | Gate::Verify)
+    }
+}
+
 /// What the gates made of one candidate.
 pub struct GateResult {
-    /// `passed`, or the gate that rejected it: `parse`, `typecheck`, `verify`, `shape`.
-    pub gate: &'static str,
+    /// [`Gate::Passed`], or the gate that rejected it.
+    pub gate: Gate,
     pub diagnostics: Vec<Diagnostic>,
     /// Why the shape gate refused it (empty otherwise).
     pub shape_problems: Vec<String>,
@@ -23,7 +50,7 @@ pub struct GateResult {
 
 impl GateResult {
     pub fn passed(&self) -> bool {
-        self.gate == "passed"
+        self.gate == Gate::Passed
     }
 
     pub fn findings_json(&self) -> Value {
@@ -39,18 +66,15 @@ impl GateResult {
     }
 }
 
+/// The compiler's staged API decides the first three gates: each stage's error type names it.
 pub fn run(text: &str, contract: &Contract) -> GateResult {
-    let out = cake::check::check_source(text);
-    let gate = if out.file.is_none() {
-        "parse"
-    } else if out.module.is_none() {
-        "typecheck"
-    } else if out.validated.is_none() {
-        "verify"
-    } else {
-        "passed"
+    let (gate, diagnostics, validated) = match cake::api::validate(text) {
+        Ok(v) => (Gate::Passed, v.findings.clone(), Some(v)),
+        Err(e @ cake::api::Error::Parse(_)) => (Gate::Parse, e.diagnostics(), None),
+        Err(e @ cake::api::Error::Check(_)) => (Gate::Typecheck, e.diagnostics(), None),
+        Err(e) => (Gate::Verify, e.diagnostics(), None),
     };
-    let mut result = GateResult { gate, diagnostics: out.diagnostics, shape_problems: Vec::new(), validated: out.validated };
+    let mut result = GateResult { gate, diagnostics, shape_problems: Vec::new(), validated };
     if let Some(v) = &result.validated {
         let m = v.module();
         let w = &contract.file.workload;
@@ -63,7 +87,7 @@ pub fn run(text: &str, contract: &Contract) -> GateResult {
             }
         }
         if !result.shape_problems.is_empty() {
-            result.gate = "shape";
+            result.gate = Gate::Shape;
             result.validated = None;
         }
     }

@@ -126,7 +126,7 @@ impl Server {
                 });
                 Ok(json!({
                     "contract_hash": contract.hash,
-                    "gate": g.gate,
+                    "gate": g.gate.as_str(),
                     "findings": findings,
                     "shape_problems": g.shape_problems,
                     "cost": cost,

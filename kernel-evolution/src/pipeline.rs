@@ -429,7 +429,7 @@ impl Loop<'_> {
             parents,
             tactic: p.tactic.clone(),
             params: p.params.clone(),
-            gate: g.gate.to_string(),
+            gate: g.gate.as_str().to_string(),
             findings: g.findings_json(),
             predicted_ms: None,
             bottleneck: None,

@@ -43,14 +43,14 @@ impl Router {
 
     /// A gate rejection as a failure report; `None` when the gate is not the compiler's.
     pub fn gate_rejection(&self, text: &str, target: &str, gates: &GateResult) -> Result<Option<String>> {
-        if !matches!(gates.gate, "parse" | "typecheck" | "verify") {
+        if !gates.gate.is_compiler() {
             return Ok(None);
         }
         let Some((class, message)) = gates.first_problem() else { return Ok(None) };
         let root = self.root();
         let program = self.store.put_program(text).map_err(|e| store_err(&root, e))?;
         let mut report = FailureReport::new(program.sha256, target, Stage::Verify, "cake", class, message);
-        report.extra.insert("kernel_evolution".into(), json!({ "contract_hash": self.contract_hash, "gate": gates.gate }));
+        report.extra.insert("kernel_evolution".into(), json!({ "contract_hash": self.contract_hash, "gate": gates.gate.as_str() }));
         let id = self.store.append(report).map_err(|e| store_err(&root, e))?;
         Ok(Some(id.as_str().to_string()))
     }

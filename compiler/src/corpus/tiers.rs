@@ -460,7 +460,6 @@ impl GpuBackend for BuiltinGpu {
         let _ = std::fs::remove_dir_all(&dir);
         let outcomes = match result {
             Ok(o) => o,
-            Err(HarnessError::Usage(m)) => return Err(GpuError::Failed(format!("cannot run: {m}"))),
             Err(HarnessError::Findings { diagnostics, .. }) => {
                 let first = diagnostics.iter().find(|d| d.is_error()).map_or_else(String::new, |d| format!("{}: {}", d.code, d.message));
                 return Err(GpuError::Failed(format!("the runtime rejected the program: {first}")));
@@ -469,6 +468,7 @@ impl GpuBackend for BuiltinGpu {
                 return Err(GpuError::Unsupported(e.to_string()))
             }
             Err(HarnessError::Build { error, .. }) => return Err(GpuError::Failed(first_line(&error.to_string()))),
+            Err(e) => return Err(GpuError::Failed(format!("cannot run: {e}"))),
         };
         if outcomes.is_empty() {
             return Err(GpuError::Failed("the workload has no shapes to run".into()));

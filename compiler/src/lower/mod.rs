@@ -77,7 +77,6 @@ mod window;
 mod writer;
 
 use std::collections::{BTreeSet, HashMap};
-use std::fmt;
 
 pub use launch::*;
 
@@ -125,7 +124,8 @@ impl Lowered {
 /// * `L005` a TMA window that does not match the tensor's box;
 /// * `L006` an operand address that cannot be proven aligned for its instruction;
 /// * `L007` a fragment whose thread layout cannot be determined or does not match its use.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message} (at bytes {}..{})", span.start, span.end)]
 pub struct LowerError {
     pub code: &'static str,
     pub message: String,
@@ -168,14 +168,6 @@ impl LowerError {
         d
     }
 }
-
-impl fmt::Display for LowerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} (at bytes {}..{})", self.code, self.message, self.span.start, self.span.end)
-    }
-}
-
-impl std::error::Error for LowerError {}
 
 fn unsupported(what: impl Into<String>, span: Span) -> LowerError {
     LowerError { status: LowerStatus::NotSupportedYet, ..LowerError::new("L001", format!("not supported by the lowering yet: {}", what.into()), span) }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::input::{self, InputError, Program, Workspace, MAX_ARG_BYTES};
+use crate::api::Error;
 use crate::diag::{Diagnostic, Severity};
 use crate::render;
 
@@ -125,7 +126,7 @@ pub fn cost(ws: &Workspace, program: Option<&str>, path: Option<&str>, shape: &s
         Ok(s) => s,
         Err(e) => return e.into(),
     };
-    let dims: BTreeMap<String, i64> = match crate::cost::cli::parse_shape(&[shape.to_string()]) {
+    let dims: BTreeMap<String, i64> = match crate::shape::parse_all(&[shape]) {
         Ok(d) => d,
         Err(e) => {
             // The CLI's code and help for a malformed `--shape`.
@@ -138,11 +139,15 @@ pub fn cost(ws: &Workspace, program: Option<&str>, path: Option<&str>, shape: &s
         Ok(c) => c,
         Err(e) => return e.into(),
     };
-    match crate::cost::cli::cost_source(&p.source, &dims, calibration.as_deref()) {
-        crate::cost::cli::CostOutcome::Estimate(est) => Reply::ok(crate::cost::report::json(&est, &p.name, &p.source)),
-        crate::cost::cli::CostOutcome::Findings(errors) => blocked(&p, &errors, "no cost estimate"),
-        crate::cost::cli::CostOutcome::Refused { diagnostic, located, .. } => {
-            if located {
+    match crate::api::cost_source(&p.source, &dims, calibration.as_deref()) {
+        Ok(est) => Reply::ok(crate::cost::report::json(&est, &p.name, &p.source)),
+        Err(e @ (Error::Parse(_) | Error::Check(_) | Error::Verify(_))) => {
+            let errors: Vec<Diagnostic> = e.diagnostics().into_iter().filter(Diagnostic::is_error).collect();
+            blocked(&p, &errors, "no cost estimate")
+        }
+        Err(e) => {
+            let diagnostic = e.diagnostics().remove(0);
+            if e.is_located() {
                 Reply::error(json!({ "status": "error", "error": findings(&p, std::slice::from_ref(&diagnostic))[0] }))
             } else {
                 refusal(&p.name, &diagnostic)
@@ -154,10 +159,12 @@ pub fn cost(ws: &Workspace, program: Option<&str>, path: Option<&str>, shape: &s
 /// Check and verify for `lower` / `build`: the validated program and its non-blocking findings,
 /// or the reply that stops the tool.
 fn validated(p: &Program, what: &str) -> Result<(crate::verify::Validated, Vec<Diagnostic>), Reply> {
-    let out = crate::check::check_source(&p.source);
-    match out.validated {
-        Some(v) => Ok((v, out.diagnostics)),
-        None => Err(blocked(p, &out.diagnostics, what)),
+    match crate::api::validate(&p.source) {
+        Ok(v) => {
+            let findings = v.findings.clone();
+            Ok((v, findings))
+        }
+        Err(e) => Err(blocked(p, &e.diagnostics(), what)),
     }
 }
 
@@ -181,7 +188,7 @@ pub fn lower(ws: &Workspace, program: Option<&str>, path: Option<&str>, line_dir
     let name = file_name(&p);
     let mut opts = crate::lower::LowerOptions::with_source(&name, &p.source);
     opts.line_directives = line_directives;
-    match crate::lower::lower_with(&v, &opts) {
+    match crate::api::lower(&v, &opts) {
         Ok(l) => Reply::ok(json!({
             "status": "ok",
             "file": p.name,
@@ -212,18 +219,16 @@ pub fn build(ws: &Workspace, program: Option<&str>, path: Option<&str>, arch: Op
         Ok(x) => x,
         Err(r) => return r,
     };
-    let Some(target) = crate::target::TargetTable::builtin().get(&v.module().target) else {
-        // The checker accepts only known targets; keep an answer rather than a panic.
-        let d = Diagnostic::error("N004", format!("unknown target `{}`", v.module().target), crate::span::Span::default(), "")
-            .with_help("name a target of `compiler/targets.toml`");
-        return refusal(&p.name, &d);
+    let target = match crate::api::target_of(v.module()) {
+        Ok(t) => t,
+        Err(e) => return refusal(&p.name, &e.diagnostics()[0]),
     };
     let mut target = target.clone();
     if let Some(a) = arch {
         target.arch = a.to_string();
     }
     let name = file_name(&p);
-    match crate::nvrtc::build_with(&v, &target, &crate::lower::LowerOptions::with_source(&name, &p.source)) {
+    match crate::api::build(&v, &target, &crate::lower::LowerOptions::with_source(&name, &p.source)) {
         Ok(b) => {
             diags.extend(b.diagnostics.iter().cloned());
             if let Some(dir) = &out {

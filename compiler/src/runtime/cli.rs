@@ -204,11 +204,7 @@ fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> 
             eprintln!("{} run(s): {}; records in {}", outcomes.len(), parts.join(", "), evidence.display());
             harness::exit_status(&outcomes)
         }
-        Err(HarnessError::Usage(m)) => {
-            eprintln!("error: {m}");
-            2
-        }
-        Err(HarnessError::Findings { source, diagnostics }) => {
+        Err(HarnessError::Findings { text: source, diagnostics }) => {
             eprint!("{}", crate::render::render_human(&name, &source, &diagnostics, color));
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
             eprintln!(
@@ -216,7 +212,7 @@ fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> 
             );
             1
         }
-        Err(HarnessError::Build { error, source, record }) => {
+        Err(HarnessError::Build { error, text: source, record }) => {
             eprint!("{}", crate::render::render_human(&name, &source, &error.to_diagnostics(), color));
             eprintln!(
                 "error: the build failed [{}]{}",
@@ -224,6 +220,10 @@ fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> 
                 record.map(|p| format!("; record {}", p.display())).unwrap_or_default()
             );
             1
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
         }
     }
 }

@@ -63,15 +63,69 @@ pub struct Options {
     pub max_timeouts: Option<u32>,
 }
 
-/// Why nothing could run.
-#[derive(Debug)]
+/// Why nothing could run. Usage variants (`R0xx`, exit 2) name the file, shape or flag at fault;
+/// `Findings` and `Build` are the program's (exit 1).
+#[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
-    /// Bad arguments, workload or shapes (exit 2).
-    Usage(String),
-    /// The program has errors (or the verifier rejected it): diagnostics over `source` (exit 1).
-    Findings { source: String, diagnostics: Vec<Diagnostic> },
+    /// R001: the program file cannot be read.
+    #[error("cannot read {path}: {message} (check the path of the `.cake` file)")]
+    ReadProgram { path: String, message: String },
+    /// R002: the workload spec cannot be read.
+    #[error("cannot read the workload spec {path}: {message} (pass --workload FILE)")]
+    ReadWorkload { path: String, message: String },
+    /// R003: the workload spec does not parse or does not fit the program.
+    #[error("{message}")]
+    Workload { path: String, message: String },
+    /// R004: a `--shape` the program cannot take (a dim missing, unknown, or not a multiple).
+    #[error("--shape {shape}: {message}")]
+    Shape { shape: String, message: String },
+    /// R005: `--baseline cublas` for a workload with no peer GEMM.
+    #[error("--baseline cublas needs a workload with a peer GEMM (matmul_abt, or kmeans_assign's distance GEMM); {workload} uses {oracle}")]
+    NoCublasPeer { workload: String, oracle: String },
+    /// R006: the program's target is not in the built-in table.
+    #[error("unknown target `{target}` (use a target of `compiler/targets.toml`)")]
+    UnknownTarget { target: String },
+    /// R007: the run's scratch directory or the cubin cannot be written.
+    #[error("cannot write {path}: {message} (check that the temporary directory is writable and the disk is not full)")]
+    WorkDir { path: String, message: String },
+    /// The program has errors (or the verifier rejected it): diagnostics over its `text` (exit 1).
+    #[error("the program has {} error finding(s); nothing ran (use --unsafe-skip-verify to run a program the verifier rejects)", diagnostics.iter().filter(|d| d.is_error()).count())]
+    Findings { text: String, diagnostics: Vec<Diagnostic> },
     /// The build failed; its record was written (exit 1).
-    Build { error: BuildError, source: String, record: Option<PathBuf> },
+    #[error("the build failed: {error}")]
+    Build { error: BuildError, text: String, record: Option<PathBuf> },
+}
+
+impl HarnessError {
+    /// The stable code: `R00x` for usage errors, the first finding's code, or the build's.
+    pub fn code(&self) -> &str {
+        match self {
+            HarnessError::ReadProgram { .. } => "R001",
+            HarnessError::ReadWorkload { .. } => "R002",
+            HarnessError::Workload { .. } => "R003",
+            HarnessError::Shape { .. } => "R004",
+            HarnessError::NoCublasPeer { .. } => "R005",
+            HarnessError::UnknownTarget { .. } => "R006",
+            HarnessError::WorkDir { .. } => "R007",
+            HarnessError::Findings { diagnostics, .. } => diagnostics.iter().find(|d| d.is_error()).map_or("E0000", |d| d.code.as_str()),
+            HarnessError::Build { error, .. } => error.code(),
+        }
+    }
+
+    /// Bad arguments, files, workload or shapes: the caller's, not the program's (exit 2).
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, HarnessError::Findings { .. } | HarnessError::Build { .. })
+    }
+
+    /// The error as diagnostics: the findings or the build's (located in the program), else one
+    /// unlocated diagnostic with the code.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        match self {
+            HarnessError::Findings { diagnostics, .. } => diagnostics.clone(),
+            HarnessError::Build { error, .. } => error.to_diagnostics(),
+            _ => vec![Diagnostic::error(self.code(), self.to_string(), crate::span::Span::default(), "")],
+        }
+    }
 }
 
 /// One finished run.
@@ -127,10 +181,10 @@ pub fn run(
 ) -> Result<Vec<Outcome>, HarnessError> {
     let name = opts.program.display().to_string();
     let source =
-        std::fs::read_to_string(&opts.program).map_err(|e| HarnessError::Usage(format!("cannot read {name}: {e}")))?;
+        std::fs::read_to_string(&opts.program).map_err(|e| HarnessError::ReadProgram { path: name.clone(), message: e.to_string() })?;
     let checked = crate::check::check_source(&source);
     let (Some(file), Some(module)) = (checked.file.as_ref(), checked.module.clone()) else {
-        return Err(HarnessError::Findings { source, diagnostics: checked.diagnostics });
+        return Err(HarnessError::Findings { text: source, diagnostics: checked.diagnostics });
     };
     let blocking: Vec<Diagnostic> = checked.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
     // `--unsafe-skip-verify` always bypasses the verifier (and says so in the records), even for
@@ -138,7 +192,7 @@ pub fn run(
     let validated = match (checked.validated.clone(), opts.unsafe_skip_verify) {
         (_, true) => Validated::assume_verified_unsafe(module.clone()),
         (Some(v), false) => v,
-        (None, false) => return Err(HarnessError::Findings { source, diagnostics: checked.diagnostics }),
+        (None, false) => return Err(HarnessError::Findings { text: source, diagnostics: checked.diagnostics }),
     };
     let mut prelude = Prelude { source: source.clone(), ..Prelude::default() };
     prelude.diagnostics =
@@ -161,12 +215,12 @@ pub fn run(
 
     // ---- workload, shapes, distributions
     let wpath = opts.workload.clone().unwrap_or_else(|| workload::default_path(&opts.program));
-    let wtext = std::fs::read_to_string(&wpath).map_err(|e| {
-        HarnessError::Usage(format!("cannot read the workload spec {}: {e} (pass --workload FILE)", wpath.display()))
-    })?;
-    let spec = WorkloadSpec::from_toml_str(&wpath.display().to_string(), &wtext)
-        .map_err(|e| HarnessError::Usage(e.to_string()))?;
-    spec.validate(&module).map_err(|e| HarnessError::Usage(format!("{}: {e}", wpath.display())))?;
+    let wname = wpath.display().to_string();
+    let wtext = std::fs::read_to_string(&wpath)
+        .map_err(|e| HarnessError::ReadWorkload { path: wname.clone(), message: e.to_string() })?;
+    let spec = WorkloadSpec::from_toml_str(&wname, &wtext)
+        .map_err(|e| HarnessError::Workload { path: wname.clone(), message: e.to_string() })?;
+    spec.validate(&module).map_err(|e| HarnessError::Workload { path: wname.clone(), message: format!("{wname}: {e}") })?;
     let winfo = WorkloadInfo {
         path: wpath.display().to_string(),
         sha256: record::sha256_hex(wtext.as_bytes()),
@@ -175,7 +229,7 @@ pub fn run(
     let shapes: Vec<Shape> = if !opts.shapes.is_empty() {
         for s in &opts.shapes {
             workload::check_shape(&module, s)
-                .map_err(|e| HarnessError::Usage(format!("--shape {}: {e}", workload::shape_label(s))))?;
+                .map_err(|e| HarnessError::Shape { shape: workload::shape_label(s), message: e.to_string() })?;
         }
         opts.shapes.clone()
     } else if opts.mode == Mode::Bench {
@@ -200,11 +254,7 @@ pub fn run(
         (None, Mode::Run) => Baseline::None,
     };
     if baseline == Baseline::Cublas && !spec.oracle.has_cublas_peer() {
-        return Err(HarnessError::Usage(format!(
-            "--baseline cublas needs a workload with a peer GEMM (matmul_abt, or kmeans_assign's distance GEMM); {} uses {}",
-            wpath.display(),
-            spec.oracle.name()
-        )));
+        return Err(HarnessError::NoCublasPeer { workload: wname, oracle: spec.oracle.name().to_string() });
     }
     let (repeats, warmup) = match opts.mode {
         Mode::Run => (opts.repeats.unwrap_or(5), opts.warmup.unwrap_or(1)),
@@ -215,7 +265,7 @@ pub fn run(
     // ---- GPU and architecture
     let target = TargetTable::builtin()
         .get(&module.target)
-        .ok_or_else(|| HarnessError::Usage(format!("unknown target `{}`", module.target)))?;
+        .ok_or_else(|| HarnessError::UnknownTarget { target: module.target.clone() })?;
     match isolate::probe_gpu(&opts.exe, Duration::from_secs(60)) {
         Ok(g) => prelude.gpu = Some(g),
         Err(e) => prelude.gpu_problem = Some(e),
@@ -265,16 +315,17 @@ pub fn run(
             );
             let path = record::write_record(&opts.evidence, &rec).ok().map(|(p, _)| p);
             on_prelude(&prelude);
-            return Err(HarnessError::Build { error, source, record: path });
+            return Err(HarnessError::Build { error, text: source, record: path });
         }
     };
     prelude.diagnostics.extend(built.diagnostics.iter().cloned());
     on_prelude(&prelude);
 
-    let work = isolate::work_dir().map_err(|e| HarnessError::Usage(format!("cannot create a work directory: {e}")))?;
+    let work = isolate::work_dir()
+        .map_err(|e| HarnessError::WorkDir { path: "a work directory".into(), message: e.to_string() })?;
     let cubin = work.join("kernel.cubin");
     std::fs::write(&cubin, &built.cubin)
-        .map_err(|e| HarnessError::Usage(format!("cannot write {}: {e}", cubin.display())))?;
+        .map_err(|e| HarnessError::WorkDir { path: cubin.display().to_string(), message: e.to_string() })?;
     let _ = std::fs::write(work.join("kernel.cu"), &built.cuda);
 
     let mut outcomes = Vec::new();

@@ -1,13 +1,12 @@
 //! Run records: one JSON file per run, content-addressed (the file name is the SHA-256 of the
 //! file's bytes), append-only (an existing record is never rewritten), in `<evidence>/runs/`.
-//! The format is documented in `README.md` beside this file.
+//! The format is documented in `README.md` beside this file; naming, layout and writing are the
+//! store's (`crate::store`).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::error::RunError;
 use super::gpu::GpuInfo;
@@ -19,12 +18,9 @@ use crate::nvrtc::PtxasReport;
 pub const RECORD_SCHEMA: &str = "cake.run-record/1";
 
 /// Default evidence root (records go to `<root>/runs/`).
-pub const DEFAULT_EVIDENCE_DIR: &str = ".cake/evidence";
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::store::DEFAULT_ROOT as DEFAULT_EVIDENCE_DIR;
+pub use crate::store::sha256_hex;
+use crate::store::BlobError;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProgramInfo {
@@ -218,38 +214,20 @@ impl RunRecord {
 
 /// Where records of an evidence root live.
 pub fn runs_dir(evidence: &Path) -> PathBuf {
-    evidence.join("runs")
+    evidence.join(crate::store::RUNS_DIR)
+}
+
+/// A run record's canonical bytes (pretty JSON and a newline): its content address is their
+/// SHA-256, whoever writes it.
+pub fn canonical_bytes(rec: &RunRecord) -> Vec<u8> {
+    // A struct of strings, numbers and maps with string keys always serializes.
+    (serde_json::to_string_pretty(rec).unwrap_or_default() + "\n").into_bytes()
 }
 
 /// Write `rec` as `<evidence>/runs/<sha256>.json`. Returns the path and whether a new file was
 /// created (an identical record already there is left as it is; nothing is ever overwritten).
-pub fn write_record(evidence: &Path, rec: &RunRecord) -> std::io::Result<(PathBuf, bool)> {
-    let text = serde_json::to_string_pretty(rec).map_err(std::io::Error::other)? + "\n";
-    write_content_addressed(&runs_dir(evidence), text.as_bytes())
-}
-
-/// Store `bytes` as `<dir>/<sha256(bytes)>.json` without ever replacing an existing file.
-pub fn write_content_addressed(dir: &Path, bytes: &[u8]) -> std::io::Result<(PathBuf, bool)> {
-    std::fs::create_dir_all(dir)?;
-    let hash = sha256_hex(bytes);
-    let path = dir.join(format!("{hash}.json"));
-    if path.exists() {
-        return Ok((path, false));
-    }
-    let tmp = dir.join(format!(".{hash}.{}.tmp", std::process::id()));
-    {
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    // A hard link fails if the name exists: no window where a record could be replaced.
-    let linked = std::fs::hard_link(&tmp, &path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Ok((path, true)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok((path, false)),
-        Err(e) => Err(e),
-    }
+pub fn write_record(evidence: &Path, rec: &RunRecord) -> Result<(PathBuf, bool), BlobError> {
+    crate::store::put(&runs_dir(evidence), &canonical_bytes(rec), "json")
 }
 
 /// Read every record of an evidence root (for tests and tools), sorted by creation time.
@@ -278,35 +256,4 @@ pub fn tally(records: &[RunRecord]) -> BTreeMap<&'static str, usize> {
         *m.entry(r.verdict.name()).or_insert(0) += 1;
     }
     m
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sha256_matches_known_vectors() {
-        assert_eq!(sha256_hex(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    }
-
-    #[test]
-    fn content_addressed_writes_never_replace() {
-        let dir = super::super::isolate::work_dir().unwrap();
-        let (p1, new1) = write_content_addressed(&dir, b"{\"a\": 1}\n").unwrap();
-        assert!(new1);
-        assert_eq!(p1.file_name().unwrap().to_str().unwrap(), format!("{}.json", sha256_hex(b"{\"a\": 1}\n")));
-        let (p2, new2) = write_content_addressed(&dir, b"{\"a\": 1}\n").unwrap();
-        assert_eq!(p1, p2);
-        assert!(!new2);
-        // Even a corrupted file under that name is left alone (append-only evidence).
-        std::fs::write(&p1, b"tampered").unwrap();
-        let (_, new3) = write_content_addressed(&dir, b"{\"a\": 1}\n").unwrap();
-        assert!(!new3);
-        assert_eq!(std::fs::read(&p1).unwrap(), b"tampered");
-        // No temporary files left behind.
-        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names.len(), 1, "{names:?}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

@@ -15,7 +15,7 @@ use crate::ir::{DType, Module};
 use crate::syntax::ast::Access;
 
 /// A shape: a value for every `dim` of the program.
-pub type Shape = BTreeMap<String, i64>;
+pub use crate::shape::Shape;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -1063,22 +1063,7 @@ pub fn check_shape(m: &Module, shape: &Shape) -> Result<(), String> {
     Ok(())
 }
 
-/// Parse `M=8192,N=8192,K=8192` (also `M=8192 N=...`; `_` digit separators allowed).
-pub fn parse_shape(text: &str) -> Result<Shape, String> {
-    let mut s = Shape::new();
-    for part in text.split([',', ' ']).map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part.split_once('=').ok_or_else(|| format!("`{part}`: expected NAME=VALUE"))?;
-        let v: i64 =
-            v.trim().replace('_', "").parse().map_err(|_| format!("`{part}`: `{}` is not an integer", v.trim()))?;
-        if s.insert(k.trim().to_string(), v).is_some() {
-            return Err(format!("dim `{}` given twice", k.trim()));
-        }
-    }
-    if s.is_empty() {
-        return Err("empty shape".into());
-    }
-    Ok(s)
-}
+pub use crate::shape::parse as parse_shape;
 
 /// `M=8192,N=8192,K=8192` in dim-name order.
 pub fn shape_label(shape: &Shape) -> String {
