@@ -345,7 +345,7 @@ fn source_problem(s: &ConstantSource, grounded: &[ConstantSource], labels: &std:
         Source::Catalog { op, rule, .. } => (!grounded.iter().any(|g| g.value == s.value && matches!(&g.source, Source::Catalog { op: o, rule: r, .. } if o == op && r == rule)))
             .then(|| format!("recorded as catalog `{op}` constraint `{rule}`, which the catalog does not have with {}", s.value)),
         Source::Fitted { pass, fail, variants } => {
-            let between = (pass.min(fail)..=pass.max(fail)).contains(&s.value) && s.value != *fail;
+            let between = ((*pass).min(*fail)..=(*pass).max(*fail)).contains(&s.value) && s.value != *fail;
             if !between {
                 return Some(format!("recorded as fitted between {pass} (passes) and {fail} (fails), which it is not"));
             }
