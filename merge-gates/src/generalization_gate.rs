@@ -7,8 +7,8 @@
 //! tree (so `accept` re-checks against current main's data):
 //!
 //! 1. **no blacklist**: no `f != c` / `s != sym` (nor `!(f == c)`) in `when` or `require`, read
-//!    with `cake::pred`. `f != 0` is allowed: it says "has an f", a presence test (the guards the
-//!    search makes), not a memorized value;
+//!    with `cake::pred`. Only `f != 0` is allowed: it says "has an f", a presence test (the
+//!    guards the search makes), not a memorized value;
 //! 2. **grounded constants**: every integer literal of the rule (but the `0` of `a % b == 0` and
 //!    of `f != 0`) has a recorded source, and the source holds in this tree: a target-table value
 //!    (`compiler/targets.toml`, a `[[target]]`'s integer field), a catalog value (an integer of an
@@ -132,11 +132,11 @@ fn literals(e: &PExpr, out: &mut Vec<i64>) {
 /// states divisibility and presence, not a value), and its blacklist atoms (as text).
 fn scan(e: &PExpr, constants: &mut Vec<i64>, blacklists: &mut Vec<String>) {
     let zero = |x: &PExpr| matches!(x, PExpr::Int(0));
-    let constant = |x: &PExpr| matches!(x, PExpr::Int(_) | PExpr::Neg(_));
-    let literal_sym = |x: &PExpr| matches!(x, PExpr::Sym(_));
     match e {
+        // A bare word is a fact or a literal symbol, which the syntax does not tell apart: so
+        // only `e != 0` is not a blacklist (the search makes no other `!=`).
         PExpr::Bin { op: POp::Ne, lhs, rhs } => {
-            if (constant(lhs) && !zero(lhs)) || (constant(rhs) && !zero(rhs)) || literal_sym(lhs) || literal_sym(rhs) {
+            if !zero(lhs) && !zero(rhs) {
                 blacklists.push(format!("{} != {}", show(lhs), show(rhs)));
             }
             for side in [lhs, rhs] {
@@ -145,7 +145,7 @@ fn scan(e: &PExpr, constants: &mut Vec<i64>, blacklists: &mut Vec<String>) {
                 }
             }
         }
-        PExpr::Not(x) if matches!(&**x, PExpr::Bin { op: POp::Eq, lhs, rhs } if constant(lhs) || constant(rhs) || literal_sym(lhs) || literal_sym(rhs)) => {
+        PExpr::Not(x) if matches!(&**x, PExpr::Bin { op: POp::Eq, lhs, rhs } if !zero(lhs) && !zero(rhs)) => {
             blacklists.push(format!("!({})", show(x)));
             scan(x, constants, blacklists);
         }
