@@ -126,7 +126,6 @@ impl Gater {
         }
         Ok(report)
     }
-}
 
     fn learn_base(&mut self, repo: &Repository, at: Oid) -> Result<Arc<synth::Base>, String> {
         if let Some(b) = self.bases.get(&at) {

@@ -856,7 +856,7 @@ mod tests {
     }
 
     #[test]
-    fn divisibility_picks_the_smallest_separating_power() {
+    fn divisibility_picks_the_smallest_separating_grounded_divisor() {
         let acc = vec![fm(&[("n", Value::Int(64))]), fm(&[("n", Value::Int(128))]), fm(&[("n", Value::Int(256))])];
         let c = search(&input(acc, vec![vec![fm(&[("n", Value::Int(100))])], vec![fm(&[("n", Value::Int(200))])]]), 0, 8);
         // 100 and 200 lie inside the accepted range; `% 8` holds on both, `% 16` fails on both.
@@ -932,7 +932,7 @@ mod tests {
         let one = search_subset(&input, 0, 8, 1).expect("one program alone separates");
         assert_eq!(one.explained, vec![0]);
         // Fewer failing programs than the minimum: nothing to search.
-        assert_eq!(search_subset(&input(accepted_regions(), vec![vec![region(16384, 8192, 128)]]), 0, 8, 2), None);
+        assert_eq!(search_subset(&self::input(accepted_regions(), vec![vec![region(16384, 8192, 128)]]), 0, 8, 2), None);
     }
 
     #[test]
