@@ -156,8 +156,10 @@ pub fn generalization(tree: &std::path::Path, learn: &synth::Base, r: &Record) -
     let bucket = BucketInfo {
         id: r.bucket.clone(),
         signature: r.signature.clone(),
-        construct: d.bucket_construct.clone(),
-        op: d.bucket_op.clone(),
+        // Relearned on the rule's own construct (the bucket's may be the miner's `kernel` fallback,
+        // which one program never gets past).
+        construct: Some(d.applies_to.clone()),
+        op: None,
         evidence_ids: r.evidence.clone(),
         program_hashes: r.programs.clone(),
         count: r.programs.len(),

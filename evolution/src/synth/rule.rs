@@ -170,12 +170,6 @@ pub struct RuleDraft {
     /// The labelled variants the search saw (evidence; the gate checks every one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<Variant>,
-    /// The bucket's own construct and op (the search may have moved to another construct), to
-    /// learn the rule again the same way.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bucket_construct: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bucket_op: Option<String>,
     /// Files to commit: (path relative to the repository root, contents).
     #[serde(skip)]
     pub files: Vec<(String, String)>,
@@ -198,7 +192,9 @@ pub fn draft_rule(base: &Base, bucket: &BucketInfo, programs: &[Program], code: 
 }
 
 /// The rule file learned again from `programs` without `programs[excluded]` (with the same
-/// variants, code and seed): what the `generalization` gate's leave-one-out runs. `Ok(None)`:
+/// variants, code and seed): what the `generalization` gate's leave-one-out runs. `bucket`'s
+/// construct is the rule's (`applies_to`): the question is whether the others teach the same
+/// kind of rule, not whether a one-program bucket reaches the subset search. `Ok(None)`:
 /// nothing separates the others.
 pub fn relearn(base: &Base, bucket: &BucketInfo, programs: &[Program], variants: &[Variant], code: &str, seed: u64, excluded: usize) -> Result<Option<String>, String> {
     let rest: Vec<Program> = programs.iter().enumerate().filter(|(i, _)| *i != excluded).map(|(_, p)| p.clone()).collect();
@@ -213,8 +209,6 @@ pub fn relearn(base: &Base, bucket: &BucketInfo, programs: &[Program], variants:
 /// accepted instances; failing ones bound thresholds and fit boundaries).
 pub fn draft_rule_with(base: &Base, bucket: &BucketInfo, programs: &[Program], variants: &[Variant], code: &str, seed: u64) -> Result<RuleDraft, SynthError> {
     let mut d = draft_rule_inner(base, bucket, programs, variants, code, seed)?;
-    d.bucket_construct = bucket.construct.clone();
-    d.bucket_op = bucket.op.clone();
     d.variants = variants.to_vec();
     let by_hash: std::collections::BTreeMap<&str, &str> = programs.iter().map(|p| (p.hash.as_str(), p.source.as_str())).collect();
     d.failing_sources = d.failing_programs.iter().map(|h| by_hash.get(h.as_str()).map(|s| s.to_string()).unwrap_or_default()).collect();
@@ -552,8 +546,6 @@ fn draft_for_construct(
             constants: cand.constants.clone(),
             failing_sources: Vec::new(),
             variants: Vec::new(),
-            bucket_construct: None,
-            bucket_op: None,
             files,
             changelog,
         });
