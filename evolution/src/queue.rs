@@ -446,7 +446,7 @@ fn save_and_gate(
     if !opts.run_gates {
         return Ok("gates not run".into());
     }
-    let report = gater.gate(repo, base, commit)?;
+    let report = gater.gate_record(repo, base, commit, rec)?;
     rec.gates_passed = Some(report.passed);
     rec.gates = report.gates.clone();
     publish(repo, qdir, rec)?;

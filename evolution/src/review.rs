@@ -95,6 +95,14 @@ pub fn show(repo_path: &Path, r: &Record, with_diff: bool) -> Result<String, Str
             d.accepted_instances,
             d.accepted_programs
         ));
+        // Where each constant comes from: a reviewer checks a rule's numbers against these.
+        for c in &d.constants {
+            out.push_str(&format!("  constant {}: {}\n", c.value, c.describe()));
+        }
+        if !d.variants.is_empty() {
+            let fails = d.variants.iter().filter(|v| v.fails).count();
+            out.push_str(&format!("  variants:   {} labelled ({} failing, {} passing): {}\n", d.variants.len(), fails, d.variants.len() - fails, d.variants.iter().take(6).map(|v| v.id.as_str()).collect::<Vec<_>>().join(", ")));
+        }
     }
     if let Some(p) = &r.primitive {
         out.push_str(&format!("\nprimitive `{}` ({} op, {}), from {} call site(s) in {} program(s)\n", p.op, p.class, p.form, p.call_sites, p.programs));
@@ -235,7 +243,8 @@ pub fn accept_with_lock_timeout(repo_path: &Path, id: &str, note: &str, main: Op
         (git::commit_tree(&repo, tree, &[main_head, branch_head], &msg, &sig)?, "merge commit".to_string())
     };
     let mut gater = Gater::new(opts, &repo)?;
-    let report = gater.gate(&repo, main_head, candidate)?;
+    // Every gate, and for a rule the `generalization` gate, on the tree main would become.
+    let report = gater.gate_record(&repo, main_head, candidate, &r)?;
     if !report.passed {
         r.gates_passed = Some(false);
         r.gates = report.gates.clone();

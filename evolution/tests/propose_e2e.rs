@@ -98,8 +98,22 @@ fn propose_accept_reject_end_to_end() {
         let head = cake_evolve::git::proposal_commit(&repo, &r.branch).expect("the branch exists");
         assert_eq!(head.to_string(), r.commit);
         assert_eq!(r.base, main_before.to_string());
-        assert_eq!(r.gates_passed, Some(true), "{} gates:\n{}", r.id, r.gate_report().table());
         let d = r.rule.as_ref().unwrap();
+        // No memorized forms: no blacklist, and every constant traced to its source (shown).
+        assert!(!d.require.contains("!=") && d.when.as_deref().is_none_or(|w| w.trim_end().ends_with("!= 0") || !w.contains("!=")), "{d:?}");
+        let shown = review::show(&repo_dir, r, false).unwrap();
+        for c in &d.constants {
+            assert!(shown.contains(&format!("constant {}: {}", c.value, c.describe())), "{shown}");
+        }
+        // The generalization gate ran; a proposal it fails is queued with failed gates and
+        // `show` lists every reason.
+        let g = r.gate_report().get("generalization").cloned().unwrap_or_else(|| panic!("{} has a generalization gate: {}", r.id, r.gate_report().table()));
+        if g.status == cake_merge_gates::GateStatus::Fail {
+            assert_eq!(r.gates_passed, Some(false));
+            assert!(!g.details.is_empty() && g.details.iter().all(|line| shown.contains(line.as_str())), "{shown}");
+        } else {
+            assert_eq!(r.gates_passed, Some(true), "{} gates:\n{}", r.id, r.gate_report().table());
+        }
         assert!(d.code.starts_with("V6"), "evolved codes are V600–V699: {}", d.code);
         // The branch commits the rule, its negative cases and a CHANGELOG line.
         let changed = cake_evolve::git::diff(&repo, main_before, head).unwrap();

@@ -17,10 +17,13 @@
 //! [`run_gates`] takes the proposal's tree (a checkout of its branch), the base tree it is
 //! compared with, and the list of changed paths; it returns a [`GateReport`] with one
 //! [`GateResult`] per gate: `data-only`, `schema`, `corpus`, `accuracy` (a recalibration, judged
-//! on the measured runs it commits), `P1` … `P8`, `lowering`.
+//! on the measured runs it commits), `P1` … `P8`, `lowering`. An evolved rule is also judged by
+//! [`generalization_gate`] (does it state a cause or memorize its training programs?), which
+//! needs what the rule was learned from: its caller adds that result to the report.
 
 pub mod accuracy_gate;
 pub mod corpus_gate;
+pub mod generalization_gate;
 pub mod principles;
 pub mod report;
 

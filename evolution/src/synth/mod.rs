@@ -11,20 +11,23 @@
 //! the accepted data) and that **every failing program violates** (on at least one implicated
 //! instance). Candidates, simplest first:
 //!
-//! 1. one atom, in this order of forms: a boolean fact (`has_tma`, `!used`); a threshold
-//!    (`f <= c`, `f >= c`, the constant at the accepted boundary, rounded to a power of two
-//!    where one fits between the accepted and the failing values); a divisibility (`f % c == 0`,
-//!    the smallest power of two that separates); a relation between two facts (`a == b`,
-//!    `a <= b`, `a % b == 0`; a kernel or target fact only as the bound of `<=`, and only when
-//!    both name the same thing, as `smem_bytes <= target_smem_max` do); a constant (`f == c`,
-//!    `s == sym`); and last a blacklist (`f != c`, `s != sym`);
+//! 1. one atom, in this order of forms: a boolean fact (`has_tma`, `!used`); a bound by a kernel
+//!    or target limit that names the same thing (`smem_bytes <= target_smem_max`); a threshold
+//!    (`f <= c`, `f >= c`); a divisibility (`f % c == 0`, the smallest divisor that separates);
+//!    a relation between two facts of the construct (`a == b`, `a <= b`, `a % b == 0`); a
+//!    constant (`f == c`, `s == sym`);
 //! 2. two atoms: a conjunction of two invariants (`a && b`) or a guarded invariant
 //!    (`when = g`, `require = b`: the rule fires where `g` holds and `b` does not).
 //!
+//! Every constant is **grounded**: a target-table value of the failing programs' target, a
+//! catalog constraint's value, or a boundary fitted from labelled variants
+//! ([`search::SearchInput::labelled`]), recorded with its source in [`Candidate::constants`]. A
+//! value in the gap between training values is never generated, nor is a blacklist (`f != c`):
+//! both memorize the training data instead of stating a cause, and the `generalization` gate
+//! (`cake_merge_gates::generalization_gate`) rejects them.
+//!
 //! Thresholds and divisibility come before relations because a small corpus is full of
-//! coincidental relations between facts that happen to share values (powers of two), and before
-//! constants and blacklists because they generalize to held-out programs (a blacklist `f != 3`
-//! only memorizes the failing value). Ties within a form
+//! coincidental relations between facts that happen to share values (powers of two). Ties within a form
 //! are broken by the fact's place (the construct's own facts, then `kernel_*`, then `target_*`)
 //! and then by name — or, under a non-zero seed, by a seeded hash of the name, so a different seed
 //! explores a different but equally simple rule, deterministically. Only facts decidable on
@@ -73,9 +76,9 @@ pub mod variants;
 
 // The paths callers use (`synth::draft_rule`, `synth::search`, ...), kept from when this was one file.
 pub use primitive::{draft_primitive, unknown_op, PrimitiveDraft};
-pub use rule::{category_for, draft_rule, next_code, with_rules, Base, Negative, RuleDraft, EVOLVED_CODES, MAX_NEGATIVE_CASES};
+pub use rule::{category_for, draft_rule, draft_rule_with, next_code, relearn, with_rules, Base, Negative, RuleDraft, EVOLVED_CODES, MAX_NEGATIVE_CASES};
 pub use rule_file::rule_name;
-pub use search::{instances, literal_words, search, search_subset, Candidate, FactMap, SearchInput, SubsetResult, MAX_SUBSETS};
+pub use search::{instances, literal_words, search, search_subset, Candidate, FactMap, Labelled, SearchInput, SubsetResult, MAX_SUBSETS};
 
 // ─── Inputs ──────────────────────────────────────────────────────────────────────────────────────
 

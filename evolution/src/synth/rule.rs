@@ -12,11 +12,12 @@ use cake::pred::Value;
 use cake::span::line_col;
 use cake::target::TargetTable;
 use cake::verify::{ConstructKind, ModuleFacts, RuleSet};
+use cake_merge_gates::generalization_gate::{grounded_constants, ConstantSource, Variant};
 use cake_merge_gates::Tree;
 use serde::{Deserialize, Serialize};
 
 use super::rule_file::{changelog_line, negative_case, rule_name, rule_toml, set_findings};
-use super::search::{instances, search, search_subset, FactMap, SearchInput};
+use super::search::{instances, search, search_subset, FactMap, Labelled, SearchInput};
 use super::{construct_text, parse_construct, short, BucketInfo, Program, SynthError};
 
 /// The base tree's compiler data, loaded once per base commit.
@@ -37,6 +38,9 @@ pub struct Base {
     /// them too (they are rejected anyway); the proposal then updates their expected findings.
     pub negatives: Vec<Negative>,
     pub corpus_cases: usize,
+    /// The constants the tree's target table and catalog ground (what a rule's thresholds,
+    /// divisors and constants may be, besides boundaries fitted from labelled variants).
+    pub grounding: Vec<ConstantSource>,
 }
 
 /// A negative corpus case.
@@ -86,7 +90,8 @@ impl Base {
             }
         }
         let corpus_facts = corpus_modules.iter().map(|(_, m)| targets.get(&m.target).map(|t| cake::verify::module_facts(m, t))).collect();
-        Ok(Base { tree, frontend, rules, rule_files, targets, corpus_modules, corpus_facts, negatives, corpus_cases: corpus.cases.len() })
+        let grounding = grounded_constants(&tree, None)?;
+        Ok(Base { tree, frontend, rules, rule_files, targets, corpus_modules, corpus_facts, negatives, corpus_cases: corpus.cases.len(), grounding })
     }
 
     fn facts(&self, m: &Module) -> Option<ModuleFacts> {
@@ -155,6 +160,16 @@ pub struct RuleDraft {
     pub skipped_programs: Vec<String>,
     pub accepted_programs: usize,
     pub accepted_instances: usize,
+    /// Where each constant of the predicate comes from (target table, catalog, fitted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constants: Vec<ConstantSource>,
+    /// The sources of `failing_programs` (same order), so the `generalization` gate can learn
+    /// the rule again without each of them, also at `accept`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing_sources: Vec<String>,
+    /// The labelled variants the search saw (evidence; the gate checks every one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<Variant>,
     /// Files to commit: (path relative to the repository root, contents).
     #[serde(skip)]
     pub files: Vec<(String, String)>,
@@ -164,8 +179,43 @@ pub struct RuleDraft {
 /// Programs committed as negative corpus cases, at most.
 pub const MAX_NEGATIVE_CASES: usize = 4;
 
+impl RuleDraft {
+    /// The rule file, relative to the repository root.
+    pub fn rule_path(&self) -> String {
+        format!("compiler/rules/{}/{}-{}.toml", self.category, self.code, self.name)
+    }
+}
+
 /// Search a rule for `bucket` over `programs` (its failing programs) against `base`.
 pub fn draft_rule(base: &Base, bucket: &BucketInfo, programs: &[Program], code: &str, seed: u64) -> Result<RuleDraft, SynthError> {
+    draft_rule_with(base, bucket, programs, &[], code, seed)
+}
+
+/// The rule file learned again from `programs` without `programs[excluded]` (with the same
+/// variants, code and seed): what the `generalization` gate's leave-one-out runs. `bucket`'s
+/// construct is the rule's (`applies_to`): the question is whether the others teach the same
+/// kind of rule, not whether a one-program bucket reaches the subset search. `Ok(None)`:
+/// nothing separates the others.
+pub fn relearn(base: &Base, bucket: &BucketInfo, programs: &[Program], variants: &[Variant], code: &str, seed: u64, excluded: usize) -> Result<Option<String>, String> {
+    let rest: Vec<Program> = programs.iter().enumerate().filter(|(i, _)| *i != excluded).map(|(_, p)| p.clone()).collect();
+    match draft_rule_with(base, bucket, &rest, variants, code, seed) {
+        Ok(d) => Ok(d.files.into_iter().next().map(|(_, text)| text)),
+        Err(SynthError::Invalid(e)) => Err(e),
+        Err(_) => Ok(None),
+    }
+}
+
+/// [`draft_rule`] with labelled variants of the failing programs (passing ones join the
+/// accepted instances; failing ones bound thresholds and fit boundaries).
+pub fn draft_rule_with(base: &Base, bucket: &BucketInfo, programs: &[Program], variants: &[Variant], code: &str, seed: u64) -> Result<RuleDraft, SynthError> {
+    let mut d = draft_rule_inner(base, bucket, programs, variants, code, seed)?;
+    d.variants = variants.to_vec();
+    let by_hash: std::collections::BTreeMap<&str, &str> = programs.iter().map(|p| (p.hash.as_str(), p.source.as_str())).collect();
+    d.failing_sources = d.failing_programs.iter().map(|h| by_hash.get(h.as_str()).map(|s| s.to_string()).unwrap_or_default()).collect();
+    Ok(d)
+}
+
+fn draft_rule_inner(base: &Base, bucket: &BucketInfo, programs: &[Program], variants: &[Variant], code: &str, seed: u64) -> Result<RuleDraft, SynthError> {
     // The failing programs the current verifier accepts.
     let mut usable: Vec<(&Program, Module)> = Vec::new();
     let mut skipped = Vec::new();
@@ -195,7 +245,7 @@ pub fn draft_rule(base: &Base, bucket: &BucketInfo, programs: &[Program], code: 
     let mut last_err = SynthError::NoSeparatingPredicate(bucket.construct.clone().unwrap_or_else(|| "any construct".into()));
     let mut best: Option<(u8, RuleDraft)> = None;
     for (kind, op) in constructs.clone() {
-        match draft_for_construct(base, bucket, &usable, &skipped, kind, op.as_deref(), code, seed, Explain::All) {
+        match draft_for_construct(base, bucket, &usable, &skipped, variants, kind, op.as_deref(), code, seed, Explain::All) {
             Ok(d) => {
                 let better = best.as_ref().is_none_or(|(lvl, _)| d.level < *lvl);
                 if better {
@@ -215,7 +265,7 @@ pub fn draft_rule(base: &Base, bucket: &BucketInfo, programs: &[Program], code: 
     if best.is_none() {
         if let Some((ConstructKind::Call, Some(op))) = bucket.construct.as_deref().and_then(parse_construct) {
             for kind in argument_roots(base, &usable, &op) {
-                if let Ok(mut d) = draft_for_construct(base, bucket, &usable, &skipped, kind, None, code, seed, Explain::All) {
+                if let Ok(mut d) = draft_for_construct(base, bucket, &usable, &skipped, variants, kind, None, code, seed, Explain::All) {
                     d.skipped_programs.push(format!(
                         "no predicate over the facts of `call:{op}` separates the failing programs: the rule is on the `{}` its arguments name",
                         kind.as_str()
@@ -245,7 +295,7 @@ pub fn draft_rule(base: &Base, bucket: &BucketInfo, programs: &[Program], code: 
         let mut invalid = None;
         for (kind, op) in wide {
             searched.push(construct_text(kind, op.as_deref()));
-            match draft_for_construct(base, bucket, &usable, &skipped, kind, op.as_deref(), code, seed, Explain::Largest { min: 2 }) {
+            match draft_for_construct(base, bucket, &usable, &skipped, variants, kind, op.as_deref(), code, seed, Explain::Largest { min: 2 }) {
                 Ok(d) => {
                     let better = partial.as_ref().is_none_or(|p| (d.failing_programs.len(), std::cmp::Reverse(d.level)) > (p.failing_programs.len(), std::cmp::Reverse(p.level)));
                     if better {
@@ -310,6 +360,7 @@ fn draft_for_construct(
     bucket: &BucketInfo,
     usable: &[(&Program, Module)],
     skipped: &[String],
+    variants: &[Variant],
     kind: ConstructKind,
     op: Option<&str>,
     code: &str,
@@ -344,6 +395,17 @@ fn draft_for_construct(
     if input.accepted.is_empty() {
         return Err(SynthError::NoAcceptedInstances(construct));
     }
+    // Constants of the failing programs' targets; variants as the real compiler labelled them.
+    let targets: BTreeSet<&str> = failing_used.iter().map(|pm| pm.1.target.as_str()).collect();
+    input.grounding = base.grounding.iter().filter(|g| !matches!(&g.source, cake_merge_gates::generalization_gate::Source::Target { target, .. } if !targets.contains(target.as_str()))).cloned().collect();
+    for v in variants {
+        let Some(m) = base.frontend.check(&v.source).module else { continue };
+        let Some(f) = base.facts(&m) else { continue };
+        let inst: Vec<FactMap> = instances(&f, kind, op).into_iter().map(|(m, _)| m).collect();
+        if !inst.is_empty() {
+            input.labelled.push(Labelled { variant: v.id.clone(), fails: v.fails, instances: inst });
+        }
+    }
     // The failing programs the rule explains, and those it leaves unexplained (with the kernel's
     // name, for the reviewer).
     let mut unexplained: Vec<(String, String)> = Vec::new();
@@ -365,7 +427,7 @@ fn draft_for_construct(
     // A predicate over kernel and target facts only is a rule about the kernel: check it once
     // per program, on the kernel, instead of once per construct.
     if kind != ConstructKind::Kernel && candidates[0].facts.iter().all(|f| f.starts_with("kernel_") || f.starts_with("target")) {
-        let mut attempt = draft_for_construct(base, bucket, usable, &skipped, ConstructKind::Kernel, None, code, seed, explain);
+        let mut attempt = draft_for_construct(base, bucket, usable, &skipped, variants, ConstructKind::Kernel, None, code, seed, explain);
         if let Ok(d) = &mut attempt {
             d.skipped_programs.push(format!("the separating predicate names only kernel facts: the rule is on the kernel, not on `{construct}`"));
         }
@@ -477,13 +539,13 @@ fn draft_for_construct(
                         ));
                     }
                 }
-                if cand.form.contains("blacklist") || cand.form.contains("constant") {
-                    s.push(format!("review: the predicate is a {} — it names the failing or accepted value itself and may not generalize", cand.form));
-                }
                 s
             },
             accepted_programs,
             accepted_instances: input.accepted.len(),
+            constants: cand.constants.clone(),
+            failing_sources: Vec::new(),
+            variants: Vec::new(),
             files,
             changelog,
         });

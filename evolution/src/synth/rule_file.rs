@@ -126,11 +126,12 @@ pub(super) fn rule_toml(
     s.push_str(&format!(
         "why = \"\"\"{}\"\"\"\n",
         format!(
-            "Mined from run evidence: {failing} failing program(s) of bucket {} failed with `{}`. Every one of them violates `{}` on a `{construct}`, while all {accepted_instances} instance(s) of `{construct}` in the {accepted_programs} corpus program(s) that have one satisfy it. The predicate is the simplest of the rule language that separates the two ({} form); the hardware reason behind it is for the reviewer to confirm.{}",
+            "Mined from run evidence: {failing} failing program(s) of bucket {} failed with `{}`. Every one of them violates `{}` on a `{construct}`, while all {accepted_instances} instance(s) of `{construct}` in the {accepted_programs} corpus program(s) that have one satisfy it. The predicate is the simplest of the rule language that separates the two ({} form); the hardware reason behind it is for the reviewer to confirm.{}{}",
             bucket.id,
             sig.replace("\"\"\"", "'''"),
             c.require,
             c.form,
+            constants_text(c),
             unexplained_text(failing, unexplained)
         )
         .replace('\\', "\\\\")
@@ -138,9 +139,21 @@ pub(super) fn rule_toml(
     s.push_str(&format!("example = \"\"\"{}\"\"\"\n", example.replace('\\', "\\\\").replace("\"\"\"", "'''")));
     s.push_str(&format!(
         "source = \"{}\"\n",
-        toml_escape(&format!("cake-evolve-compiler evidence bucket {} (evidence {evidence}{more}); negative cases corpus/verifier-negative/{code}-{name}*.cake", bucket.id))
+        toml_escape(&format!(
+            "cake-evolve-compiler evidence bucket {} (evidence {evidence}{more}); negative cases corpus/verifier-negative/{code}-{name}*.cake{}",
+            bucket.id,
+            c.constants.iter().map(|k| format!("; constant {}: {}", k.value, k.describe())).collect::<String>()
+        ))
     ));
     s
+}
+
+/// What a rule's doc says of where its constants come from ("" when it has none).
+fn constants_text(c: &Candidate) -> String {
+    if c.constants.is_empty() {
+        return String::new();
+    }
+    format!(" Its constants: {}.", c.constants.iter().map(|k| format!("{} is {}", k.value, k.describe())).collect::<Vec<_>>().join("; "))
 }
 
 /// What a rule's doc says of the failing programs it leaves unexplained ("" when none).
@@ -208,9 +221,9 @@ mod tests {
 
     #[test]
     fn rule_names_are_kebab_case() {
-        let c = Candidate { when: None, require: "b_dim(0) % 16 == 0".into(), level: 1, form: String::new(), facts: vec![] };
+        let c = Candidate { when: None, require: "b_dim(0) % 16 == 0".into(), level: 1, form: String::new(), facts: vec![], constants: vec![] };
         assert_eq!(rule_name("call:wgmma", &c), "wgmma-b-dim-0-multiple-of-16");
-        let g = Candidate { when: Some("swizzle != 0".into()), require: "align % swizzle_atom == 0".into(), level: 2, form: String::new(), facts: vec![] };
+        let g = Candidate { when: Some("swizzle != 0".into()), require: "align % swizzle_atom == 0".into(), level: 2, form: String::new(), facts: vec![], constants: vec![] };
         assert_eq!(rule_name("smem", &g), "smem-if-swizzle-not-0-align-multiple-of-swizzle-atom");
     }
 }

@@ -2,6 +2,7 @@
 //! simplest predicate that holds on every accepted row and fails on a row of every failing
 //! program (see the module docs of `synth`).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 
@@ -9,6 +10,7 @@ use cake::catalog::Catalog;
 use cake::pred::Value;
 use cake::target::TargetTable;
 use cake::verify::{ConstructKind, FactSet, ModuleFacts};
+use cake_merge_gates::generalization_gate::{ConstantSource, Source};
 use serde::{Deserialize, Serialize};
 
 use super::primary_span_key;
@@ -90,11 +92,29 @@ pub fn literal_words() -> BTreeSet<String> {
 // ─── The search ──────────────────────────────────────────────────────────────────────────────────
 
 /// What the search looks at: the corpus instances and, per failing program, its implicated
-/// instances.
+/// instances; the labelled variants; and the constants a rule may use.
 #[derive(Clone, Debug, Default)]
 pub struct SearchInput {
     pub accepted: Vec<FactMap>,
     pub failing: Vec<Vec<FactMap>>,
+    /// Variants of the failing programs labelled by the real compiler (or the GPU). A passing
+    /// variant's instances are accepted instances (the rule must hold on them); a failing
+    /// variant's bound a threshold from the failing side. Together they fit a boundary
+    /// ([`Source::Fitted`]) where no target or catalog value lies between them.
+    pub labelled: Vec<Labelled>,
+    /// The constants the data grounds (target table, catalog:
+    /// [`cake_merge_gates::generalization_gate::grounded_constants`]). A threshold, divisor or
+    /// constant is one of these or fitted from `labelled`; a value in the gap between training
+    /// values is never generated.
+    pub grounding: Vec<ConstantSource>,
+}
+
+/// One labelled variant program: its instances of the construct searched.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Labelled {
+    pub variant: String,
+    pub fails: bool,
+    pub instances: Vec<FactMap>,
 }
 
 /// A predicate the search proposes.
@@ -110,6 +130,9 @@ pub struct Candidate {
     pub form: String,
     /// The facts it names.
     pub facts: Vec<String>,
+    /// Where each of its constants comes from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constants: Vec<ConstantSource>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -136,6 +159,14 @@ struct Table {
     syms: Vec<String>,
     accepted: Vec<Vec<V>>,
     failing: Vec<Vec<Vec<V>>>,
+    /// Per accepted row, the labelled variant it comes from (`None`: a corpus instance).
+    acc_variant: Vec<Option<usize>>,
+    /// The failing labelled variants: (index into `variants`, rows).
+    lab_fail: Vec<(usize, Vec<Vec<V>>)>,
+    variants: Vec<String>,
+    grounding: Vec<ConstantSource>,
+    /// Boundaries fitted from labelled variants during the search (atoms point into it).
+    fits: RefCell<Vec<ConstantSource>>,
 }
 
 impl Table {
@@ -198,9 +229,56 @@ impl Table {
                 })
                 .collect()
         };
-        let accepted = input.accepted.iter().map(|m| row(m, &mut syms)).collect();
+        let mut accepted: Vec<Vec<V>> = input.accepted.iter().map(|m| row(m, &mut syms)).collect();
+        let mut acc_variant = vec![None; accepted.len()];
+        let mut lab_fail = Vec::new();
+        for (i, l) in input.labelled.iter().enumerate() {
+            let rows: Vec<Vec<V>> = l.instances.iter().map(|m| row(m, &mut syms)).collect();
+            if l.fails {
+                lab_fail.push((i, rows));
+            } else {
+                acc_variant.extend(rows.iter().map(|_| Some(i)));
+                accepted.extend(rows);
+            }
+        }
         let failing = input.failing.iter().map(|p| p.iter().map(|m| row(m, &mut syms)).collect()).collect();
-        Table { names, types: tys, order, syms, accepted, failing }
+        let variants = input.labelled.iter().map(|l| l.variant.clone()).collect();
+        Table { names, types: tys, order, syms, accepted, failing, acc_variant, lab_fail, variants, grounding: input.grounding.clone(), fits: RefCell::new(Vec::new()) }
+    }
+
+    /// The source of an atom's constant.
+    fn source(&self, s: Src) -> ConstantSource {
+        match s {
+            Src::G(i) => self.grounding[i as usize].clone(),
+            Src::F(i) => self.fits.borrow()[i as usize].clone(),
+        }
+    }
+
+    /// A grounded constant in `[lo, hi]`: a target-table value before a catalog value, then the
+    /// highest (`high`) or lowest value.
+    fn grounded_in(&self, lo: i64, hi: i64, high: bool) -> Option<(i64, Src)> {
+        let class = |s: &ConstantSource| match s.source {
+            Source::Target { .. } => 0,
+            Source::Catalog { .. } => 1,
+            Source::Fitted { .. } => 2,
+        };
+        self.grounding
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.value >= lo && g.value <= hi && class(g) < 2)
+            .min_by_key(|(i, g)| (class(g), if high { -g.value } else { g.value }, *i))
+            .map(|(i, g)| (g.value, Src::G(i as u32)))
+    }
+
+    fn fit(&self, value: i64, pass: i64, fail: i64, ids: BTreeSet<usize>) -> Src {
+        let variants = ids.into_iter().map(|i| self.variants[i].clone()).collect();
+        let mut fits = self.fits.borrow_mut();
+        let c = ConstantSource { value, source: Source::Fitted { pass, fail, variants } };
+        let i = fits.iter().position(|x| *x == c).unwrap_or_else(|| {
+            fits.push(c);
+            fits.len() - 1
+        });
+        Src::F(i as u32)
     }
 
     fn facts_of(&self, ty: Ty) -> Vec<usize> {
@@ -210,29 +288,36 @@ impl Table {
     }
 }
 
+/// Where an atom's constant comes from: a grounded constant of the table, or a fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Src {
+    G(u32),
+    F(u32),
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Atom {
     Bool { f: usize, want: bool },
-    /// `a == b` (le = false) or `a <= b` (le = true).
+    /// `a == b` (le = false) or `a <= b` (le = true), two facts of the construct.
     Pair { a: usize, b: usize, le: bool },
+    /// `a <= b`: a construct fact under a related kernel or target limit.
+    Limit { a: usize, b: usize },
     ModPair { a: usize, b: usize },
-    /// `a + c <= b`: a construct fact with headroom `c` under a kernel or target limit.
-    PairOff { a: usize, b: usize, c: i64 },
-    Le { f: usize, c: i64 },
-    Ge { f: usize, c: i64 },
-    Mod { f: usize, c: i64 },
-    Eq { f: usize, c: i64 },
+    Le { f: usize, c: i64, src: Src },
+    Ge { f: usize, c: i64, src: Src },
+    Mod { f: usize, c: i64, src: Src },
+    Eq { f: usize, c: i64, src: Src },
     SymEq { f: usize, s: u32 },
-    Ne { f: usize, c: i64 },
-    SymNe { f: usize, s: u32 },
+    /// `f != 0`: only as a guard (the construct has an `f`), never a requirement.
+    NonZero { f: usize },
 }
 
 impl Atom {
     fn rank(&self) -> u32 {
         match self {
             Atom::Bool { .. } => 0,
-            // A bound by a kernel or target limit (`smem_bytes + 1024 <= target_smem_max`).
-            Atom::PairOff { .. } => 1,
+            // A bound by a kernel or target limit (`smem_bytes <= target_smem_max`).
+            Atom::Limit { .. } => 1,
             Atom::Le { .. } => 2,
             Atom::Ge { .. } => 3,
             Atom::Mod { .. } => 4,
@@ -241,8 +326,7 @@ impl Atom {
             Atom::ModPair { .. } => 7,
             Atom::Eq { .. } => 7,
             Atom::SymEq { .. } => 8,
-            Atom::Ne { .. } => 9,
-            Atom::SymNe { .. } => 10,
+            Atom::NonZero { .. } => 9,
         }
     }
 
@@ -251,20 +335,27 @@ impl Atom {
             Atom::Bool { .. } => "boolean fact",
             Atom::Pair { le: false, .. } => "relation ==",
             Atom::Pair { le: true, .. } => "relation <=",
+            Atom::Limit { .. } => "bound by a limit",
             Atom::ModPair { .. } => "relation %",
-            Atom::PairOff { .. } => "relation with headroom",
             Atom::Le { .. } => "threshold <=",
             Atom::Ge { .. } => "threshold >=",
             Atom::Mod { .. } => "divisibility",
             Atom::Eq { .. } | Atom::SymEq { .. } => "constant",
-            Atom::Ne { .. } | Atom::SymNe { .. } => "blacklist",
+            Atom::NonZero { .. } => "presence",
         }
     }
 
     fn facts(&self) -> Vec<usize> {
         match *self {
-            Atom::Pair { a, b, .. } | Atom::ModPair { a, b } | Atom::PairOff { a, b, .. } => vec![a, b],
-            Atom::Bool { f, .. } | Atom::Le { f, .. } | Atom::Ge { f, .. } | Atom::Mod { f, .. } | Atom::Eq { f, .. } | Atom::SymEq { f, .. } | Atom::Ne { f, .. } | Atom::SymNe { f, .. } => vec![f],
+            Atom::Pair { a, b, .. } | Atom::ModPair { a, b } | Atom::Limit { a, b } => vec![a, b],
+            Atom::Bool { f, .. } | Atom::Le { f, .. } | Atom::Ge { f, .. } | Atom::Mod { f, .. } | Atom::Eq { f, .. } | Atom::SymEq { f, .. } | Atom::NonZero { f } => vec![f],
+        }
+    }
+
+    fn src(&self) -> Option<Src> {
+        match *self {
+            Atom::Le { src, .. } | Atom::Ge { src, .. } | Atom::Mod { src, .. } | Atom::Eq { src, .. } => Some(src),
+            _ => None,
         }
     }
 
@@ -279,26 +370,22 @@ impl Atom {
                 (V::I(x), V::I(y)) => Some(if le { x <= y } else { x == y }),
                 _ => None,
             },
+            Atom::Limit { a, b } => match (row[a], row[b]) {
+                (V::I(x), V::I(y)) => Some(x <= y),
+                _ => None,
+            },
             Atom::ModPair { a, b } => match (row[a], row[b]) {
                 (V::I(_), V::I(0)) => None,
                 (V::I(x), V::I(y)) => Some(x.wrapping_rem(y) == 0),
                 _ => None,
             },
-            Atom::PairOff { a, b, c } => match (row[a], row[b]) {
-                (V::I(x), V::I(y)) => Some(x.wrapping_add(c) <= y),
-                _ => None,
-            },
-            Atom::Le { f, c } => int(row[f]).map(|x| x <= c),
-            Atom::Ge { f, c } => int(row[f]).map(|x| x >= c),
-            Atom::Mod { f, c } => int(row[f]).map(|x| x.wrapping_rem(c) == 0),
-            Atom::Eq { f, c } => int(row[f]).map(|x| x == c),
-            Atom::Ne { f, c } => int(row[f]).map(|x| x != c),
+            Atom::Le { f, c, .. } => int(row[f]).map(|x| x <= c),
+            Atom::Ge { f, c, .. } => int(row[f]).map(|x| x >= c),
+            Atom::Mod { f, c, .. } => int(row[f]).map(|x| x.wrapping_rem(c) == 0),
+            Atom::Eq { f, c, .. } => int(row[f]).map(|x| x == c),
+            Atom::NonZero { f } => int(row[f]).map(|x| x != 0),
             Atom::SymEq { f, s } => match row[f] {
                 V::S(x) => Some(x == s),
-                _ => None,
-            },
-            Atom::SymNe { f, s } => match row[f] {
-                V::S(x) => Some(x != s),
                 _ => None,
             },
         }
@@ -310,15 +397,14 @@ impl Atom {
             Atom::Bool { f, want: true } => n(f).to_string(),
             Atom::Bool { f, want: false } => format!("!{}", n(f)),
             Atom::Pair { a, b, le } => format!("{} {} {}", n(a), if le { "<=" } else { "==" }, n(b)),
+            Atom::Limit { a, b } => format!("{} <= {}", n(a), n(b)),
             Atom::ModPair { a, b } => format!("{} % {} == 0", n(a), n(b)),
-            Atom::PairOff { a, b, c } => format!("{} + {c} <= {}", n(a), n(b)),
-            Atom::Le { f, c } => format!("{} <= {c}", n(f)),
-            Atom::Ge { f, c } => format!("{} >= {c}", n(f)),
-            Atom::Mod { f, c } => format!("{} % {c} == 0", n(f)),
-            Atom::Eq { f, c } => format!("{} == {c}", n(f)),
-            Atom::Ne { f, c } => format!("{} != {c}", n(f)),
+            Atom::Le { f, c, .. } => format!("{} <= {c}", n(f)),
+            Atom::Ge { f, c, .. } => format!("{} >= {c}", n(f)),
+            Atom::Mod { f, c, .. } => format!("{} % {c} == 0", n(f)),
+            Atom::Eq { f, c, .. } => format!("{} == {c}", n(f)),
+            Atom::NonZero { f } => format!("{} != 0", n(f)),
             Atom::SymEq { f, s } => format!("{} == {}", n(f), t.syms[s as usize]),
-            Atom::SymNe { f, s } => format!("{} != {}", n(f), t.syms[s as usize]),
         }
     }
 
@@ -344,16 +430,6 @@ fn int(v: V) -> Option<i64> {
         V::I(x) => Some(x),
         _ => None,
     }
-}
-
-const POW2: [i64; 10] = [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
-
-fn largest_pow2_in(lo: i64, hi: i64) -> Option<i64> {
-    POW2.iter().rev().copied().chain([1]).find(|p| *p >= lo && *p <= hi)
-}
-
-fn smallest_pow2_in(lo: i64, hi: i64) -> Option<i64> {
-    [1].into_iter().chain(POW2).find(|p| *p >= lo && *p <= hi)
 }
 
 /// Subsets of the table the search runs on (all of it, or the part a guard selects).
@@ -386,6 +462,38 @@ impl<'t> View<'t> {
         let acc = self.accepted.iter().filter_map(|r| int(r[f])).collect();
         let fail = self.failing.iter().map(|p| p.iter().filter_map(|r| int(r[f])).collect()).collect();
         (acc, fail)
+    }
+
+    /// The failing variants' nearest values of `f` beyond the accepted ones: the smallest above
+    /// `max_a` (per variant, its largest value) and the largest below `min_a` (its smallest),
+    /// each with the variants that show it.
+    #[allow(clippy::type_complexity)]
+    fn labelled_bounds(&self, f: usize, min_a: i64, max_a: i64) -> (Option<(i64, Vec<usize>)>, Option<(i64, Vec<usize>)>) {
+        let (mut hi, mut lo): (Option<(i64, Vec<usize>)>, Option<(i64, Vec<usize>)>) = (None, None);
+        for (i, rows) in &self.t.lab_fail {
+            let vals: Vec<i64> = rows.iter().filter_map(|r| int(r[f])).collect();
+            if let Some(m) = vals.iter().max().copied().filter(|m| *m > max_a) {
+                match &mut hi {
+                    Some((h, ids)) if *h == m => ids.push(*i),
+                    Some((h, _)) if *h < m => {}
+                    _ => hi = Some((m, vec![*i])),
+                }
+            }
+            if let Some(m) = vals.iter().min().copied().filter(|m| *m < min_a) {
+                match &mut lo {
+                    Some((l, ids)) if *l == m => ids.push(*i),
+                    Some((l, _)) if *l > m => {}
+                    _ => lo = Some((m, vec![*i])),
+                }
+            }
+        }
+        (hi, lo)
+    }
+
+    /// The passing variants with an instance whose `f` is `value` (`None`: none).
+    fn labelled_at(&self, f: usize, value: i64) -> Option<BTreeSet<usize>> {
+        let ids: BTreeSet<usize> = self.t.accepted.iter().zip(&self.t.acc_variant).filter(|(r, v)| v.is_some() && r[f] == V::I(value)).filter_map(|(_, v)| *v).collect();
+        (!ids.is_empty()).then_some(ids)
     }
 
     /// The invariants of the accepted instances. With `separate`, constants are chosen to
@@ -421,25 +529,9 @@ impl<'t> View<'t> {
                 if other_is_program_fact {
                     // Kernel and target facts bound a construct's fact (`bytes <= target_smem_max`);
                     // equalities and divisibility by them are coincidences.
-                    let le = Atom::Pair { a, b, le: true };
+                    let le = Atom::Limit { a, b };
                     if !all_eq && self.holds_on_accepted(&le) {
                         out.push(le);
-                        // Headroom under the limit: `a + c <= b`, c the smallest power of two
-                        // above every failing program's headroom (or the accepted boundary).
-                        let gap = |r: &[V]| -> Option<i64> { Some(int(r[b])? - int(r[a])?) };
-                        let min_acc = self.accepted.iter().filter_map(|r| gap(r)).min();
-                        let lo = if separate && !self.failing.is_empty() {
-                            self.failing.iter().map(|p| p.iter().filter_map(|r| gap(r)).min()).collect::<Option<Vec<i64>>>().and_then(|v| v.into_iter().max())
-                        } else {
-                            None
-                        };
-                        if let Some(m) = min_acc.filter(|m| *m > 0) {
-                            let c = match lo {
-                                Some(l) if l >= 0 && l < m => smallest_pow2_in(l + 1, m).unwrap_or(l + 1),
-                                _ => m,
-                            };
-                            out.push(Atom::PairOff { a, b, c });
-                        }
                     }
                     continue;
                 }
@@ -472,57 +564,56 @@ impl<'t> View<'t> {
             let (min_a, max_a) = (*acc.iter().min().unwrap_or(&0), *acc.iter().max().unwrap_or(&0));
             let constant = min_a == max_a;
             let sep_ok = separate && fail.iter().all(|v| !v.is_empty());
-            // Thresholds.
+            // Thresholds: the constant lies between the accepted values and the failing ones (of
+            // the failing programs, when separating, and of the failing variants); it is a
+            // target-table or catalog value there, else the boundary the labelled variants fit.
+            let (lab_hi, lab_lo) = self.labelled_bounds(f, min_a, max_a);
             let hi = if sep_ok { fail.iter().map(|v| *v.iter().max().unwrap_or(&i64::MIN)).min() } else { None };
-            let c_le = match hi {
-                Some(h) if h > max_a => largest_pow2_in(max_a, h - 1).unwrap_or(max_a),
-                _ => max_a,
-            };
+            let hi = [hi, lab_hi.as_ref().map(|(h, _)| *h)].into_iter().flatten().min().filter(|h| *h > max_a);
             let lo = if sep_ok { fail.iter().map(|v| *v.iter().min().unwrap_or(&i64::MAX)).max() } else { None };
-            let c_ge = match lo {
-                Some(l) if l < min_a => smallest_pow2_in(l + 1, min_a).unwrap_or(min_a),
-                _ => min_a,
-            };
-            if !constant {
-                out.push(Atom::Le { f, c: c_le });
-                out.push(Atom::Ge { f, c: c_ge });
-            } else {
-                // A constant fact: thresholds only where they separate (else `== c` says it).
-                if hi.is_some_and(|h| h > max_a) {
-                    out.push(Atom::Le { f, c: c_le });
-                }
-                if lo.is_some_and(|l| l < min_a) {
-                    out.push(Atom::Ge { f, c: c_ge });
-                }
+            let lo = [lo, lab_lo.as_ref().map(|(l, _)| *l)].into_iter().flatten().max().filter(|l| *l < min_a);
+            let le = match hi {
+                Some(h) => self.t.grounded_in(max_a, h - 1, true),
+                None => self.t.grounded_in(max_a, i64::MAX, false),
             }
-            // Divisibility.
+            .or_else(|| {
+                let (h, fail_ids) = lab_hi.filter(|(h, _)| hi == Some(*h))?;
+                let pass_ids = self.labelled_at(f, max_a)?;
+                Some((max_a, self.t.fit(max_a, max_a, h, pass_ids.into_iter().chain(fail_ids).collect())))
+            });
+            let ge = match lo {
+                Some(l) => self.t.grounded_in(l + 1, min_a, false),
+                None => self.t.grounded_in(i64::MIN, min_a, true),
+            }
+            .or_else(|| {
+                let (l, fail_ids) = lab_lo.filter(|(l, _)| lo == Some(*l))?;
+                let pass_ids = self.labelled_at(f, min_a)?;
+                Some((min_a, self.t.fit(min_a, min_a, l, pass_ids.into_iter().chain(fail_ids).collect())))
+            });
+            // A constant fact: thresholds only where they separate (else `== c` says it).
+            if let Some((c, src)) = le.filter(|_| !constant || hi.is_some()) {
+                out.push(Atom::Le { f, c, src });
+            }
+            if let Some((c, src)) = ge.filter(|_| !constant || lo.is_some()) {
+                out.push(Atom::Ge { f, c, src });
+            }
+            // Divisibility by a grounded constant: the smallest that separates, else the largest.
             if acc.iter().any(|x| *x != 0) {
-                let divides: Vec<i64> = POW2.iter().copied().filter(|c| acc.iter().all(|x| x % c == 0)).collect();
-                let pick = if separate {
-                    divides.iter().copied().find(|c| fail.iter().all(|v| v.iter().any(|x| x % c != 0))).or(divides.last().copied())
-                } else {
-                    divides.last().copied()
-                };
-                if let Some(c) = pick {
-                    out.push(Atom::Mod { f, c });
+                let mut divides: Vec<(i64, Src)> = Vec::new();
+                for (i, g) in self.t.grounding.iter().enumerate() {
+                    if g.value >= 2 && acc.iter().all(|x| x % g.value == 0) && !divides.iter().any(|(c, _)| *c == g.value) {
+                        divides.push((g.value, Src::G(i as u32)));
+                    }
+                }
+                divides.sort_by_key(|(c, _)| *c);
+                let pick = if separate { divides.iter().copied().find(|(c, _)| fail.iter().all(|v| v.iter().any(|x| x % c != 0))).or(divides.last().copied()) } else { divides.last().copied() };
+                if let Some((c, src)) = pick {
+                    out.push(Atom::Mod { f, c, src });
                 }
             }
             if constant {
-                out.push(Atom::Eq { f, c: min_a });
-            }
-            // Blacklist: a value every failing program shows and no accepted instance has.
-            if separate && !fail.is_empty() {
-                let acc_set: BTreeSet<i64> = acc.iter().copied().collect();
-                let mut common: Option<BTreeSet<i64>> = None;
-                for v in &fail {
-                    let s: BTreeSet<i64> = v.iter().copied().filter(|x| !acc_set.contains(x)).collect();
-                    common = Some(match common {
-                        None => s,
-                        Some(c) => c.intersection(&s).copied().collect(),
-                    });
-                }
-                if let Some(c) = common.and_then(|c| c.into_iter().next()) {
-                    out.push(Atom::Ne { f, c });
+                if let Some((c, src)) = self.t.grounded_in(min_a, min_a, true) {
+                    out.push(Atom::Eq { f, c, src });
                 }
             }
         }
@@ -530,19 +621,6 @@ impl<'t> View<'t> {
             let vals: BTreeSet<u32> = self.accepted.iter().filter_map(|r| if let V::S(s) = r[f] { Some(s) } else { None }).collect();
             if vals.len() == 1 {
                 out.push(Atom::SymEq { f, s: *vals.iter().next().unwrap_or(&0) });
-            }
-            if separate {
-                let mut common: Option<BTreeSet<u32>> = None;
-                for p in &self.failing {
-                    let s: BTreeSet<u32> = p.iter().filter_map(|r| if let V::S(s) = r[f] { Some(s) } else { None }).filter(|s| !vals.contains(s)).collect();
-                    common = Some(match common {
-                        None => s,
-                        Some(c) => c.intersection(&s).copied().collect(),
-                    });
-                }
-                if let Some(s) = common.and_then(|c| c.into_iter().next()) {
-                    out.push(Atom::SymNe { f, s });
-                }
             }
         }
         out.retain(|a| self.holds_on_accepted(a));
@@ -562,7 +640,7 @@ fn guards(t: &Table, view: &View) -> Vec<Atom> {
     }
     for f in t.facts_of(Ty::Int) {
         if t.order[f].0 == 0 {
-            guards.push(Atom::Ne { f, c: 0 });
+            guards.push(Atom::NonZero { f });
         }
     }
     for f in t.facts_of(Ty::Sym) {
@@ -587,26 +665,6 @@ impl<'t> View<'t> {
             failing: self.failing.iter().map(|p| p.iter().copied().filter(|r| g.eval(r) == Some(true)).collect()).collect(),
         };
         (!sub.accepted.is_empty() && sub.accepted.len() != self.accepted.len()).then_some(sub)
-    }
-
-    /// Per value of a fact that no accepted instance has (what a blacklist `f != c` names): the
-    /// failing programs with an instance showing it.
-    fn novel_values(&self) -> Vec<Vec<bool>> {
-        let t = self.t;
-        let mut out = Vec::new();
-        for f in t.facts_of(Ty::Int).into_iter().chain(t.facts_of(Ty::Sym)) {
-            let acc: BTreeSet<V> = self.accepted.iter().map(|r| r[f]).collect();
-            let mut novel: BTreeMap<V, Vec<bool>> = BTreeMap::new();
-            for (i, p) in self.failing.iter().enumerate() {
-                for r in p {
-                    if matches!(r[f], V::I(_) | V::S(_)) && !acc.contains(&r[f]) {
-                        novel.entry(r[f]).or_insert_with(|| vec![false; self.failing.len()])[i] = true;
-                    }
-                }
-            }
-            out.extend(novel.into_values());
-        }
-        out
     }
 }
 
@@ -636,8 +694,8 @@ pub struct SubsetResult {
 /// do show). Every candidate still holds on every accepted instance.
 ///
 /// When [`search`] separates every program, that is the answer. Otherwise each family of
-/// predicates the search knows (an atom with its constant at the accepted boundary, a value no
-/// accepted instance has, a conjunction of two invariants, an invariant under a guard) is
+/// predicates the search knows (an atom with its constant nearest the accepted boundary, a
+/// conjunction of two invariants, an invariant under a guard) is
 /// evaluated at its widest: the failing programs it can explain at most. A predicate that
 /// separates a set of programs belongs to a family whose widest set contains that set, and that
 /// widest set is itself separable, so the largest of these sets is the largest separable subset.
@@ -668,11 +726,9 @@ pub fn search_subset(input: &SearchInput, seed: u64, max: usize, min: usize) -> 
             widest.insert(a.iter().zip(b).map(|(x, y)| *x || *y).collect());
         }
     }
-    widest.extend(all.novel_values());
     for g in guards(&t, &all) {
         let Some(sub) = all.guarded(&g) else { continue };
         widest.extend(sub.invariants(false).iter().map(|a| sub.violated(a)));
-        widest.extend(sub.novel_values());
     }
     let mut sets: Vec<Vec<usize>> =
         widest.into_iter().map(|v| v.iter().enumerate().filter(|(_, x)| **x).map(|(i, _)| i).collect::<Vec<usize>>()).filter(|s| s.len() >= min && s.len() < n).collect();
@@ -703,7 +759,14 @@ fn search_view<'t>(t: &'t Table, view: &View<'t>, max: usize) -> Vec<Candidate> 
             }
         }
         let form = when.map(|w| format!("guard {} → ", w.form())).unwrap_or_default() + &req.iter().map(|a| a.form()).collect::<Vec<_>>().join(" && ");
-        Candidate { when: when.map(|w| w.text(t)), require: req.iter().map(|a| a.text(t)).collect::<Vec<_>>().join(" && "), level, form, facts }
+        let mut constants: Vec<ConstantSource> = Vec::new();
+        for src in when.into_iter().chain(req.iter().copied()).filter_map(|a| a.src()) {
+            let c = t.source(src);
+            if !constants.contains(&c) {
+                constants.push(c);
+            }
+        }
+        Candidate { when: when.map(|w| w.text(t)), require: req.iter().map(|a| a.text(t)).collect::<Vec<_>>().join(" && "), level, form, facts, constants }
     };
     // Level 1.
     let level1: Vec<Candidate> = view.invariants(true).iter().filter(|a| view.separates(a)).take(max).map(|a| cand(None, &[a], 1)).collect();
@@ -745,29 +808,60 @@ mod tests {
         pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
     }
 
+    fn target(value: i64, key: &str) -> ConstantSource {
+        ConstantSource { value, source: Source::Target { target: "sm_90a".into(), key: key.into() } }
+    }
+
+    fn catalog(value: i64) -> ConstantSource {
+        ConstantSource { value, source: Source::Catalog { file: "compiler/catalog/memory.toml".into(), op: "cp_async".into(), rule: format!("bytes(dst) % {value} == 0") } }
+    }
+
+    /// Constants as a target table and catalog would ground them: 8, 16, 256 and 1024.
+    fn grounding() -> Vec<ConstantSource> {
+        vec![catalog(8), catalog(16), target(256, "max_box"), target(1024, "max_threads_per_block")]
+    }
+
+    fn input(accepted: Vec<FactMap>, failing: Vec<Vec<FactMap>>) -> SearchInput {
+        SearchInput { accepted, failing, labelled: vec![], grounding: grounding() }
+    }
+
     #[test]
-    fn threshold_rounds_to_a_power_of_two_between_accepted_and_failing() {
+    fn threshold_takes_a_grounded_constant_between_accepted_and_failing() {
         let acc = (0..4).map(|i| fm(&[("box", Value::Int(64 << (i % 2))), ("n", Value::Int(3))])).collect();
-        let input = SearchInput { accepted: acc, failing: vec![vec![fm(&[("box", Value::Int(512)), ("n", Value::Int(3))])]] };
-        let c = search(&input, 0, 4);
+        let c = search(&input(acc, vec![vec![fm(&[("box", Value::Int(512)), ("n", Value::Int(3))])]]), 0, 4);
         assert_eq!(c[0].require, "box <= 256", "{c:?}");
+        assert_eq!(c[0].constants, vec![target(256, "max_box")]);
+    }
+
+    #[test]
+    fn no_threshold_in_the_gap_between_training_values() {
+        // Nothing grounds a constant in [128, 511]: no threshold is made up there, and no
+        // blacklist of the failing value either.
+        let acc: Vec<FactMap> = (0..4).map(|i| fm(&[("box", Value::Int(64 << (i % 2)))])).collect();
+        let failing = vec![vec![fm(&[("box", Value::Int(512))])]];
+        let none = SearchInput { accepted: acc.clone(), failing: failing.clone(), labelled: vec![], grounding: vec![] };
+        assert_eq!(search(&none, 0, 8), vec![]);
+        // Labelled variants fit the boundary: 300 passes, 320 fails.
+        let lab = |v: &str, fails: bool, x: i64| Labelled { variant: v.into(), fails, instances: vec![fm(&[("box", Value::Int(x))])] };
+        let fitted = SearchInput { accepted: acc, failing, labelled: vec![lab("v-pass", false, 300), lab("v-fail", true, 320)], grounding: vec![] };
+        let c = search(&fitted, 0, 8);
+        assert_eq!(c[0].require, "box <= 300", "{c:?}");
+        assert_eq!(c[0].constants, vec![ConstantSource { value: 300, source: Source::Fitted { pass: 300, fail: 320, variants: vec!["v-pass".into(), "v-fail".into()] } }]);
     }
 
     #[test]
     fn relations_come_before_constants() {
         let acc = vec![fm(&[("a", Value::Int(16)), ("b", Value::Int(16))]), fm(&[("a", Value::Int(32)), ("b", Value::Int(32))])];
-        let input = SearchInput { accepted: acc, failing: vec![vec![fm(&[("a", Value::Int(16)), ("b", Value::Int(32))])]] };
-        assert_eq!(search(&input, 0, 1)[0].require, "a == b");
+        assert_eq!(search(&input(acc, vec![vec![fm(&[("a", Value::Int(16)), ("b", Value::Int(32))])]]), 0, 1)[0].require, "a == b");
     }
 
     #[test]
-    fn divisibility_picks_the_smallest_separating_power() {
+    fn divisibility_picks_the_smallest_separating_grounded_divisor() {
         let acc = vec![fm(&[("n", Value::Int(64))]), fm(&[("n", Value::Int(128))]), fm(&[("n", Value::Int(256))])];
-        let input = SearchInput { accepted: acc, failing: vec![vec![fm(&[("n", Value::Int(100))])], vec![fm(&[("n", Value::Int(200))])]] };
-        let c = search(&input, 0, 8);
-        // 100 fails `<= c` only above 256 (no), `>= 64`: 100 >= 64 (no); `% 16`: 100 and 200 both fail.
-        assert!(c.iter().any(|x| x.require == "n % 16 == 0"), "{c:?}");
-        assert_eq!(c[0].require, "n % 16 == 0");
+        let c = search(&input(acc, vec![vec![fm(&[("n", Value::Int(100))])], vec![fm(&[("n", Value::Int(200))])]]), 0, 8);
+        // 100 and 200 lie inside the accepted range; `% 8` holds on both, `% 16` fails on both.
+        assert_eq!(c[0].require, "n % 16 == 0", "{c:?}");
+        assert_eq!(c[0].constants, vec![catalog(16)]);
     }
 
     #[test]
@@ -775,8 +869,7 @@ mod tests {
         // Swizzled regions need align % atom == 0; unswizzled ones do not care.
         let mk = |sw: i64, align: i64, atom: i64| fm(&[("swizzle", Value::Int(sw)), ("align", Value::Int(align)), ("swizzle_atom", Value::Int(atom))]);
         let acc = vec![mk(128, 1024, 1024), mk(0, 16, 16), mk(0, 128, 16), mk(64, 512, 512), mk(0, 8, 16)];
-        let input = SearchInput { accepted: acc, failing: vec![vec![mk(128, 128, 1024)], vec![mk(64, 128, 512)]] };
-        let c = search(&input, 0, 4);
+        let c = search(&input(acc, vec![vec![mk(128, 128, 1024)], vec![mk(64, 128, 512)]]), 0, 4);
         assert!(!c.is_empty());
         // A single relation separates here (align >= ... no: align % swizzle_atom fails for 8 % 16).
         assert!(c[0].level >= 1);
@@ -785,7 +878,7 @@ mod tests {
     #[test]
     fn seed_changes_ties_deterministically() {
         let acc = vec![fm(&[("p", Value::Int(1)), ("q", Value::Int(1))]), fm(&[("p", Value::Int(2)), ("q", Value::Int(2))])];
-        let input = SearchInput { accepted: acc, failing: vec![vec![fm(&[("p", Value::Int(9)), ("q", Value::Int(9))])]] };
+        let input = input(acc, vec![vec![fm(&[("p", Value::Int(9)), ("q", Value::Int(9))])]]);
         let a = search(&input, 7, 8);
         let b = search(&input, 7, 8);
         assert_eq!(a, b);
@@ -810,7 +903,7 @@ mod tests {
             vec![region(16384, 16384, 128), region(32768, 16384, 256)],
             vec![region(16384, 16384, 128), region(32768, 32768, 256)],
         ];
-        let input = SearchInput { accepted: accepted_regions(), failing };
+        let input = input(accepted_regions(), failing);
         assert!(search(&input, 0, 8).is_empty(), "nothing separates all three");
         let r = search_subset(&input, 0, 8, 2).expect("two of them are separable");
         assert_eq!(r.explained, vec![0, 1]);
@@ -824,7 +917,7 @@ mod tests {
     #[test]
     fn subset_search_is_the_full_search_when_every_program_separates() {
         let failing = vec![vec![region(16384, 8192, 128)], vec![region(32768, 16384, 256)]];
-        let input = SearchInput { accepted: accepted_regions(), failing };
+        let input = input(accepted_regions(), failing);
         let full = search(&input, 0, 8);
         assert!(!full.is_empty());
         assert_eq!(search_subset(&input, 0, 8, 2), Some(SubsetResult { explained: vec![0, 1], candidates: full }));
@@ -834,12 +927,12 @@ mod tests {
     fn subset_search_needs_at_least_min_programs() {
         // One program is separable, the other two look like the corpus.
         let failing = vec![vec![region(16384, 8192, 128)], vec![region(16384, 16384, 128)], vec![region(8192, 0, 64)]];
-        let input = SearchInput { accepted: accepted_regions(), failing };
+        let input = input(accepted_regions(), failing);
         assert_eq!(search_subset(&input, 0, 8, 2), None);
         let one = search_subset(&input, 0, 8, 1).expect("one program alone separates");
         assert_eq!(one.explained, vec![0]);
         // Fewer failing programs than the minimum: nothing to search.
-        assert_eq!(search_subset(&SearchInput { accepted: accepted_regions(), failing: vec![vec![region(16384, 8192, 128)]] }, 0, 8, 2), None);
+        assert_eq!(search_subset(&self::input(accepted_regions(), vec![vec![region(16384, 8192, 128)]]), 0, 8, 2), None);
     }
 
     #[test]
@@ -849,7 +942,7 @@ mod tests {
         let row = |a: i64, b: i64, c: i64| fm(&[("a", Value::Int(a)), ("b", Value::Int(b)), ("c", Value::Int(c))]);
         let accepted = vec![row(1, 1, 2), row(2, 2, 1), row(1, 2, 2), row(2, 1, 1)];
         let failing = vec![vec![row(9, 1, 2)], vec![row(9, 2, 1)], vec![row(1, 9, 2)], vec![row(2, 9, 1)], vec![row(1, 9, 1)], vec![row(2, 1, 9)]];
-        let input = SearchInput { accepted, failing };
+        let input = SearchInput { accepted, failing, labelled: vec![], grounding: vec![catalog(2)] };
         assert!(search(&input, 0, 8).is_empty(), "{:?}", search(&input, 0, 8));
         let r = search_subset(&input, 0, 8, 2).expect("a part separates");
         assert_eq!(r.explained, vec![0, 1, 2, 3, 4], "{r:?}");
