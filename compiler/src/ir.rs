@@ -202,6 +202,32 @@ impl DType {
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2)
     }
+
+    /// Significand bits of a float format, the implicit leading bit included (p): IEEE 754-2008
+    /// §3.6 (binary32: 24, binary16: 11), bfloat16 (8: binary32's exponent, 7 stored bits), OCP
+    /// 8-bit floating point specification 1.0 (E4M3: 4, E5M2: 3). `None` for integers and bool.
+    pub fn significand_bits(self) -> Option<u32> {
+        match self {
+            DType::F32 => Some(24),
+            DType::F16 => Some(11),
+            DType::BF16 => Some(8),
+            DType::F8E4M3 => Some(4),
+            DType::F8E5M2 => Some(3),
+            DType::Bool | DType::I32 | DType::U32 | DType::I64 => None,
+        }
+    }
+
+    /// The largest n such that every integer 0..=n is exactly representable: 2^p for a float
+    /// (2^p + 1 already rounds: f16 2048, bf16 256, f32 2^24), the type's maximum for an integer.
+    pub fn exact_int_max(self) -> i64 {
+        match self {
+            DType::Bool => 1,
+            DType::I32 => i64::from(i32::MAX),
+            DType::U32 => i64::from(u32::MAX),
+            DType::I64 => i64::MAX,
+            _ => 1i64 << self.significand_bits().unwrap_or(0),
+        }
+    }
 }
 
 impl fmt::Display for DType {

@@ -2,6 +2,7 @@
 //! (verifier rule, primitive, calibration) on `evolve/<kind>/<id>` branches → merge gates →
 //! the review queue in `proposals/`.
 
+pub mod attribute;
 pub mod benchmark;
 pub mod calibrate;
 pub mod durable;

@@ -49,7 +49,8 @@
 //!    limits and spills → `role`; serialized wgmma → the `wgmma` calls;
 //! 3. `finding:<code>`: the first non-blocking verifier finding (coverage limit, warning) whose
 //!    span lies in a construct: what the verifier could not decide is the suspect;
-//! 4. `none`: `kernel`.
+//! 4. a wrong answer whose wrong elements nobody writes: their owner (`owner:*`, [`crate::attribute`]);
+//! 5. `none`: `kernel`.
 //!
 //! # Buckets and ranking
 //! A bucket is (signature, construct kind, op); its id is the first 12 hex digits of the
@@ -741,7 +742,14 @@ pub fn mine_records_with(store: &EvidenceStore, records: &[Stored], mut warnings
     let mut acc: BTreeMap<(String, String, String), Acc> = BTreeMap::new();
     for o in &obs {
         let view = views.entry(o.program.clone()).or_insert_with(|| ProgramView::new(store, &o.program, &mut warnings, fe));
-        let (kind, op, how) = attribute(o, view);
+        let (mut kind, mut op, mut how) = attribute(o, view);
+        if how == "none" && o.class == "mismatch" {
+            // A wrong answer nothing else placed: who owns the elements nobody wrote (attribute.rs).
+            let run = records.iter().find(|r| r.id.to_string() == o.evidence).and_then(|r| match &r.record { Record::Run(r) => Some(r), _ => None });
+            if let Some(owner) = run.zip(view.module.as_ref()).and_then(|(r, m)| crate::attribute::mismatch_owner(r, m, view.facts.as_ref())) {
+                (kind, op, how) = owner;
+            }
+        }
         let a = acc.entry((o.signature(), kind, op)).or_insert_with(|| Acc {
             stage: o.stage,
             class: o.class.clone(),

@@ -123,7 +123,8 @@ impl Lowered {
 /// * `L004` transaction bytes of an `acquire` cannot be derived statically;
 /// * `L005` a TMA window that does not match the tensor's box;
 /// * `L006` an operand address that cannot be proven aligned for its instruction;
-/// * `L007` a fragment whose thread layout cannot be determined or does not match its use.
+/// * `L007` a fragment whose thread layout cannot be determined or does not match its use;
+/// * `L008` a pipeline operation or `.stage` outside the pipeline's producer and consumer roles.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message} (at bytes {}..{})", span.start, span.end)]
 pub struct LowerError {
@@ -171,6 +172,13 @@ impl LowerError {
 
 fn unsupported(what: impl Into<String>, span: Span) -> LowerError {
     LowerError { status: LowerStatus::NotSupportedYet, ..LowerError::new("L001", format!("not supported by the lowering yet: {}", what.into()), span) }
+}
+
+/// A pipeline named outside the roles that track its stages: the type checker (E0322, `.stage`) and
+/// the verifier (V418, the pipeline ops) reject it first, so only an unverified module gets here;
+/// refused, never lowered with a stage index no role keeps.
+fn outside_role(what: impl Into<String>, rule: &str, span: Span) -> LowerError {
+    LowerError::new("L008", format!("{} ({rule} rejects this; the module was not verified)", what.into()), span)
 }
 
 /// The program text, for `// cake: line L` markers and `#line` directives.
@@ -1561,7 +1569,7 @@ impl<'a> Lw<'a> {
                     .role
                     .as_ref()
                     .and_then(|r| r.pipes.get(p))
-                    .ok_or_else(|| unsupported(format!("`{}.stage` outside its producer or consumer", m.pipelines[*p].name), span))?;
+                    .ok_or_else(|| outside_role(format!("`{}.stage` outside its producer or consumer", m.pipelines[*p].name), "E0322", span))?;
                 Ok(st.stage.clone())
             }
             (ExprKind::Local(l), Field::TileAxis(k)) => self

@@ -21,7 +21,7 @@ impl<'a> Lw<'a> {
         self.role
             .as_ref()
             .and_then(|r| r.pipes.get(&p).cloned())
-            .ok_or_else(|| unsupported(format!("pipeline `{}` used outside its producer and consumer", self.m.pipelines[p].name), span))
+            .ok_or_else(|| super::outside_role(format!("pipeline `{}` used outside its producer and consumer", self.m.pipelines[p].name), "V418", span))
     }
 
     fn wait_helper(&mut self) {
@@ -45,7 +45,7 @@ impl<'a> Lw<'a> {
         let pd = &m.pipelines[p];
         let role = self.role.as_ref().map(|r| r.h);
         if role != Some(pd.producer) {
-            return Err(unsupported(format!("acquire of `{}` outside its producer role", pd.name), span));
+            return Err(super::outside_role(format!("acquire of `{}` outside its producer role", pd.name), "V418", span));
         }
         let st = self.pipe_state(p, span)?;
         let pp = &self.pipes[p.index()];
@@ -85,7 +85,7 @@ impl<'a> Lw<'a> {
         let p = self.pipeline_of(pe, span)?;
         let pd = &self.m.pipelines[p];
         if self.role.as_ref().map(|r| r.h) != Some(pd.consumer) {
-            return Err(unsupported(format!("wait on `{}` outside its consumer role", pd.name), span));
+            return Err(super::outside_role(format!("wait on `{}` outside its consumer role", pd.name), "V418", span));
         }
         let st = self.pipe_state(p, span)?;
         let pp = &self.pipes[p.index()];
@@ -102,7 +102,7 @@ impl<'a> Lw<'a> {
         let p = self.pipeline_of(pe, span)?;
         let pd = &self.m.pipelines[p];
         if self.role.as_ref().map(|r| r.h) != Some(pd.consumer) {
-            return Err(unsupported(format!("release of `{}` outside its consumer role", pd.name), span));
+            return Err(super::outside_role(format!("release of `{}` outside its consumer role", pd.name), "V418", span));
         }
         let st = self.pipe_state(p, span)?;
         let pp = &self.pipes[p.index()];
@@ -142,7 +142,7 @@ impl<'a> Lw<'a> {
             let p = self.pipeline_of(bar, span)?;
             let pd = &m.pipelines[p];
             if self.role.as_ref().map(|r| r.h) != Some(pd.producer) {
-                return Err(unsupported(format!("tma_load into `{}` outside its producer role", pd.name), span));
+                return Err(super::outside_role(format!("tma_load into `{}` outside its producer role", pd.name), "V418", span));
             }
             if !self.acquired.iter().any(|scope| scope.contains(&p)) {
                 return Err(LowerError::new(

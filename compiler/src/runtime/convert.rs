@@ -233,9 +233,44 @@ pub fn decode_all_i32(bytes: &[u8]) -> Vec<i32> {
     bytes.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
+/// Decode a buffer of indices (an arg-min output) stored as `dtype`: integers as they are, floats
+/// by their value — an index past the float's exact-integer range was rounded when the kernel
+/// stored it, and decodes as the index it became. A value that is no index (NaN, the 0xFF poison of
+/// an unwritten float element; an infinity; a fraction; a value outside i32, such as the u32
+/// poison) decodes as -1, outside every index range.
+pub fn decode_all_index(dtype: DType, bytes: &[u8]) -> Vec<i32> {
+    if dtype == DType::I32 {
+        return decode_all_i32(bytes);
+    }
+    let index = |v: f64| if v.fract() == 0.0 && (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&v) { v as i32 } else { -1 };
+    bytes.chunks_exact(element_bytes(dtype)).map(|c| index(load(dtype, c))).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn indices_decode_by_their_dtype() {
+        let enc = |d: DType, vs: &[f64]| -> Vec<u8> {
+            let w = element_bytes(d);
+            let mut out = vec![0u8; w * vs.len()];
+            for (c, v) in out.chunks_exact_mut(w).zip(vs) {
+                store(d, *v, c);
+            }
+            out
+        };
+        assert_eq!(decode_all_index(DType::I32, &enc(DType::I32, &[0.0, 5.0, 4095.0])), vec![0, 5, 4095]);
+        // f16 holds every integer up to 2048; 2049 rounds (ties to even) to 2048, 4095 to 4096.
+        assert_eq!(decode_all_index(DType::F16, &enc(DType::F16, &[7.0, 2048.0, 2049.0, 4095.0])), vec![7, 2048, 2048, 4096]);
+        assert_eq!(decode_all_index(DType::BF16, &enc(DType::BF16, &[255.0, 256.0, 257.0])), vec![255, 256, 256]);
+        assert_eq!(decode_all_index(DType::F32, &enc(DType::F32, &[16_777_216.0, 16_777_217.0])), vec![16_777_216, 16_777_216]);
+        // Poison (0xFF bytes): NaN for floats, -1 for i32 / i64, u32::MAX for u32 — all -1.
+        for d in [DType::F16, DType::BF16, DType::F32, DType::I32, DType::U32, DType::I64] {
+            assert_eq!(decode_all_index(d, &vec![0xFF; element_bytes(d) * 2]), vec![-1, -1], "{d}");
+        }
+        assert_eq!(decode_all_index(DType::F32, &enc(DType::F32, &[0.5, f64::INFINITY])), vec![-1, -1]);
+    }
 
     #[test]
     fn bf16_known_values() {

@@ -768,7 +768,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
                     format!("kmeans_assign: shapes X{:?} C{:?} Idx{:?} do not fit", x.shape, c.shape, idx.shape),
                 ));
             }
-            let got = convert::decode_all_i32(&downloaded[&idx.name]);
+            let got = convert::decode_all_index(idx.dtype, &downloaded[&idx.name]);
             res.checks.push(oracle::kmeans_assign(
                 x.host.as_ref().expect("input"),
                 c.host.as_ref().expect("input"),
@@ -958,7 +958,7 @@ fn check_knn(
             .ok_or_else(|| RunError::new("workload", format!("knn_tile_min: `{}` is declared `in`, not an output", t.name)))
     };
     let got_dist = convert::decode_all_f32(dist.dtype, out(dist)?);
-    let got_idx = convert::decode_all_i32(out(idx)?);
+    let got_idx = convert::decode_all_index(idx.dtype, out(idx)?);
     let (b, nq, d, k, t) = (q.shape[0], q.shape[1], q.shape[2], c.shape[1], dist.shape[2]);
     Ok(oracle::knn_tile_min(host(q)?, host(qn)?, host(c)?, host(cn)?, &got_dist, &got_idx, b, nq, k, d, t, tol, rng))
 }

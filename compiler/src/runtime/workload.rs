@@ -107,6 +107,13 @@ pub enum OracleName {
 /// never equal a generated input value, so the exact oracles see it.
 const POISON_IS_NAN: &[DType] = &[DType::BF16, DType::F16, DType::F32, DType::F8E4M3, DType::F8E5M2];
 
+/// Index outputs (an arg-min): compared by value, decoded from the declared dtype
+/// ([`crate::runtime::convert::decode_all_index`]). An index stored in a float holds exactly only
+/// up to the dtype's exact-integer range (f16: 2048, bf16: 256): past it the decoded index names
+/// another centroid, and the oracle reports the wrong answer. Poison (0xFF bytes) decodes as -1 or
+/// NaN, outside every index range, so an unwritten element is caught in each of them.
+const INDEX_OUT: &[DType] = &[DType::I32, DType::U32, DType::I64, DType::F32, DType::F16, DType::BF16];
+
 /// The dtypes of the row kernels' tensors (f32 math on 16- and 32-bit floats).
 const ROW_FLOATS: &[DType] = &[DType::BF16, DType::F16, DType::F32];
 
@@ -472,7 +479,7 @@ impl WorkloadSpec {
             OracleName::KmeansAssign => &[
                 ("x", (3, 3), &[DType::BF16, DType::F16, DType::F32], false),
                 ("c", (3, 3), &[DType::BF16, DType::F16, DType::F32], false),
-                ("idx", (2, 2), &[DType::I32], true),
+                ("idx", (2, 2), INDEX_OUT, true),
             ],
             OracleName::KnnTileMin => &[
                 ("q", (3, 3), &[DType::BF16, DType::F16, DType::F32], false),
@@ -480,7 +487,7 @@ impl WorkloadSpec {
                 ("c", (3, 3), &[DType::BF16, DType::F16, DType::F32], false),
                 ("cn", (2, 2), &[DType::F32], false),
                 ("dist", (3, 3), &[DType::F32], true),
-                ("idx", (3, 3), &[DType::I32], true),
+                ("idx", (3, 3), INDEX_OUT, true),
             ],
             OracleName::KmeansUpdate => &[
                 ("xt", (3, 3), KMEANS_UPDATE_IN, false),
@@ -532,8 +539,11 @@ impl WorkloadSpec {
                 } else {
                     ""
                 };
+                let allowed: Vec<&str> = dtypes.iter().map(|d| d.name()).collect();
                 return Err(err(format!(
-                    "oracle role `{role}`: tensor `{name}` is {}, which the oracle does not support{why}",
+                    "W001: oracle role `{role}`: tensor `{name}` is {}, which the oracle does not support{why}; declare it as one of {} or pick an oracle for {} (`cake explain W001`)",
+                    t.dtype,
+                    allowed.join(", "),
                     t.dtype
                 )));
             }
@@ -1700,7 +1710,7 @@ mod product_oracle_tests {
 mod knn_oracle_tests {
     use super::*;
 
-    const PROGRAM: &str = "kernel k target sm_90a\n\ndim B\ndim NQ multiple_of 64\ndim K multiple_of 128\nconst D = 64\n\nin Q: bf16[B, NQ, D]\nin QN: f32[B, NQ]\nin C: bf16[B, K, D]\nin CN: f32[B, K]\nin CNb: bf16[B, K]\nin C2: bf16[B, K, 128]\nout Dist: f32[B, NQ, K / 128]\nout Idx: i32[B, NQ, K / 128]\nout Dist3: f32[B, NQ, 3]\nout IdxW: i32[B, NQ, K / 64]\nout DistH: f16[B, NQ, K / 128]\nin Din: f32[B, NQ, K / 128]\n\ngrid tiles[b = B, q = NQ / 64]\n\nrole all: warp 0..4\n\non all {\n    for t in tiles {\n    }\n}\n";
+    const PROGRAM: &str = "kernel k target sm_90a\n\ndim B\ndim NQ multiple_of 64\ndim K multiple_of 128\nconst D = 64\n\nin Q: bf16[B, NQ, D]\nin QN: f32[B, NQ]\nin C: bf16[B, K, D]\nin CN: f32[B, K]\nin CNb: bf16[B, K]\nin C2: bf16[B, K, 128]\nout Dist: f32[B, NQ, K / 128]\nout Idx: i32[B, NQ, K / 128]\nout Dist3: f32[B, NQ, 3]\nout IdxW: i32[B, NQ, K / 64]\nout DistH: f16[B, NQ, K / 128]\nout IdxH: f16[B, NQ, K / 128]\nout Idx8: f8e4m3[B, NQ, K / 128]\nin Din: f32[B, NQ, K / 128]\n\ngrid tiles[b = B, q = NQ / 64]\n\nrole all: warp 0..4\n\non all {\n    for t in tiles {\n    }\n}\n";
 
     fn module() -> Module {
         let out = crate::check::check_source(PROGRAM);
@@ -1736,8 +1746,11 @@ mod knn_oracle_tests {
         assert!(m.contains("role `dist`: tensor `DistH` is f16, which the oracle does not support"), "{m}");
         let m = e("args = { cn = \"CNb\" }");
         assert!(m.contains("role `cn`: tensor `CNb` is bf16"), "{m}");
-        let m = e("args = { idx = \"Dist\" }");
-        assert!(m.contains("role `idx`: tensor `Dist` is f32"), "{m}");
+        // An index output is decoded by its dtype: f16 runs (and answers wrongly past 2048);
+        // an fp8 index (exact only up to 16) is refused with the dtypes that work.
+        spec("args = { idx = \"IdxH\" }", NORMS).unwrap();
+        let m = e("args = { idx = \"Idx8\" }");
+        assert!(m.starts_with("W001: oracle role `idx`: tensor `Idx8` is f8e4m3, which the oracle does not support; declare it as one of i32, u32, i64, f32, f16, bf16"), "{m}");
         let m = e("args = { dist = \"QN\" }");
         assert!(m.contains("role `dist`: tensor `QN` has rank 2, expected 3"), "{m}");
         let m = e("args = { qn = \"Dist\" }");

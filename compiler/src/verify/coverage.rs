@@ -118,6 +118,38 @@ pub fn analyze(m: &Module) -> BTreeMap<Handle<TensorDecl>, Coverage> {
     out
 }
 
+/// Who stores an element of an output: the role, its unit (warp or warpgroup, or `instance` for
+/// an elected store), the tile and the store statement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub role: String,
+    pub unit_kind: &'static str,
+    pub unit: i64,
+    pub tile: Vec<i64>,
+    pub store: Span,
+}
+
+/// The owners of each element of `indices` (outermost first) of tensor `t` with the dims bound to
+/// `dims` (declaration order; a run's shape): every writer whose store box contains it, in the
+/// walk's order — empty for an element no writer stores. The same walk as [`analyze`], so the
+/// verifier's coverage and the attribution of a wrong answer agree; `Err` with the reason where
+/// the walk cannot place a store at that binding (a run-time index, a tile space past the bound).
+pub fn owners(m: &Module, dims: &[i64], t: Handle<TensorDecl>, indices: &[Vec<i64>]) -> Result<Vec<Vec<Owner>>, String> {
+    let run = walk_binding(m, dims).map_err(|(reason, _)| reason)?;
+    let boxes: Vec<&Written> = run.iter().filter(|(tt, _)| *tt == t).map(|(_, w)| w).collect();
+    let role_name = |i: usize| m.roles.iter().nth(i).map_or_else(String::new, |(_, r)| r.name.clone());
+    Ok(indices
+        .iter()
+        .map(|ix| {
+            boxes
+                .iter()
+                .filter(|w| ix.len() == w.lo.len() && ix.iter().zip(w.lo.iter().zip(&w.hi)).all(|(x, (lo, hi))| lo <= x && x < hi))
+                .map(|w| Owner { role: role_name(w.writer.role), unit_kind: w.writer.unit_kind, unit: w.writer.unit, tile: w.writer.tile.clone(), store: w.span })
+                .collect()
+        })
+        .collect())
+}
+
 fn store_targets(m: &Module) -> BTreeSet<Handle<TensorDecl>> {
     let mut out = BTreeSet::new();
     for (_, s) in m.stmts.iter() {

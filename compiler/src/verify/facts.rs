@@ -89,8 +89,8 @@ impl ConstructKind {
             ConstructKind::Grid => &["decl", "name"],
             ConstructKind::Smem => &["decl", "name", "fill_call", "view_atom_view", "fill_overlap_at", "fill_overlap_other", "unsynced_read_at", "unsynced_write_at"],
             ConstructKind::View => &["decl", "name", "region"],
-            ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "overlap_first", "overlap_second", "wrong_dim_at", "wrong_dim_source", "mismatch_at", "mismatch_other", "pass_at", "pass_other", "partly_read_at", "partly_read_loop"],
-            ConstructKind::Role => &["decl", "name", "body", "overlap", "unit", "fed_role"],
+            ConstructKind::Tensor => &["decl", "name", "grid", "first_writer", "unwritten_owner", "overlap_first", "overlap_second", "wrong_dim_at", "wrong_dim_source", "mismatch_at", "mismatch_other", "pass_at", "pass_other", "partly_read_at", "partly_read_loop"],
+            ConstructKind::Role => &["decl", "name", "body", "overlap", "unit", "fed_role", "peer_writer"],
             ConstructKind::Pipeline => &["decl", "name", "producer", "consumer", "missing_body_role", "fill_region"],
             ConstructKind::Barrier => &["decl", "name", "missing_body_role"],
             ConstructKind::Call => &["decl", "call", "role", "body", "tx_cause"],
@@ -518,6 +518,10 @@ pub const TENSOR_FACTS: &[FactDef] = &[
     f("partly_read_axes", "pass and chunk agreement: axes of the tensor that a role reads in chunks (`a · v + b :+ w`) but whose reads, together, leave part of the extent unread at an allowed binding of the dims"),
     f("first_partly_read", "the first such axis, with the unread elements and the loop (unknown: none)"),
     f("coverage_reason", "why the coverage could not be decided: the expression or bound the analysis could not evaluate (unknown: it was decided)"),
+    f("writer_roles", "roles whose body stores into it (`store`, `tma_store`)"),
+    f("first_writer_role", "the first of them, in declaration order (unknown: none)"),
+    f("unwritten_owner", "a role without a body declared like one of its writer roles (same unit, same unit count): the role that would own the share of the tensor its peer's body does not write — the first suspect for `unwritten_elements` (unknown: none)"),
+    f("has_unwritten_owner", "whether there is such a role"),
     f("access", "`in`, `out` or `inout`"),
     f("dtype", "element dtype"),
     f("elem_bytes", "bytes per element"),
@@ -559,6 +563,9 @@ pub const ROLE_FACTS: &[FactDef] = &[
     f("consumes", "pipelines it is the consumer of"),
     f("consumer_regs_min", "the smallest register budget among the consumers of the pipelines it produces (unknown: none declares one)"),
     f("fed_role", "a consumer of its pipelines that declares a budget (unknown: none)"),
+    f("writes_outputs", "output (`out` / `inout`) tensors its body stores into (`store`, `tma_store`); 0 for a producer, and for a role without a body"),
+    f("output_stores", "`store` / `tma_store` calls of its body into output tensors"),
+    f("peer_writer", "a role declared like it (same unit, same unit count) whose body stores into an output: the role whose share of the outputs this one mirrors (unknown: none)"),
 ];
 
 pub const PIPELINE_FACTS: &[FactDef] = &[
@@ -612,6 +619,11 @@ pub const CALL_FACTS: &[FactDef] = &[
     f("tx_derivable", "`acquire`: whether those bytes follow from the program text (unknown: not an acquire)"),
     f("tx_max", "`acquire`: the most transaction bytes one mbarrier phase counts (2^20 − 1)"),
     f("tx_reason", "`acquire`: why the bytes cannot be derived (unknown: they can)"),
+    f("stores_int_as_float", "`store`: whether the stored value is an integer converted to a float dtype (`cast(i, f16)`: an index, a count)"),
+    f("stored_int_dtype", "`store`: the integer dtype converted (unknown: no such conversion)"),
+    f("stored_int_max", "`store`: the largest integer the converted value can take, from constants, loop bounds, tile counts, reduced-axis extents and unit counts (compiler/src/verify/int_range.rs; unknown: it grows with the dims, or is not derivable)"),
+    f("stored_int_grows", "`store`: whether that integer grows without bound as the dims do (a dim has no upper bound; unknown: not derivable)"),
+    f("stored_int_bound", "`store`: the bound as text, for messages (`up to 127`, `that grow without bound with the dims`, `of a range it cannot derive`)"),
 ];
 
 /// Facts of one argument; at a call site each is prefixed with the parameter name (`dst_bytes`).
@@ -622,6 +634,7 @@ pub const ARG_FACTS: &[FactDef] = &[
     f("writes", "whether the op writes it"),
     f("proxy", "`async` or `generic` for data accesses, else `none`"),
     f("dtype", "element dtype"),
+    f("exact_int_max", "the largest n such that every integer 0..=n is exact in the dtype: 2^p for a float of p significand bits (f16 2048, bf16 256, f32 2^24; `DType::exact_int_max`, IEEE 754-2008 §3.6), the maximum for an integer"),
     f("rank", "rank of the value or window"),
     fi("dim", "extent of dimension i of the value or window (unknown when symbolic)"),
     f("numel", "elements"),
@@ -659,6 +672,11 @@ pub const ARG_FACTS: &[FactDef] = &[
     f("stages", "the pipeline's or barrier's stages"),
     f("producer", "the pipeline's producer role (a barrier's first producer)"),
     f("consumer", "the pipeline's consumer role (a barrier's first consumer)"),
+    f("side", "the side of the pipeline or barrier the op acts on, from the catalog's effects on the argument: `producer` (waits for an empty stage, arrives on, arms or completes transactions on a full one; arrives on a barrier), `consumer` (waits for a full stage, hands a stage back; waits on a barrier), or `none`"),
+    f("side_role", "the role declared on that side: the pipeline's producer or consumer (a barrier's first) (unknown: side `none`)"),
+    f("role_is_producer", "whether the executing role is the pipeline's producer (one of a barrier's producers)"),
+    f("role_is_consumer", "whether the executing role is the pipeline's consumer (one of a barrier's consumers)"),
+    f("role_on_side", "whether the executing role is declared on the side the op acts on (unknown: side `none`)"),
 ];
 
 /// Extra facts of an argument construct (besides [`ARG_FACTS`] and [`CALL_FACTS`]).
@@ -745,8 +763,10 @@ pub fn compute(m: &Module, layout: &KernelLayout, target: &TargetInfo, catalog: 
     for (h, b) in m.barriers.iter() {
         out.constructs.push(barrier_facts(m, h, b, &w));
     }
+    let ranges = super::int_range::IntRanges::analyze(m);
     for site in &w.calls {
-        let (call, args) = call_facts(m, catalog, site, layout, &w);
+        let (mut call, args) = call_facts(m, catalog, site, layout, &w);
+        stored_int_facts(m, site, &ranges, &w, &mut call);
         out.constructs.push(call);
         out.constructs.extend(args);
     }
@@ -979,6 +999,22 @@ impl<'m> Walker<'m> {
             let Some(a) = a else { continue };
             self.expr_p(*a, param_mode(p), param_proxy(op, &p.name) == Proxy::Async);
         }
+    }
+
+    /// Output (`out` / `inout`) tensors each role's body stores into, with the store count.
+    fn output_writes(&self) -> BTreeMap<Handle<RoleDecl>, (BTreeSet<Handle<TensorDecl>>, usize)> {
+        let mut out: BTreeMap<Handle<RoleDecl>, (BTreeSet<Handle<TensorDecl>>, usize)> = BTreeMap::new();
+        for site in self.calls.iter().filter(|c| c.op == "store" || c.op == "tma_store") {
+            let Some(dst) = site.args.first().copied().flatten() else { continue };
+            if let Some(Root::Tensor(t)) = root_of(self.m, &self.lets, dst) {
+                if self.m.tensors[t].access != crate::syntax::ast::Access::In {
+                    let e = out.entry(site.role).or_default();
+                    e.0.insert(t);
+                    e.1 += 1;
+                }
+            }
+        }
+        out
     }
 
     /// Every call crediting pipeline `p` through complete_tx, with the written regions.
@@ -1402,6 +1438,20 @@ fn tensor_facts(m: &Module, h: Handle<TensorDecl>, t: &TensorDecl, coverage: Opt
     index_facts(indexing, &mut f);
     f.set("tma_loads", uses_in("tma_load"));
     f.set("cp_async_src", uses_in("cp_async") > 0);
+    // Which roles write it, and a role without a body declared like one of them: a forgotten
+    // `on` block leaves that role's share (its warpgroups' rows) unwritten.
+    let writes = w.output_writes();
+    let writers: Vec<Handle<RoleDecl>> = writes.iter().filter(|(_, (ts, _))| ts.contains(&h)).map(|(r, _)| *r).collect();
+    f.set("writer_roles", writers.len());
+    f.set("first_writer_role", writers.first().map(|r| m.roles[*r].name.clone()));
+    let owner = m.roles.iter().find(|(o, od)| {
+        m.body_of(*o).is_none() && writers.iter().any(|wr| m.roles[*wr].unit == od.unit && m.roles[*wr].count == od.count)
+    });
+    f.set("unwritten_owner", owner.map(|(_, od)| od.name.clone()));
+    f.set("has_unwritten_owner", owner.is_some());
+    if let Some((o, _)) = owner {
+        f.span_at("unwritten_owner", m.roles.span(o).item);
+    }
     f
 }
 
@@ -1440,6 +1490,15 @@ fn role_facts(m: &Module, h: Handle<RoleDecl>, r: &RoleDecl, w: &Walker) -> Fact
     }
     f.span_at("body", body.unwrap_or(spans.item));
     f.span_at("unit", spans.attr(unit_name(r.unit)));
+    let writes = w.output_writes();
+    let (tensors, stores) = writes.get(&h).map_or((0, 0), |(t, n)| (t.len(), *n));
+    f.set("writes_outputs", tensors);
+    f.set("output_stores", stores);
+    let peer = m.roles.iter().find(|(o, od)| *o != h && od.unit == r.unit && od.count == r.count && writes.contains_key(o));
+    f.set("peer_writer", peer.map(|(_, od)| od.name.clone()));
+    if let Some((o, _)) = peer {
+        f.span_at("peer_writer", m.roles.span(o).item);
+    }
     f
 }
 
@@ -1575,7 +1634,7 @@ fn call_facts(m: &Module, catalog: &Catalog, site: &CallSite, layout: &KernelLay
         af.span_at("arg", arg_span);
         af.span_at("call", site.span);
         af.span_at("role", role_span);
-        arg_facts(m, op, p, *a, layout, w, &mut af);
+        arg_facts(m, op, p, *a, site.role, layout, w, &mut af);
         for (k, v) in af.values.iter() {
             if ARG_FACTS.iter().any(|d| d.name == k) {
                 call.values.insert(format!("{}_{k}", p.name), v.clone());
@@ -1590,6 +1649,34 @@ fn call_facts(m: &Module, catalog: &Catalog, site: &CallSite, layout: &KernelLay
         args.push(af);
     }
     (call, args)
+}
+
+/// A `store` of an integer converted to a float (`store(Y[...], cast(idx, f16))`): how large the
+/// integer gets, to compare with the destination dtype's exact-integer range (V330).
+fn stored_int_facts(m: &Module, site: &CallSite, ranges: &super::int_range::IntRanges, w: &Walker, f: &mut FactSet) {
+    use super::int_range::IntMax;
+    if site.op != "store" {
+        return;
+    }
+    let Some(src) = site.args.get(1).copied().flatten() else { return };
+    let src = resolve_let(&w.lets, m, src);
+    let inner = match &m.exprs[src].kind {
+        ExprKind::Call(c) if c.op == "cast" => c.args.first().copied().flatten(),
+        _ => None,
+    };
+    let int = inner.filter(|x| m.exprs[*x].ty.dtype().is_some_and(DType::is_int) && m.exprs[src].ty.dtype().is_some_and(DType::is_float));
+    f.set("stores_int_as_float", int.is_some());
+    let Some(x) = int else { return };
+    f.set("stored_int_dtype", m.exprs[x].ty.dtype().map(DType::name));
+    let max = ranges.max_of(x);
+    let (value, grows, text) = match max {
+        IntMax::Bounded(v) => (Some(v), Some(false), format!("up to {v}")),
+        IntMax::GrowsWithDims => (None, Some(true), "that grow without bound with the dims".to_string()),
+        IntMax::Unknown => (None, None, "of a range it cannot derive".to_string()),
+    };
+    f.set("stored_int_max", value);
+    f.set("stored_int_grows", grows);
+    f.set("stored_int_bound", text);
 }
 
 /// One dimension of an indexed buffer: how it is indexed.
@@ -1642,7 +1729,8 @@ fn selection(m: &Module, lets: &HashMap<Handle<Local>, Handle<Expr>>, h: Handle<
     Some(sel)
 }
 
-fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Expr>, layout: &KernelLayout, w: &Walker, f: &mut FactSet) {
+#[allow(clippy::too_many_arguments)]
+fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Expr>, role: Handle<RoleDecl>, layout: &KernelLayout, w: &Walker, f: &mut FactSet) {
     // An argument bound with `let` is described by the expression it names.
     let a = resolve_let(&w.lets, m, a);
     let ty = &m.exprs[a].ty;
@@ -1672,6 +1760,7 @@ fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Exp
     f.set("space", space);
     if let Some(d) = ty.dtype() {
         f.set("dtype", d.name());
+        f.set("exact_int_max", d.exact_int_max());
     } else if let Type::DTypeName(d) = ty {
         f.set("dtype", d.name());
     }
@@ -1715,6 +1804,7 @@ fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Exp
             f.set("producer", m.roles[pd.producer].name.as_str());
             f.set("consumer", m.roles[pd.consumer].name.as_str());
             f.span_at("root", m.pipelines.span(ph).item);
+            sync_side_facts(m, sync_side(op, &p.name, true), role, &[pd.producer], &[pd.consumer], f);
         }
         Some(Root::Barrier(bh)) => {
             let bd = &m.barriers[bh];
@@ -1725,9 +1815,54 @@ fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Exp
             f.set("producer", bd.producers.first().map(|r| m.roles[*r].name.clone()));
             f.set("consumer", bd.consumers.first().map(|r| m.roles[*r].name.clone()));
             f.span_at("root", m.barriers.span(bh).item);
+            sync_side_facts(m, sync_side(op, &p.name, false), role, &bd.producers, &bd.consumers, f);
         }
         None => {}
     }
+}
+
+/// The side of a pipeline (`pipeline`) or an explicit barrier an op acts on, from the catalog's
+/// effects on parameter `param` — the same reading the lowering and the protocol analysis (V108)
+/// make of who may call it: a pipeline's producer waits on the empty barrier and arrives, arms or
+/// completes transactions on the full one; its consumer waits on the full one and arrives on the
+/// empty one. A barrier's producers arrive (or complete transactions), its consumers wait. `None`
+/// when the effects name no side, or both.
+fn sync_side(op: &OpDef, param: &str, pipeline: bool) -> Option<&'static str> {
+    use crate::catalog::PipeBarrier;
+    let mut sides = BTreeSet::new();
+    for e in op.effects_on(param) {
+        let arrives = matches!(e.access, EffectAccess::Arrive | EffectAccess::ExpectTx | EffectAccess::CompleteTx);
+        let side = match (pipeline, e.barrier, e.access) {
+            (true, Some(PipeBarrier::Empty), EffectAccess::Wait) => Some("producer"),
+            (true, Some(PipeBarrier::Full), EffectAccess::Wait) => Some("consumer"),
+            (true, Some(PipeBarrier::Full), _) if arrives => Some("producer"),
+            (true, Some(PipeBarrier::Empty), _) if arrives => Some("consumer"),
+            (false, _, EffectAccess::Wait) => Some("consumer"),
+            (false, _, _) if arrives => Some("producer"),
+            _ => None,
+        };
+        sides.extend(side);
+    }
+    match sides.len() {
+        1 => sides.into_iter().next(),
+        _ => None,
+    }
+}
+
+/// `side`, `side_role`, `role_is_producer`, `role_is_consumer`, `role_on_side` of a pipeline or
+/// barrier argument executed by `role`.
+fn sync_side_facts(m: &Module, side: Option<&str>, role: Handle<RoleDecl>, producers: &[Handle<RoleDecl>], consumers: &[Handle<RoleDecl>], f: &mut FactSet) {
+    let (is_p, is_c) = (producers.contains(&role), consumers.contains(&role));
+    f.set("side", side.unwrap_or("none"));
+    f.set("role_is_producer", is_p);
+    f.set("role_is_consumer", is_c);
+    let on_side = match side {
+        Some("producer") => Some((is_p, producers)),
+        Some("consumer") => Some((is_c, consumers)),
+        _ => None,
+    };
+    f.set("role_on_side", on_side.map(|(on, _)| on));
+    f.set("side_role", on_side.and_then(|(_, rs)| rs.first()).map(|r| m.roles[*r].name.clone()));
 }
 
 fn smem_arg(m: &Module, a: Handle<Expr>, root: Root, w: &Walker, f: &mut FactSet) {
@@ -2222,6 +2357,95 @@ mod tests {
             assert!(s.contains(from), "`{from}` is in the program");
             s.replacen(from, to, 1)
         })
+    }
+
+    fn facts_of(src: &str) -> ModuleFacts {
+        let m = check_source(src).module.expect("the program type-checks");
+        let t = TargetTable::builtin().get(&m.target).expect("target");
+        compute(&m, &KernelLayout::compute(&m, t), t, Catalog::builtin())
+    }
+
+    /// (op, side, role_on_side) of every pipeline argument, in source order.
+    fn sides(src: &str) -> Vec<(String, Value, Value)> {
+        let f = facts_of(src);
+        f.of_kind(ConstructKind::Arg)
+            .filter(|a| a.get("kind") == Some(&Value::Sym("pipeline".into())))
+            .map(|a| (a.op.clone().unwrap_or_default(), a.get("side").cloned().unwrap(), a.get("role_on_side").cloned().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn pipeline_ops_know_the_side_they_act_on() {
+        let sym = |s: &str| Value::Sym(s.into());
+        let ok = sides(GEMM);
+        assert_eq!(ok.len(), 7, "acquire, two tma_loads, two waits, two releases: {ok:?}");
+        assert!(ok.iter().all(|(_, _, on)| *on == Value::Bool(true)), "{ok:?}");
+        for (op, side, _) in &ok {
+            let want = if matches!(op.as_str(), "acquire" | "tma_load") { "producer" } else { "consumer" };
+            assert_eq!(side, &sym(want), "{op}");
+        }
+        // Roles swapped: every pipeline operation runs on the wrong side.
+        let swapped = sides(&edit(GEMM, &[("producer load consumer mma", "producer mma consumer load")]));
+        assert_eq!(swapped.len(), ok.len());
+        assert!(swapped.iter().all(|(_, _, on)| *on == Value::Bool(false)), "{swapped:?}");
+        // The call sees its pipeline argument's facts under the parameter's name.
+        let f = facts_of(GEMM);
+        let acquire = f.of_kind(ConstructKind::Call).find(|c| c.op.as_deref() == Some("acquire")).unwrap();
+        assert_eq!(acquire.get("p_role_is_producer"), Some(&Value::Bool(true)));
+        assert_eq!(acquire.get("p_role_is_consumer"), Some(&Value::Bool(false)));
+        assert_eq!(acquire.get("p_side_role"), Some(&sym("load")));
+    }
+
+    #[test]
+    fn roles_and_outputs_relate() {
+        let f = facts_of(GEMM);
+        let role = |f: &ModuleFacts, n: &str, k: &str| f.of_kind(ConstructKind::Role).find(|r| r.name == n).and_then(|r| r.get(k).cloned()).unwrap();
+        assert_eq!(role(&f, "load", "writes_outputs"), Value::Int(0));
+        assert_eq!(role(&f, "mma", "writes_outputs"), Value::Int(1));
+        assert_eq!(role(&f, "mma", "output_stores"), Value::Int(1));
+        let c = f.of_kind(ConstructKind::Tensor).find(|t| t.name == "C").unwrap();
+        assert_eq!(c.get("writer_roles"), Some(&Value::Int(1)));
+        assert_eq!(c.get("first_writer_role"), Some(&Value::Sym("mma".into())));
+        assert_eq!(c.get("has_unwritten_owner"), Some(&Value::Bool(false)));
+        // The second consumer warpgroup declared as a role of its own, its `on` block forgotten:
+        // rows 64..128 of every tile are written by nobody, and the facts name who owns them.
+        let split = edit(GEMM, &[("role mma: warpgroup 1..3 regs 232", "role mma: warpgroup 1 regs 232\nrole mma_hi: warpgroup 2 regs 232")]);
+        let f = facts_of(&split);
+        let c = f.of_kind(ConstructKind::Tensor).find(|t| t.name == "C").unwrap();
+        assert_eq!(c.get("unwritten_owner"), Some(&Value::Sym("mma_hi".into())));
+        assert!(matches!(c.get("unwritten_elements"), Some(Value::Int(n)) if *n > 0), "{:?}", c.get("unwritten_elements"));
+        assert_eq!(role(&f, "mma_hi", "peer_writer"), Value::Sym("mma".into()));
+        assert_eq!(role(&f, "mma_hi", "writes_outputs"), Value::Int(0));
+    }
+
+    #[test]
+    fn stored_integers_are_bounded_against_the_dtype() {
+        let store = |src: &str| -> FactSet { facts_of(src).of_kind(ConstructKind::Call).find(|c| c.op.as_deref() == Some("store")).unwrap().clone() };
+        // i32 output: no conversion.
+        assert_eq!(store(KMEANS).get("stores_int_as_float"), Some(&Value::Bool(false)));
+        // f16: the index reaches K - 1, and K has no upper bound.
+        let f16 = edit(KMEANS, &[("out Idx: i32[B, N]", "out Idx: f16[B, N]"), ("64], best_i)", "64], cast(best_i, f16))")]);
+        let s = store(&f16);
+        assert_eq!(s.get("stores_int_as_float"), Some(&Value::Bool(true)));
+        assert_eq!(s.get("stored_int_dtype"), Some(&Value::Sym("i32".into())));
+        assert_eq!(s.get("stored_int_grows"), Some(&Value::Bool(true)));
+        assert_eq!(s.get("stored_int_max"), Some(&Value::Unknown));
+        assert_eq!(s.get("dst_exact_int_max"), Some(&Value::Int(2048)));
+        // One centroid tile's local index: at most 127, exact in bf16 (256); 3 tiles on, 511 is not.
+        let local = edit(
+            KMEANS,
+            &[("out Idx: i32[B, N]", "out Idx: bf16[B, N]"), ("64], best_i)", "64], cast(reduce_argmin(d, axis=1), bf16))")],
+        );
+        let s = store(&local);
+        assert_eq!((s.get("stored_int_max"), s.get("stored_int_grows"), s.get("dst_exact_int_max")), (Some(&Value::Int(127)), Some(&Value::Bool(false)), Some(&Value::Int(256))));
+        let shifted = edit(&local, &[("cast(reduce_argmin(d, axis=1), bf16)", "cast(reduce_argmin(d, axis=1) + 3 * 128, bf16)")]);
+        assert_eq!(store(&shifted).get("stored_int_max"), Some(&Value::Int(511)));
+    }
+
+    #[test]
+    fn exact_integer_ranges_follow_the_significand() {
+        assert_eq!([DType::F16, DType::BF16, DType::F32, DType::F8E4M3, DType::F8E5M2].map(DType::exact_int_max), [2048, 256, 1 << 24, 16, 8]);
+        assert_eq!(DType::I32.exact_int_max(), i64::from(i32::MAX));
     }
 
     #[test]

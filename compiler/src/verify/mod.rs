@@ -14,6 +14,7 @@ pub mod coverage;
 pub mod facts;
 pub mod fills;
 pub mod indexing;
+pub mod int_range;
 pub mod protocol;
 pub mod rules;
 pub mod visibility;

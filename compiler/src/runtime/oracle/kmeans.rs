@@ -188,6 +188,41 @@ mod tests {
         assert_eq!(r.first_bad.iter().map(|e| e.index.clone()).collect::<Vec<_>>(), vec![vec![0, 7], vec![0, 9]]);
     }
 
+    #[test]
+    fn an_index_stored_as_f16_is_decoded_and_fails_past_2048() {
+        use crate::ir::DType;
+        use crate::runtime::convert::{decode_all_index, element_bytes, store};
+        // Each point sits on one centroid (plus a little noise), so its arg-min is certain:
+        // indices 5 and 2048 are exact in f16, 2049 and 4095 round to 2048 and 4096.
+        let (b, k, d) = (1usize, 4097usize, 8usize);
+        let c = data(b * k * d, 5);
+        let targets = [5usize, 2048, 2049, 4095];
+        let noise = data(targets.len() * d, 6);
+        let x: Vec<f32> = targets.iter().enumerate().flat_map(|(p, &j)| (0..d).map(move |i| (p, j, i))).map(|(p, j, i)| c[j * d + i] + 1e-3 * noise[p * d + i]).collect();
+        let n = targets.len();
+        assert_eq!(kmeans_ref(&x, &c, b, n, k, d), targets.iter().map(|&j| j as i32).collect::<Vec<_>>());
+        // What the kernel stores: the right indices, converted to the output's dtype.
+        let stored = |dt: DType| {
+            let w = element_bytes(dt);
+            let mut bytes = vec![0u8; n * w];
+            for (out, &j) in bytes.chunks_exact_mut(w).zip(&targets) {
+                store(dt, j as f64, out);
+            }
+            bytes
+        };
+        let tol = Tolerance { samples: 1000, ..Tolerance::KMEANS };
+        let check = |dt: DType| kmeans_assign(&x, &c, &decode_all_index(dt, &stored(dt)), b as u64, n as u64, k as u64, d as u64, tol, &mut Rng::new(0));
+        assert!(check(DType::I32).passed && check(DType::F32).passed);
+        let r = check(DType::F16);
+        assert!(!r.passed);
+        assert_eq!((r.mismatches, r.nonfinite), (2, 0), "{r:?}");
+        let bad: Vec<(Vec<u64>, f64, f64)> = r.first_bad.iter().map(|e| (e.index.clone(), e.got, e.want)).collect();
+        assert_eq!(bad, vec![(vec![0, 2], 2048.0, 2049.0), (vec![0, 3], 4096.0, 4095.0)]);
+        // An f16 output nothing wrote (0xFF: NaN) is a never-written point, not a refusal.
+        let r = kmeans_assign(&x, &c, &decode_all_index(DType::F16, &vec![0xFF; 2 * n]), b as u64, n as u64, k as u64, d as u64, tol, &mut Rng::new(0));
+        assert_eq!(r.nonfinite, n as u64);
+    }
+
     /// Normal data rounded to bf16, as the GPU reads it.
     fn bf16_normal(len: usize, seed: u64) -> Vec<f32> {
         let mut r = Rng::new(seed);

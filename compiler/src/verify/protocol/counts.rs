@@ -48,7 +48,7 @@ fn listing_op(model: &Model, role: Handle<RoleDecl>, call: &OpCall, s: Handle<St
     let m = model.m;
     let Some(def) = model.cat.get(&call.op) else { return };
     let rname = model.role_name(role).to_string();
-    // Pipelines: the rules V415 (acquire), V416 (wait / release) and V417 (tma_load) check the
+    // Pipelines: the rule V418 (acquire, tma_load, wait, release) and the type checker (E0322, `.stage`) check the
     // roles; here only explicit barriers.
     for (i, param) in def.params.iter().enumerate() {
         if !matches!(param.kind, ParamKind::Barrier | ParamKind::Sync) {
