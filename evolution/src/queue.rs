@@ -482,7 +482,16 @@ fn propose_rule(
         Some(c) => c,
         None => synth::next_code(&base_data.codes(), taken).ok_or("no free code left in V600–V699 for evolved rules")?,
     };
-    let draft = match synth::draft_rule(base_data, &info, &programs, &code, opts.seed) {
+    // Boundary variants of the failing programs, labelled by the runs of the label store and the
+    // evidence (or by the lowering when it refuses one); about half are held out for the gate.
+    let mut labels = synth::variants::LabelIndex::of(store);
+    if let Some(dir) = &opts.labels {
+        let extra = EvidenceStore::open_existing(dir).map_err(|e| format!("the label store {}: {e}", dir.display()))?;
+        labels.extend(synth::variants::LabelIndex::of(&extra));
+    }
+    let sources: Vec<&str> = programs.iter().map(|p| p.source.as_str()).collect();
+    let variants = synth::variants::for_gate(&synth::variants::labelled_variants(base_data, &sources, &labels, synth::variants::PER_PROGRAM));
+    let draft = match synth::draft_rule_with(base_data, &info, &programs, &variants, &code, opts.seed) {
         Ok(d) => d,
         // Said in the outcome, so a bucket that cannot be learned is never dropped silently.
         Err(e) => return Ok(out("skipped", None, sanitize::line(&format!("cannot become a rule: {e}")))),

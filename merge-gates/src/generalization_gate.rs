@@ -215,6 +215,10 @@ pub struct Variant {
     pub source: String,
     /// Labelled failing (the rule must reject it) or passing (it must not).
     pub fails: bool,
+    /// Kept apart from fitting: the search never saw it, so the gate's check of it is a
+    /// held-out test, not a restatement of the fit.
+    #[serde(default)]
+    pub held_out: bool,
 }
 
 /// What the gate is given about one rule proposal.

@@ -91,8 +91,8 @@ fn a_grounded_rule_that_relearns_passes() {
     let c = target_1024(&t);
     let same = |_: usize| Ok(Some(rule("align <= 1024")));
     let variants = vec![
-        Variant { id: "v-align-4096".into(), source: failing()[0].source.replace("align 2048", "align 4096"), fails: true },
-        Variant { id: "v-align-512".into(), source: failing()[0].source.replace("align 2048", "align 512"), fails: false },
+        Variant { id: "v-align-4096".into(), source: failing()[0].source.replace("align 2048", "align 4096"), fails: true, held_out: false },
+        Variant { id: "v-align-512".into(), source: failing()[0].source.replace("align 2048", "align 512"), fails: false, held_out: false },
     ];
     let g = run(&t, &[c], &failing(), &variants, &same);
     assert_eq!(g.status, GateStatus::Pass, "{g:?}");
@@ -151,8 +151,8 @@ fn held_out_variants_and_examples() {
     let same = |_: usize| Ok(Some(rule("align <= 1024")));
     // A passing variant the rule flags, and a failing variant it misses.
     let variants = vec![
-        Variant { id: "v-2048-passes".into(), source: failing()[0].source.clone(), fails: false },
-        Variant { id: "v-1024-fails".into(), source: example("gemm_bf16_ws.cake"), fails: true },
+        Variant { id: "v-2048-passes".into(), source: failing()[0].source.clone(), fails: false, held_out: false },
+        Variant { id: "v-1024-fails".into(), source: example("gemm_bf16_ws.cake"), fails: true, held_out: false },
     ];
     let g = run(&t, std::slice::from_ref(&c), &failing(), &variants, &same);
     assert!(g.details.contains(&"variant v-2048-passes is labelled passing and the rule rejects it".to_string()), "{:?}", g.details);

@@ -398,7 +398,7 @@ fn draft_for_construct(
     // Constants of the failing programs' targets; variants as the real compiler labelled them.
     let targets: BTreeSet<&str> = failing_used.iter().map(|pm| pm.1.target.as_str()).collect();
     input.grounding = base.grounding.iter().filter(|g| !matches!(&g.source, cake_merge_gates::generalization_gate::Source::Target { target, .. } if !targets.contains(target.as_str()))).cloned().collect();
-    for v in variants {
+    for v in variants.iter().filter(|v| !v.held_out) {
         let Some(m) = base.frontend.check(&v.source).module else { continue };
         let Some(f) = base.facts(&m) else { continue };
         let inst: Vec<FactMap> = instances(&f, kind, op).into_iter().map(|(m, _)| m).collect();

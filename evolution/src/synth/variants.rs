@@ -25,6 +25,9 @@ use serde::{Deserialize, Serialize};
 use super::search::{instances, FactMap};
 use crate::store::{EvidenceStore, Record};
 
+/// Boundary variants made of each failing program (the benchmark's labelling batch has as many).
+pub const PER_PROGRAM: usize = 6;
+
 /// Construct kinds whose facts can implicate a quantity (calls and arguments are covered through
 /// the declarations they name).
 const KINDS: [ConstructKind; 8] =
@@ -355,6 +358,19 @@ pub struct LabelIndex {
 }
 
 impl LabelIndex {
+    /// Add the labels of another store (a failing label wins over a passing one).
+    pub fn extend(&mut self, other: LabelIndex) {
+        for (hash, label) in other.labels {
+            match self.labels.get(&hash) {
+                Some(Label::Fails { .. }) => {}
+                Some(Label::Passes { .. }) if label.fails() != Some(true) => {}
+                _ => {
+                    self.labels.insert(hash, label);
+                }
+            }
+        }
+    }
+
     /// A failing run (any verdict but pass and skipped; a build failure) labels its program
     /// failing; runs that all passed label it passing; a program with neither is unlabelled.
     pub fn of(store: &EvidenceStore) -> LabelIndex {
@@ -414,6 +430,18 @@ fn label_by_lowering(base: &super::Base, v: &Variant) -> Label {
         Err(e) if !e.is_not_supported_yet() => Label::Fails { how: format!("build_{}", e.code), evidence: Vec::new() },
         _ => Label::Unlabelled,
     }
+}
+
+/// The variants as the rule search and the generalization gate take them: passing or failing,
+/// and held out from fitting or not.
+pub fn for_gate(labelled: &[Labelled]) -> Vec<cake_merge_gates::generalization_gate::Variant> {
+    labelled
+        .iter()
+        .filter_map(|l| {
+            let fails = l.label.fails()?;
+            Some(cake_merge_gates::generalization_gate::Variant { id: l.variant.hash.clone(), source: l.variant.source.clone(), fails, held_out: held_out(&l.variant) })
+        })
+        .collect()
 }
 
 /// Whether a variant is held out from fitting (odd last hex digit of its hash).
