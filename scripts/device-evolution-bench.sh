@@ -109,11 +109,11 @@ for f in "${FILES[@]}"; do
   rel=${f#"$BENCH"/}; cls=${rel%%/*}; rest=${rel#*/}; set_=${rest%%/*}; stem=$(basename "$f" .cake)
   for r in "$OUT/runs/$cls--$set_--$stem"/runs/*.json; do
     [ -f "$r" ] || continue
-    "$EVOLVE" import --kind run "$r" --program "$f" --store "$OUT/stores/$cls/evidence/$set_" >/dev/null 2>>"$OUT/import-errors.log" \
+    "$EVOLVE" import --kind run "$r" --program "$f" --store "$OUT/stores/$cls/evidence/$set_" >/dev/null 2>>"$OUT/import.log" \
       && imported=$((imported + 1))
   done
 done
-echo "<== imported $imported run record(s); errors: $(wc -l <"$OUT/import-errors.log" 2>/dev/null || echo 0)"
+echo "<== imported $imported run record(s); import errors: $(grep -c "^error" "$OUT/import.log" 2>/dev/null || echo 0)"
 
 : >"$OUT/evolution-bench-runs.jsonl"
 for f in "$OUT"/lines/*.json; do cat "$f" >>"$OUT/evolution-bench-runs.jsonl"; done

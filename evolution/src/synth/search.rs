@@ -184,13 +184,35 @@ impl Table {
                 types.insert(k.clone(), t);
             }
         }
+        // A fact unknown on some accepted instances is kept when a boolean fact says exactly
+        // where it is known (`regs` is known where `has_regs` holds): it can only be used under
+        // that guard, where every accepted instance knows it.
+        let known = |inst: &FactMap, k: &str, t: Ty| match (inst.get(k), t) {
+            (Some(Value::Int(_)), Ty::Int) | (Some(Value::Bool(_)), Ty::Bool) => true,
+            (Some(Value::Sym(s)), Ty::Sym) => literals.contains(s),
+            _ => false,
+        };
+        let mut partial: BTreeMap<String, Ty> = BTreeMap::new();
         for inst in &input.accepted {
-            types.retain(|k, t| match (inst.get(k), *t) {
-                (Some(Value::Int(_)), Ty::Int) | (Some(Value::Bool(_)), Ty::Bool) => true,
-                (Some(Value::Sym(s)), Ty::Sym) => literals.contains(s),
-                _ => false,
-            });
+            for (k, v) in inst {
+                let t = match v {
+                    Value::Int(_) => Ty::Int,
+                    Value::Bool(_) => Ty::Bool,
+                    _ => continue,
+                };
+                partial.entry(k.clone()).or_insert(t);
+            }
         }
+        for inst in &input.accepted {
+            types.retain(|k, t| known(inst, k, *t));
+        }
+        let bools: Vec<&String> = types.iter().filter(|(_, t)| **t == Ty::Bool).map(|(k, _)| k).collect();
+        let guarded_known: Vec<(String, Ty)> = partial
+            .into_iter()
+            .filter(|(k, t)| !types.contains_key(k) && input.accepted.iter().any(|i| known(i, k, *t)))
+            .filter(|(k, t)| bools.iter().any(|g| input.accepted.iter().all(|i| known(i, k, *t) == (i.get(g.as_str()) == Some(&Value::Bool(true))))))
+            .collect();
+        types.extend(guarded_known);
         let names: Vec<String> = types.keys().cloned().collect();
         let tys: Vec<Ty> = names.iter().map(|n| types[n]).collect();
         let order = names
@@ -266,7 +288,10 @@ impl Table {
             .iter()
             .enumerate()
             .filter(|(_, g)| g.value >= lo && g.value <= hi && class(g) < 2)
-            .min_by_key(|(i, g)| (class(g), if high { -g.value } else { g.value }, *i))
+            // Nearest the wanted end first (a target value that is smaller only by coincidence —
+            // `max_cluster_size` 8 for a register floor — must not win over a closer one), then
+            // target before catalog.
+            .min_by_key(|(i, g)| (if high { -g.value } else { g.value }, class(g), *i))
             .map(|(i, g)| (g.value, Src::G(i as u32)))
     }
 
@@ -794,6 +819,19 @@ fn search_view<'t>(t: &'t Table, view: &View<'t>, max: usize) -> Vec<Candidate> 
         }
         if let Some(b) = sub.invariants(true).into_iter().find(|b| sub.separates(b)) {
             scored.push((g.rank() + b.rank(), 1, cand(Some(g), &[&b], 2)));
+            continue;
+        }
+        // Two invariants under the guard, when one does not cover every failing program (a
+        // budget both under its floor and over its ceiling).
+        let inv: Vec<(Atom, Vec<bool>)> = sub.invariants(true).into_iter().map(|a| (a, sub.violated(&a))).filter(|(_, v)| v.iter().any(|x| *x)).collect();
+        'pair: for i in 0..inv.len() {
+            for j in i + 1..inv.len() {
+                if (0..sub.failing.len()).all(|k| inv[i].1[k] || inv[j].1[k]) {
+                    let (a, b) = (&inv[i].0, &inv[j].0);
+                    scored.push((g.rank() + a.rank() + b.rank(), 2, cand(Some(g), &[a, b], 2)));
+                    break 'pair;
+                }
+            }
         }
     }
     scored.sort_by_key(|x| (x.0, x.1));
@@ -950,4 +988,33 @@ mod tests {
         assert_eq!(r.candidates[0].require, "a <= 2 && b <= 2", "{r:?}");
     }
 
+}
+
+#[cfg(test)]
+mod guarded_range_tests {
+    use super::*;
+
+    fn fm(pairs: &[(&str, Value)]) -> FactMap {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    /// A budget known only where `has_regs` holds, broken on both sides by different programs:
+    /// one guarded rule with two thresholds covers them all.
+    #[test]
+    fn a_range_under_a_guard_is_two_thresholds() {
+        let role = |regs: Option<i64>| match regs {
+            Some(r) => fm(&[("has_regs", Value::Bool(true)), ("regs", Value::Int(r))]),
+            None => fm(&[("has_regs", Value::Bool(false)), ("regs", Value::Unknown)]),
+        };
+        let accepted = vec![role(Some(40)), role(Some(232)), role(Some(32)), role(Some(240)), role(None), role(None)];
+        let failing = vec![vec![role(Some(8)), role(Some(240))], vec![role(Some(40)), role(Some(272))]];
+        let grounding = vec![
+            ConstantSource { value: 32, source: Source::Catalog { file: "c.toml".into(), op: "x".into(), rule: "a % 32 == 0".into() } },
+            ConstantSource { value: 256, source: Source::Catalog { file: "c.toml".into(), op: "x".into(), rule: "a <= 256".into() } },
+        ];
+        let c = search(&SearchInput { accepted, failing, labelled: vec![], grounding }, 0, 4);
+        assert!(!c.is_empty());
+        assert_eq!(c[0].when.as_deref(), Some("has_regs"), "{c:?}");
+        assert!(c[0].require.contains("regs >= 32") && c[0].require.contains("regs <= 256"), "{c:?}");
+    }
 }
