@@ -21,6 +21,7 @@ pub mod op_reference;
 pub mod ops;
 pub mod pred;
 pub mod render;
+pub mod rule_source;
 pub mod runtime;
 pub mod span;
 pub mod syntax;
