@@ -200,4 +200,29 @@ fn propose_accept_reject_end_to_end() {
         let codes = check_with_rules_of(&repo_dir, src);
         assert!(codes.contains(&hd.code), "the merged {} rejects {} ({sha}; got {codes:?})", hd.code, kernel_name(src));
     }
+    // The accepted rule takes effect without a rebuild: `cake check` run in the checkout verifies
+    // with the checkout's `compiler/rules/` (cake::rule_source), not the set built into `cake`
+    // (which has no V6xx rule and, unlike this fixture's main, has V325).
+    let active = cake::rule_source::ActiveRules::resolve_from(None, &repo_dir).unwrap();
+    assert_eq!(active.origin, cake::rule_source::RulesOrigin::Checkout(std::fs::canonicalize(&repo_dir).unwrap()), "{}", active.describe());
+    assert!(active.set.get(&hd.code).is_some() && cake::verify::RuleSet::builtin().get(&hd.code).is_none(), "{}", active.describe());
+    for (sha, src) in &unseen {
+        let out = cake::check::check_source_with(src, &active.set);
+        assert!(out.diagnostics.iter().any(|d| d.is_error() && d.code == hd.code), "`cake check` in the checkout rejects {} ({sha}) with {}", kernel_name(src), hd.code);
+    }
+
+    // ── the other proposals, accepted one after another on the main that moved: a rule accepted
+    // before may fire on a later proposal's negative cases (and its rule on main's), so accept
+    // re-derives those cases' expected findings on the merged tree instead of failing the
+    // corpus gate forever ──
+    let mut rederived = 0;
+    for r in rules.iter().filter(|r| r.id != half.id) {
+        let a = review::accept(&repo_dir, &r.id, "reviewed", None, GateOptions::static_only()).unwrap();
+        let after = queue::load_all(&qdir).unwrap().into_iter().find(|x| x.id == r.id).unwrap();
+        assert!(matches!(a, Accepted::Merged { .. }), "accept {} after main moved: {a:?}\n{}", r.id, after.gate_report().table());
+        rederived += after.notes.iter().filter(|n| n.contains("re-derived the expected findings")).count();
+        let codes = check_with_rules_of(&repo_dir, &store.program(&r.programs[0]).unwrap().unwrap());
+        assert!(codes.contains(&r.rule.as_ref().unwrap().code) || !r.rule.as_ref().unwrap().failing_programs.contains(&r.programs[0]), "{} is on main", r.id);
+    }
+    println!("{rederived} accept(s) re-derived negative cases");
 }

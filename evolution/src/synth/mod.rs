@@ -73,7 +73,7 @@ pub mod search;
 // The paths callers use (`synth::draft_rule`, `synth::search`, ...), kept from when this was one file.
 pub use primitive::{draft_primitive, unknown_op, PrimitiveDraft};
 pub use rule::{category_for, draft_rule, next_code, with_rules, Base, Negative, RuleDraft, EVOLVED_CODES, MAX_NEGATIVE_CASES};
-pub use rule_file::rule_name;
+pub use rule_file::{rule_name, set_findings};
 pub use search::{instances, literal_words, search, search_subset, Candidate, FactMap, SearchInput, SubsetResult, MAX_SUBSETS};
 
 // ─── Inputs ──────────────────────────────────────────────────────────────────────────────────────
