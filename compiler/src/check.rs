@@ -15,7 +15,7 @@ use crate::pred::{self, Facts, Value};
 use crate::span::Span;
 use crate::syntax::ast::{self, AttrValue, BinOp, ExprKind as AK, UnOp};
 use crate::target::{TargetInfo, TargetTable};
-use crate::verify::Validated;
+use crate::verify::{RuleSet, Validated};
 
 /// What `cake check` learns about one source text.
 pub struct CheckOutput {
@@ -30,8 +30,14 @@ pub struct CheckOutput {
 }
 
 /// Parse, type-check and verify one `.cake` source text against the built-in catalog, targets
-/// and verifier rules — everything `cake check` does.
+/// and verifier rules.
 pub fn check_source(source: &str) -> CheckOutput {
+    check_source_with(source, RuleSet::builtin())
+}
+
+/// [`check_source`] with a given verifier rule set — what `cake check` does with the rules
+/// [`crate::rule_source::ActiveRules`] chose.
+pub fn check_source_with(source: &str, rules: &RuleSet) -> CheckOutput {
     let file = match crate::syntax::parse(source) {
         Ok(file) => file,
         Err(diagnostics) => return CheckOutput { file: None, module: None, validated: None, diagnostics },
@@ -41,7 +47,7 @@ pub fn check_source(source: &str) -> CheckOutput {
     let mut validated = None;
     if let Some(m) = &module {
         if let Some(target) = targets.get(&m.target) {
-            let out = crate::verify::verify(m.clone(), target);
+            let out = crate::verify::verify_with(m.clone(), target, rules);
             diagnostics.extend(out.findings);
             validated = out.validated;
         }

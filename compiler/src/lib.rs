@@ -23,6 +23,7 @@ pub mod op_reference;
 pub mod ops;
 pub mod pred;
 pub mod render;
+pub mod rule_source;
 pub mod runtime;
 pub mod shape;
 pub mod span;

@@ -56,6 +56,10 @@ enum Command {
     Check {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
+        /// Verify with the rules under DIR (`<category>/*.toml`) instead of those of the checkout
+        /// around the current directory (or, outside a checkout, the rules built into `cake`).
+        #[arg(long, value_name = "DIR")]
+        rules: Option<PathBuf>,
     },
     /// Rewrite .cake files in canonical format (`-` formats standard input to standard output).
     Fmt {
@@ -139,7 +143,7 @@ fn main() -> ExitCode {
     };
     let mut out = Reporter::new(cli.message_format, color);
     let status = match cli.command {
-        Command::Check { files } => check(&mut out, &files),
+        Command::Check { files, rules } => check(&mut out, &files, rules.as_deref()),
         Command::Fmt { check, files } => fmt(&mut out, &files, check),
         Command::Explain { code, list, ops, markdown } => {
             if ops {
@@ -166,7 +170,17 @@ fn main() -> ExitCode {
 // ---------------------------------------------------------------------------------------------
 // cake check
 
-fn check(out: &mut Reporter, files: &[PathBuf]) -> Status {
+fn check(out: &mut Reporter, files: &[PathBuf], rules: Option<&Path>) -> Status {
+    let active = match cake::rule_source::ActiveRules::resolve(rules) {
+        Ok(a) => a,
+        Err(d) => {
+            out.unlocated(&rules.map_or_else(|| "compiler/rules".to_string(), |p| p.display().to_string()), &d);
+            return Status::Failure;
+        }
+    };
+    // Always on stderr, so JSON consumers keep a clean stdout and people see which set judged.
+    let _ = writeln!(io::stderr(), "note: {}", active.describe());
+    out.rules = Some(active.to_json().to_string());
     let mut status = Status::Clean;
     for path in files {
         let name = display_name(path);
@@ -178,7 +192,7 @@ fn check(out: &mut Reporter, files: &[PathBuf]) -> Status {
                 continue;
             }
         };
-        let result = cake::check::check_source(&source);
+        let result = cake::check::check_source_with(&source, &active.set);
         out.located(&name, &source, &result.diagnostics);
         if result.diagnostics.iter().any(Diagnostic::is_error) {
             status = status.max(Status::Findings);
@@ -460,11 +474,13 @@ struct Reporter {
     warnings: usize,
     hints: usize,
     coverage_limits: usize,
+    /// The `rules` field `cake check` adds to each JSON diagnostic (which rule set judged it).
+    rules: Option<String>,
 }
 
 impl Reporter {
     fn new(format: MessageFormat, color: bool) -> Reporter {
-        Reporter { format, color, errors: 0, warnings: 0, hints: 0, coverage_limits: 0 }
+        Reporter { format, color, errors: 0, warnings: 0, hints: 0, coverage_limits: 0, rules: None }
     }
 
     fn count(&mut self, d: &Diagnostic) {
@@ -485,7 +501,8 @@ impl Reporter {
                 let _ = io::stderr().write_all(text.as_bytes());
             }
             MessageFormat::Json => {
-                self.stdout(&render::render_json_lines(name, source, diags));
+                let lines = render::render_json_lines(name, source, diags);
+                self.stdout(&self.with_rules_field(lines));
             }
         }
     }
@@ -497,8 +514,20 @@ impl Reporter {
             MessageFormat::Human => {
                 let _ = io::stderr().write_all(render::render_human_unlocated(d, self.color).as_bytes());
             }
-            MessageFormat::Json => self.stdout(&format!("{}\n", render::render_json_line_unlocated(name, d))),
+            MessageFormat::Json => self.stdout(&self.with_rules_field(format!("{}\n", render::render_json_line_unlocated(name, d)))),
         }
+    }
+
+    /// Each JSON line (an object) with the `rules` field appended, when a rule set was chosen.
+    fn with_rules_field(&self, lines: String) -> String {
+        let Some(rules) = &self.rules else { return lines };
+        lines
+            .lines()
+            .map(|l| match l.strip_suffix('}') {
+                Some(body) => format!("{body},\"rules\":{rules}}}\n"),
+                None => format!("{l}\n"),
+            })
+            .collect()
     }
 
     /// `fmt --check` found a difference: a diff on stdout (human) or an E0005 line (JSON).

@@ -16,10 +16,13 @@ pub mod mine;
 pub mod normalize;
 pub mod queue;
 pub mod records;
+pub mod rederive;
 pub mod review;
 pub mod sanitize;
+pub mod stale;
 pub mod store;
 pub mod synth;
+pub mod widen;
 
 /// Output format of the CLI commands (`mine`, `import`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]

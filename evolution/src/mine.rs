@@ -79,6 +79,7 @@ use crate::import::parse_ptxas;
 // Re-exported: signatures are built from it, and callers know it as `mine::normalize`.
 pub use crate::normalize::normalize;
 use crate::Format;
+use crate::stale::Recheck;
 use crate::store::{EvidenceStore, FailureReport, Record, SpanKind, SpanRef, Stage, StoreError, Stored};
 
 // ─── Normalization ───────────────────────────────────────────────────────────────────────────────
@@ -224,6 +225,9 @@ struct Observation {
     message: String,
     locus: Locus,
     cost: f64,
+    /// A recorded build failure (lowering refusal, NVRTC / ptxas error): the current compiler
+    /// can try the build again (`stale.rs`). Compile facts of a build that passed are not.
+    build_failure: bool,
 }
 
 impl Observation {
@@ -271,6 +275,7 @@ fn run_observations(id: &str, r: &RunRecord, out: &mut Vec<Observation>) {
         message,
         locus: Locus::None,
         cost,
+        build_failure: false,
     };
     let measured_s = r.times_ms.as_ref().map_or(0.0, |t| t.samples_ms.iter().sum::<f64>() * (1.0 + f64::from(t.warmup) / f64::from(t.repeats.max(1))) / 1e3);
     match (r.verdict, &r.error) {
@@ -318,6 +323,7 @@ fn run_observations(id: &str, r: &RunRecord, out: &mut Vec<Observation>) {
                 if !events.is_empty() && e.class.starts_with("build_N") {
                     for ev in events {
                         let mut o = base(ev.stage, ev.class.clone(), detail_of(&ev.message), ev.message.clone(), 0.0);
+                        o.build_failure = true;
                         if let Some(s) = ev.span {
                             o.locus = Locus::Line(s);
                         }
@@ -330,6 +336,7 @@ fn run_observations(id: &str, r: &RunRecord, out: &mut Vec<Observation>) {
                     let detail = detail_of(&e.message);
                     let detail = detail.strip_prefix(&format!("{code}: ")).map_or(detail.clone(), str::to_string);
                     let mut o = base(stage, e.class.clone(), detail, e.message.clone(), 0.0);
+                    o.build_failure = true;
                     if let Some(s) = byte_span_in(&e.message) {
                         o.locus = Locus::Bytes(s);
                     }
@@ -399,8 +406,13 @@ fn failure_observation(id: &str, f: &FailureReport) -> Observation {
         message: f.message.clone(),
         locus: f.span.clone().map_or(Locus::None, Locus::Line),
         cost,
+        build_failure: f.stage == Stage::Lower || (f.stage == Stage::Compile && !COMPILE_FACT_CLASSES.contains(&f.error_class.as_str()) && !f.error_class.starts_with("ptxas.warning")),
     }
 }
+
+/// ptxas classes that report facts of a build that succeeded (spills, an ignored `setmaxnreg`,
+/// serialized wgmma), not a failed build: a rebuild passing says nothing about them.
+const COMPILE_FACT_CLASSES: &[&str] = &["ptxas.spill", "ptxas.setmaxnreg_ignored", "ptxas.wgmma_serialized"];
 
 /// Whether a run record is a build failure of the program (not of the harness: `build_N001`, no
 /// NVRTC, says nothing about the program).
@@ -687,8 +699,20 @@ pub struct Bucket {
     pub score: f64,
     pub targets: Vec<String>,
     pub verifier: VerifierStatus,
+    /// Programs whose recorded build failure the current compiler no longer reproduces: they
+    /// lower and compile now (`stale.rs`, warning `M003`). A bucket whose programs are all stale
+    /// proposes nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stale_programs: Vec<String>,
     /// One message as the tool printed it (from the first evidence id).
     pub example: String,
+}
+
+impl Bucket {
+    /// Whether every program of the bucket now builds: the failure no longer reproduces.
+    pub fn is_stale(&self) -> bool {
+        !self.program_hashes.is_empty() && self.stale_programs.len() == self.program_hashes.len()
+    }
 }
 
 /// Everything mining produced, with the problems it met.
@@ -738,6 +762,7 @@ pub fn mine_records_with(store: &EvidenceStore, records: &[Stored], mut warnings
         count: usize,
         cost: f64,
         example: (String, String),
+        build_failure: bool,
     }
     let mut acc: BTreeMap<(String, String, String), Acc> = BTreeMap::new();
     for o in &obs {
@@ -760,6 +785,7 @@ pub fn mine_records_with(store: &EvidenceStore, records: &[Stored], mut warnings
             count: 0,
             cost: 0.0,
             example: (o.evidence.clone(), o.message.clone()),
+            build_failure: o.build_failure,
         });
         a.attribution.insert(how);
         a.evidence.insert(o.evidence.clone());
@@ -769,6 +795,15 @@ pub fn mine_records_with(store: &EvidenceStore, records: &[Stored], mut warnings
         a.cost += o.cost;
         if o.evidence < a.example.0 {
             a.example = (o.evidence.clone(), o.message.clone());
+        }
+    }
+    // Recorded build failures are built again with the current compiler (once per program).
+    let mut rechecks: BTreeMap<String, Recheck> = BTreeMap::new();
+    for a in acc.values().filter(|a| a.build_failure) {
+        for p in &a.programs {
+            if let (false, Some(src)) = (rechecks.contains_key(p), views.get(p).and_then(|v| v.source.as_deref())) {
+                rechecks.insert(p.clone(), crate::stale::recheck(src, fe));
+            }
         }
     }
     let mut missing: BTreeSet<String> = BTreeSet::new();
@@ -796,6 +831,7 @@ pub fn mine_records_with(store: &EvidenceStore, records: &[Stored], mut warnings
             let cost = round3(a.cost);
             let score = round3(programs as f64 * (1.0 + (1.0 + cost).log2()));
             let example = a.example.1.lines().take(3).collect::<Vec<_>>().join("\n");
+            let stale_programs = if a.build_failure { a.programs.iter().filter(|p| rechecks.get(*p) == Some(&Recheck::Builds)).cloned().collect() } else { Vec::new() };
             Bucket {
                 id: bucket_id(&signature, &kind, &op),
                 signature,
@@ -811,10 +847,31 @@ pub fn mine_records_with(store: &EvidenceStore, records: &[Stored], mut warnings
                 score,
                 targets: a.targets.into_iter().collect(),
                 verifier,
+                stale_programs,
                 example,
             }
         })
         .collect();
+    let short = |ps: &[&String]| ps.iter().map(|p| p.chars().take(12).collect::<String>()).collect::<Vec<_>>().join(", ");
+    let stale: Vec<&String> = rechecks.iter().filter(|(_, r)| **r == Recheck::Builds).map(|(p, _)| p).collect();
+    if !stale.is_empty() {
+        let records: BTreeSet<&String> = obs.iter().filter(|o| o.build_failure && stale.contains(&&o.program)).map(|o| &o.evidence).collect();
+        warnings.push(format!(
+            "warning[M003]: {} build failure record(s) of {} program(s) no longer reproduce: the current compiler lowers and compiles them ({}); their buckets propose nothing for them",
+            records.len(),
+            stale.len(),
+            short(&stale)
+        ));
+    }
+    let unknown: Vec<(&String, &String)> = rechecks.iter().filter_map(|(p, r)| if let Recheck::Unknown(why) = r { Some((p, why)) } else { None }).collect();
+    if let Some((_, why)) = unknown.first() {
+        let ps: Vec<&String> = unknown.iter().map(|(p, _)| *p).collect();
+        warnings.push(format!(
+            "note[M004]: could not re-check the recorded build failures of {} program(s) ({}): {why}; they are mined as recorded (set up the CUDA toolchain to tell stale evidence apart)",
+            ps.len(),
+            short(&ps)
+        ));
+    }
     buckets.sort_by(|x, y| {
         y.score
             .total_cmp(&x.score)

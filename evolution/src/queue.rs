@@ -3,7 +3,7 @@
 //!
 //! # Records
 //! ```toml
-//! id = "r-5f2c9a1e"                 # r- rule, p- primitive, c- calibration; from kind + bucket (or op)
+//! id = "r-5f2c9a1e"                 # r- rule, p- primitive, c- calibration; from kind + bucket + predicate (or op)
 //! kind = "rule"                     # rule | primitive | calibration
 //! status = "queued"                 # queued | accepted | rejected
 //! title = "V600 tma-load-dst-bytes-at-most-16384"
@@ -26,7 +26,8 @@
 //! ```
 //!
 //! # `propose`
-//! Idempotent: the same evidence gives the same proposals (ids from kind + bucket, commits made
+//! Idempotent: the same evidence gives the same proposals (ids from kind + bucket, and for a rule
+//! its predicate, so two different predicates never share an id; commits made
 //! with a fixed identity and the base commit's time, so even the commit ids repeat), and a bucket
 //! that already has a queued or accepted proposal is skipped. A rejected bucket is skipped
 //! unless it has evidence ids the rejection did not see. Deterministic under `--seed` (the seed
@@ -270,6 +271,12 @@ pub fn plan_for(b: &Bucket) -> Plan {
     if ratio {
         return Plan::Calibration;
     }
+    if b.is_stale() {
+        return Plan::Skip(format!(
+            "stale: the current compiler lowers and compiles every program of the bucket ({}): the recorded build failure no longer reproduces, nothing to learn",
+            b.stale_programs.iter().map(|p| synth::short(p)).collect::<Vec<_>>().join(", ")
+        ));
+    }
     if b.stage == Stage::Verify {
         return Plan::Skip("the verifier already rejects these programs: nothing to add".into());
     }
@@ -277,6 +284,22 @@ pub fn plan_for(b: &Bucket) -> Plan {
         return Plan::Skip(format!("the verifier already rejects every program of the bucket ({})", b.verifier.codes.join(", ")));
     }
     Plan::Rule
+}
+
+/// The id of a rule proposal: its bucket and its predicate (construct, guard, requirement), so
+/// two proposals with different predicates never share an id (nor a record or a branch), while
+/// the same evidence on the same base still gives the same id.
+pub fn rule_proposal_id(bucket: &str, applies_to: &str, when: Option<&str>, require: &str) -> String {
+    proposal_id(Kind::Rule, &format!("{bucket}\n{applies_to}\nwhen {}\nrequire {require}", when.unwrap_or("")))
+}
+
+/// The record that decides what happens to a bucket: its accepted proposal, else its queued
+/// one, else the rejected one (records of one bucket differ by predicate).
+fn bucket_record<'a>(records: &'a BTreeMap<String, Record>, kind: Kind, bucket: &str) -> Option<&'a Record> {
+    let of = |s: Status| records.values().filter(move |r| r.kind == kind && r.bucket == bucket && r.status == s);
+    // Of accepted ones, the rule in force: the one no accepted proposal widened.
+    let widened: BTreeSet<&str> = of(Status::Accepted).filter_map(|r| r.widens.as_deref()).collect();
+    of(Status::Accepted).filter(|r| !widened.contains(r.id.as_str())).last().or_else(|| of(Status::Queued).last()).or_else(|| of(Status::Rejected).last())
 }
 
 /// Whether an existing record for this key means "leave the bucket alone", and why.
@@ -467,21 +490,42 @@ fn propose_rule(
     records: &mut BTreeMap<String, Record>,
     taken: &mut BTreeSet<String>,
 ) -> Result<Outcome, String> {
-    let id = proposal_id(Kind::Rule, &b.id);
     let out = |what: &str, proposal: Option<String>, detail: String| Outcome { bucket: b.id.clone(), what: what.into(), proposal, detail };
-    if let Some(why) = settled(records.get(&id), &b.evidence_ids) {
-        return Ok(out("unchanged", Some(id), why));
-    }
-    let info = bucket_info(b);
-    let (programs, missing) = programs_of(store, &b.program_hashes);
+    // The id names the predicate too, so the bucket's decided proposal is found by its bucket.
+    let decided = bucket_record(records, Kind::Rule, &b.id).cloned();
+    // Programs that build today are stale evidence: they teach the rule nothing.
+    let mut info = bucket_info(b);
+    info.program_hashes.retain(|p| !b.stale_programs.contains(p));
+    let (programs, missing) = programs_of(store, &info.program_hashes);
+    // An accepted bucket is reopened only to widen its rule: evidence since shows programs the
+    // rule misses (widen.rs).
+    let accepted = decided.clone().filter(|r| r.status == Status::Accepted).and_then(|r| r.rule.as_ref().map(|d| d.code.clone()).map(|c| (r, c)));
+    let widening = match &accepted {
+        Some((acc, code)) => {
+            let missed = crate::widen::missed(acc, code, base_data, &programs);
+            let prior = records.values().filter(|r| r.widens.as_deref() == Some(acc.id.as_str())).last();
+            if let Some(why) = if missed.is_empty() { settled(Some(acc), &b.evidence_ids) } else { settled(prior, &b.evidence_ids) } {
+                return Ok(out("unchanged", Some(acc.id.clone()), why));
+            }
+            let (wbase, old_file) = crate::widen::base_without(base_data, code)?;
+            Some((acc.clone(), missed, wbase, old_file))
+        }
+        None => {
+            if let Some(why) = settled(decided.as_ref(), &b.evidence_ids) {
+                return Ok(out("unchanged", decided.map(|r| r.id), why));
+            }
+            None
+        }
+    };
     if programs.is_empty() {
         return Ok(out("skipped", None, format!("none of the bucket's {} programs is in the store", missing.len())));
     }
     // Keep the code an earlier proposal of this bucket had; else the next free one.
-    let code = match records.get(&id).and_then(|r| r.rule.as_ref()).map(|d| d.code.clone()) {
+    let code = match decided.as_ref().and_then(|r| r.rule.as_ref()).map(|d| d.code.clone()) {
         Some(c) => c,
         None => synth::next_code(&base_data.codes(), taken).ok_or("no free code left in V600–V699 for evolved rules")?,
     };
+    let search_base = widening.as_ref().map_or(base_data, |(_, _, wbase, _)| wbase);
     // Boundary variants of the failing programs, labelled by the runs of the label store and the
     // evidence (or by the lowering when it refuses one); about half are held out for the gate.
     let mut labels = synth::variants::LabelIndex::of(store);
@@ -490,15 +534,28 @@ fn propose_rule(
         labels.extend(synth::variants::LabelIndex::of(&extra));
     }
     let sources: Vec<&str> = programs.iter().map(|p| p.source.as_str()).collect();
-    let variants = synth::variants::for_gate(&synth::variants::labelled_variants(base_data, &sources, &labels, synth::variants::PER_PROGRAM));
-    let draft = match synth::draft_rule_with(base_data, &info, &programs, &variants, &code, opts.seed) {
+    let variants = synth::variants::for_gate(&synth::variants::labelled_variants(search_base, &sources, &labels, synth::variants::PER_PROGRAM));
+    let draft = match synth::draft_rule_with(search_base, &info, &programs, &variants, &code, opts.seed) {
         Ok(d) => d,
         // Said in the outcome, so a bucket that cannot be learned is never dropped silently.
         Err(e) => return Ok(out("skipped", None, sanitize::line(&format!("cannot become a rule: {e}")))),
     };
+    if let Some((acc, missed, _, _)) = &widening {
+        if !draft.failing_programs.iter().any(|p| missed.contains(p)) {
+            let names = missed.iter().map(|h| synth::short(h)).collect::<Vec<_>>().join(", ");
+            return Ok(out("skipped", Some(acc.id.clone()), format!("accepted as {}, whose {code} misses programs {names}; no wider predicate explains them with the programs it catches", acc.id)));
+        }
+    }
     taken.insert(code.clone());
+    let id = rule_proposal_id(&b.id, &draft.applies_to, draft.when.as_deref(), &draft.require);
     let branch = format!("evolve/rule/{id}-{}", sanitize::slug(&draft.name));
     let mut edits: BTreeMap<String, Option<Vec<u8>>> = draft.files.iter().map(|(p, t)| (p.clone(), Some(t.clone().into_bytes()))).collect();
+    // The widened rule replaces the accepted one's file.
+    if let Some((_, _, _, Some(old))) = &widening {
+        if !edits.contains_key(old) {
+            edits.insert(old.clone(), None);
+        }
+    }
     edits.insert("CHANGELOG.md".into(), Some(synth::changelog_insert(base_changelog, &draft.changelog).into_bytes()));
     let explained = if draft.unexplained_programs.is_empty() {
         format!("{} failing programs", draft.failing_programs.len())
@@ -527,11 +584,19 @@ fn propose_rule(
         .map(|s| if s.split(':').next().is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit())) { format!("program {s}") } else { s.clone() })
         .collect();
     notes.extend(missing.iter().map(|m| format!("program {} is not in the evidence store", synth::short(m))));
+    if let Some((acc, missed, _, _)) = &widening {
+        let old = acc.rule.as_ref().map_or(String::new(), |d| d.require.clone());
+        notes.push(format!("widens {}: its rule `{old}` misses {} program(s) of the bucket ({}); this rule replaces it", acc.id, missed.len(), missed.iter().map(|h| synth::short(h)).collect::<Vec<_>>().join(", ")));
+    }
+    let widens = widening.as_ref().map(|(acc, ..)| acc.id.clone());
     let mut rec = Record {
         id: id.clone(),
         kind: Kind::Rule,
         status: Status::Queued,
-        title: format!("{} {}", draft.code, draft.name),
+        title: match &widens {
+            Some(w) => format!("{} {} (widens {w})", draft.code, draft.name),
+            None => format!("{} {}", draft.code, draft.name),
+        },
         branch,
         base: base.to_string(),
         commit: commit.to_string(),
@@ -544,6 +609,7 @@ fn propose_rule(
         changelog: draft.changelog.clone(),
         gates_passed: None,
         created_by: created_by(),
+        widens,
         notes,
         rule: Some(draft.clone()),
         primitive: None,
@@ -555,6 +621,22 @@ fn propose_rule(
     let gates = save_and_gate(repo, gater, opts, qdir, base, commit, &mut rec)?;
     let detail = format!("{} requires `{}` on `{}`; {gates}", draft.code, draft.require, draft.applies_to);
     records.insert(id.clone(), rec);
+    // New evidence gave the bucket another predicate: the old queued proposal (same code) is
+    // withdrawn, so the queue never offers two rules with one code.
+    if let Some(mut old) = decided.filter(|r| r.status == Status::Queued && r.id != id) {
+        old.status = Status::Rejected;
+        old.review = Some(crate::records::Review {
+            action: Status::Rejected,
+            note: format!("superseded by {id}: evidence since gave the bucket the predicate `{}`", draft.require),
+            main: base.to_string(),
+            merged: None,
+            how: None,
+            evidence: old.evidence.clone(),
+            gates: Vec::new(),
+        });
+        publish(repo, qdir, &old)?;
+        records.insert(old.id.clone(), old);
+    }
     Ok(out("proposed", Some(id), detail))
 }
 
@@ -654,6 +736,7 @@ fn propose_primitives(
             changelog,
             gates_passed: None,
             created_by: created_by(),
+            widens: None,
             notes,
             rule: None,
             primitive: Some(draft.clone()),
@@ -732,6 +815,7 @@ fn queue_calibration(repo: &Repository, gater: &mut Gater, qdir: &Path, base: Oi
         changelog: c.changelog,
         gates_passed: None,
         created_by: created_by(),
+        widens: None,
         notes: c.draft.skipped.iter().map(|s| format!("measurement skipped: {s}")).collect(),
         rule: None,
         primitive: None,

@@ -151,6 +151,10 @@ pub struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gates_passed: Option<bool>,
     pub created_by: String,
+    /// For a rule that widens an accepted one: the accepted proposal's id (its rule file is
+    /// replaced by this one's; `widen.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widens: Option<String>,
     /// Notes on how it was made (skipped programs, LLM drafting, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

@@ -222,6 +222,7 @@ pub fn accept_with_lock_timeout(repo_path: &Path, id: &str, note: &str, main: Op
         return Ok(Accepted::Merged { commit: merged.to_string(), how: how.to_string() });
     }
     let base = oid(&r.base)?;
+    let mut gater = Gater::new(opts, &repo)?;
     // The candidate: fast-forward when main has not moved, else the change re-applied on main.
     let (candidate, how) = if main_head == base {
         (branch_head, "fast-forward".to_string())
@@ -240,9 +241,24 @@ pub fn accept_with_lock_timeout(repo_path: &Path, id: &str, note: &str, main: Op
         };
         let sig = git::user_signature(&repo);
         let msg = format!("Merge {} (accept proposal {}: {})\n\n{}", r.branch, r.id, r.title, if note.is_empty() { "Accepted with cake-evolve-compiler." } else { note });
-        (git::commit_tree(&repo, tree, &[main_head, branch_head], &msg, &sig)?, "merge commit".to_string())
+        let merged = git::commit_tree(&repo, tree, &[main_head, branch_head], &msg, &sig)?;
+        // Rules accepted since the proposal was made may fire on its negative cases, and its rule
+        // on main's: those cases expect the findings of both (rederive.rs).
+        let (base_dir, merged_dir) = (gater.checkout(&repo, base)?, gater.checkout(&repo, merged)?);
+        let codes = crate::rederive::new_codes(&base_dir, &merged_dir)?;
+        let rederived = crate::rederive::rederive(&merged_dir, &codes)?;
+        if rederived.is_empty() {
+            (merged, "merge commit".to_string())
+        } else {
+            let cases: Vec<&str> = rederived.iter().map(|d| d.case.as_str()).collect();
+            let codes: Vec<&str> = codes.iter().map(String::as_str).collect();
+            let why = format!("re-derived the expected findings of {} negative case(s) for the rules this merge brings together ({}): {}", cases.len(), codes.join(", "), cases.join(", "));
+            let edits = rederived.iter().map(|d| (d.path.clone(), Some(d.text.clone().into_bytes()))).collect();
+            let tree = git::tree_with(&repo, merged, &edits)?;
+            r.notes.push(format!("accept {why}"));
+            (git::commit_tree(&repo, tree, &[main_head, branch_head], &format!("{msg}\n\nThe merge {why}."), &sig)?, "merge commit".to_string())
+        }
     };
-    let mut gater = Gater::new(opts, &repo)?;
     // Every gate, and for a rule the `generalization` gate, on the tree main would become.
     let report = gater.gate_record(&repo, main_head, candidate, &r)?;
     if !report.passed {

@@ -137,7 +137,9 @@ fn buckets_attribution_and_ranking() {
     let dir = tempfile::tempdir().unwrap();
     let store = build_store(dir.path(), false);
     let report = mine_report(&store);
-    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    // The store's build failures are recorded on the examples, which build today: stale evidence
+    // (M003; M004 where NVRTC is missing), and nothing else to warn about.
+    assert!(report.warnings.iter().all(|w| w.starts_with("warning[M003]") || w.starts_with("note[M004]")), "{:?}", report.warnings);
     let b = &report.buckets;
     assert_eq!(b.len(), 6, "{}", render_table(&report));
 

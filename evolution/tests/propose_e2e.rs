@@ -214,4 +214,14 @@ fn propose_accept_reject_end_to_end() {
         let codes = check_with_rules_of(&repo_dir, src);
         assert!(codes.contains(&hd.code), "the merged {} rejects {} ({sha}; got {codes:?})", hd.code, kernel_name(src));
     }
+    // The accepted rule takes effect without a rebuild: `cake check` run in the checkout verifies
+    // with the checkout's `compiler/rules/` (cake::rule_source), not the set built into `cake`
+    // (which has no V6xx rule and, unlike this fixture's main, has V325).
+    let active = cake::rule_source::ActiveRules::resolve_from(None, &repo_dir).unwrap();
+    assert_eq!(active.origin, cake::rule_source::RulesOrigin::Checkout(std::fs::canonicalize(&repo_dir).unwrap()), "{}", active.describe());
+    assert!(active.set.get(&hd.code).is_some() && cake::verify::RuleSet::builtin().get(&hd.code).is_none(), "{}", active.describe());
+    for (sha, src) in &unseen {
+        let out = cake::check::check_source_with(src, &active.set);
+        assert!(out.diagnostics.iter().any(|d| d.is_error() && d.code == hd.code), "`cake check` in the checkout rejects {} ({sha}) with {}", kernel_name(src), hd.code);
+    }
 }

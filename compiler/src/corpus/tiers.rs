@@ -445,6 +445,9 @@ impl GpuBackend for BuiltinGpu {
             dists: Vec::new(),
             timeout: self.child_timeout,
             unsafe_skip_verify: false,
+            // The tier's verifier already accepted the program; the harness re-checks with the
+            // embedded rules, as before `cake run` read a checkout's rules.
+            rules: Arc::new(crate::verify::RuleSet::builtin().clone()),
             evidence: self.evidence.clone(),
             repeats: Some(3),
             warmup: Some(1),

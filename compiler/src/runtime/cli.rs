@@ -12,6 +12,7 @@ use clap::{Args, ValueEnum};
 use super::harness::{self, HarnessError, Mode, Options, Outcome, Prelude};
 use super::rng::Dist;
 use super::workload::{self, Baseline};
+use crate::rule_source::ActiveRules;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum DistArg {
@@ -59,6 +60,10 @@ pub struct CommonArgs {
     /// records say `unverified: true`.
     #[arg(long)]
     pub unsafe_skip_verify: bool,
+    /// Verify with the rules under DIR (`<category>/*.toml`) instead of those of the checkout
+    /// around the current directory (or, outside a checkout, the rules built into `cake`).
+    #[arg(long, value_name = "DIR")]
+    pub rules: Option<PathBuf>,
     /// The workload spec. Default: `<FILE stem>.workload.toml` beside FILE.
     #[arg(long, value_name = "TOML")]
     pub workload: Option<PathBuf>,
@@ -143,6 +148,10 @@ fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> 
         eprintln!("error: --timeout must be a positive number of seconds");
         return 2;
     }
+    let rules = match active_rules(c.rules.as_deref(), color) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
     let opts = Options {
         mode,
         program: c.file.clone(),
@@ -151,6 +160,7 @@ fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> 
         dists: c.dists.iter().map(|d| Dist::from(*d)).collect(),
         timeout: Duration::from_secs_f64(c.timeout),
         unsafe_skip_verify: c.unsafe_skip_verify,
+        rules: rules.set,
         evidence: harness::evidence_root(c.evidence.as_deref()),
         repeats: c.repeats,
         warmup: c.warmup,
@@ -236,6 +246,10 @@ pub struct LowerArgs {
     /// Lower a program the verifier rejects.
     #[arg(long)]
     pub unsafe_skip_verify: bool,
+    /// Verify with the rules under DIR (`<category>/*.toml`) instead of those of the checkout
+    /// around the current directory (or, outside a checkout, the rules built into `cake`).
+    #[arg(long, value_name = "DIR")]
+    pub rules: Option<PathBuf>,
     /// Precede lines lowered from a statement with `#line L "FILE"`.
     #[arg(long)]
     pub line_directives: bool,
@@ -252,9 +266,28 @@ pub struct BuildArgs {
     /// Build a program the verifier rejects.
     #[arg(long)]
     pub unsafe_skip_verify: bool,
+    /// Verify with the rules under DIR (`<category>/*.toml`) instead of those of the checkout
+    /// around the current directory (or, outside a checkout, the rules built into `cake`).
+    #[arg(long, value_name = "DIR")]
+    pub rules: Option<PathBuf>,
     /// Compile for this architecture instead of the program's target (`sm_90`).
     #[arg(long, value_name = "ARCH")]
     pub arch: Option<String>,
+}
+
+/// The rule set of `--rules DIR`, else of the checkout, else the embedded one; prints the
+/// `note: rules: ...` line, or the E0006 error (exit 2).
+fn active_rules(flag: Option<&std::path::Path>, color: bool) -> Result<ActiveRules, u8> {
+    match ActiveRules::resolve(flag) {
+        Ok(a) => {
+            eprintln!("note: {}", a.describe());
+            Ok(a)
+        }
+        Err(d) => {
+            eprint!("{}", crate::render::render_human_unlocated(&d, color));
+            Err(2)
+        }
+    }
 }
 
 /// Check and verify a file for `lower` / `build`; prints findings. `Err(exit status)` when it
@@ -262,6 +295,7 @@ pub struct BuildArgs {
 fn checked(
     file: &std::path::Path,
     unsafe_skip_verify: bool,
+    rules: Option<&std::path::Path>,
     color: bool,
 ) -> Result<(String, crate::verify::Validated), u8> {
     let name = file.display().to_string();
@@ -269,7 +303,8 @@ fn checked(
         eprintln!("error: cannot read {name}: {e}");
         2u8
     })?;
-    let out = crate::check::check_source(&source);
+    let rules = active_rules(rules, color)?;
+    let out = crate::check::check_source_with(&source, &rules.set);
     if !out.diagnostics.is_empty() {
         eprint!("{}", crate::render::render_human(&name, &source, &out.diagnostics, color));
     }
@@ -285,7 +320,7 @@ fn checked(
 
 /// `cake lower FILE`: print the generated CUDA C++.
 pub fn lower(args: LowerArgs, color: bool) -> u8 {
-    let (source, v) = match checked(&args.file, args.unsafe_skip_verify, color) {
+    let (source, v) = match checked(&args.file, args.unsafe_skip_verify, args.rules.as_deref(), color) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -307,7 +342,7 @@ pub fn lower(args: LowerArgs, color: bool) -> u8 {
 
 /// `cake build FILE -o DIR`: lower, compile with NVRTC, write the build directory.
 pub fn build(args: BuildArgs, color: bool) -> u8 {
-    let (source, v) = match checked(&args.file, args.unsafe_skip_verify, color) {
+    let (source, v) = match checked(&args.file, args.unsafe_skip_verify, args.rules.as_deref(), color) {
         Ok(x) => x,
         Err(code) => return code,
     };

@@ -2,6 +2,7 @@
 //! shapes × distributions, write a run record per run, and report.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::RunError;
@@ -14,7 +15,7 @@ use super::workload::{self, Baseline, OracleName, Shape, WorkloadSpec};
 use crate::diag::Diagnostic;
 use crate::nvrtc::{self, BuildError, Built};
 use crate::target::{TargetInfo, TargetTable};
-use crate::verify::Validated;
+use crate::verify::{RuleSet, Validated};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -46,6 +47,9 @@ pub struct Options {
     /// Wall-clock limit of one child (one shape × distribution).
     pub timeout: Duration,
     pub unsafe_skip_verify: bool,
+    /// The verifier rules the program is checked with (`cake run` chooses them with
+    /// [`crate::rule_source::ActiveRules`]).
+    pub rules: Arc<RuleSet>,
     /// Evidence root: records go to `<evidence>/runs/`.
     pub evidence: PathBuf,
     pub repeats: Option<u32>,
@@ -182,7 +186,7 @@ pub fn run(
     let name = opts.program.display().to_string();
     let source =
         std::fs::read_to_string(&opts.program).map_err(|e| HarnessError::ReadProgram { path: name.clone(), message: e.to_string() })?;
-    let checked = crate::check::check_source(&source);
+    let checked = crate::check::check_source_with(&source, &opts.rules);
     let (Some(file), Some(module)) = (checked.file.as_ref(), checked.module.clone()) else {
         return Err(HarnessError::Findings { text: source, diagnostics: checked.diagnostics });
     };

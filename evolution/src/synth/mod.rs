@@ -77,7 +77,7 @@ pub mod variants;
 // The paths callers use (`synth::draft_rule`, `synth::search`, ...), kept from when this was one file.
 pub use primitive::{draft_primitive, unknown_op, PrimitiveDraft};
 pub use rule::{category_for, draft_rule, draft_rule_with, next_code, relearn, with_rules, Base, Negative, RuleDraft, EVOLVED_CODES, MAX_NEGATIVE_CASES};
-pub use rule_file::rule_name;
+pub use rule_file::{rule_name, set_findings};
 pub use search::{instances, literal_words, search, search_subset, Candidate, FactMap, Labelled, SearchInput, SubsetResult, MAX_SUBSETS};
 
 // ─── Inputs ──────────────────────────────────────────────────────────────────────────────────────

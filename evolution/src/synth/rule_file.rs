@@ -11,7 +11,7 @@ use super::{parse_construct, primary_span_key, short, toml_escape, BucketInfo, P
 
 /// Rewrite the single-line `findings = [...]` of a manifest's `[expect]` (`None` when there is
 /// no such line).
-pub(super) fn set_findings(manifest: &str, findings: &[cake::corpus::FindingSpec]) -> Option<String> {
+pub fn set_findings(manifest: &str, findings: &[cake::corpus::FindingSpec]) -> Option<String> {
     let list = findings.iter().map(|f| format!("{{ code = \"{}\", line = {}, column = {} }}", f.code, f.line, f.column)).collect::<Vec<_>>().join(", ");
     let mut done = false;
     let mut out = Vec::new();

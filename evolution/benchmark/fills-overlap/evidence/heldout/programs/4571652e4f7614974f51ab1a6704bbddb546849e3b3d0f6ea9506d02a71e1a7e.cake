@@ -1,0 +1,47 @@
+# seeded failure benchmark, class fills-overlap (heldout; ablates V328): one edit
+# base: smem-view/f32-64x32-sw128
+# edit: line(s) 23 (line(s) 17 of the base case)
+#   before: view top: f32[32, 32] of tile offset 0 swizzle 128B
+#   after:  view top: f32[32, 32] of tile offset 4096 swizzle 128B
+# the top view is declared at the bottom one's offset
+# Shared-memory views on sm_90a: B = A, f32[R, C], copied tile by tile (64×32, 128B swizzle).
+# The tile's two halves arrive as two TMA boxes of 32×32, each into its own view of the one
+# region (`top` at byte 0, `bottom` at byte 4096); the TMA store then reads the region as one
+# 64×32 box. Two names of the same bytes must agree on swizzle and placement (rules V301–V303);
+# the result is only right if the lowering addresses each view at its region's base plus its offset.
+kernel view_halves_f32_64x32_sw128 target sm_90a
+
+dim R multiple_of 64
+dim C multiple_of 32
+
+in A: f32[R, C] tma [32, 32] swizzle 128B
+out B: f32[R, C] tma [64, 32] swizzle 128B
+
+grid tiles[r = R / 64, c = C / 32] persistent
+
+smem tile: f32[64, 32] swizzle 128B
+view top: f32[32, 32] of tile offset 4096 swizzle 128B
+view bottom: f32[32, 32] of tile offset 4096 swizzle 128B
+
+role load: warp 0
+role store: warp 1
+
+pipeline ab: stages 1 producer load consumer store
+
+on load {
+    for t in tiles {
+        acquire(ab)
+        tma_load(top, A[t.r * 64 :+ 32, t.c * 32 :+ 32], ab)
+        tma_load(bottom, A[t.r * 64 + 32 :+ 32, t.c * 32 :+ 32], ab)
+    }
+}
+
+on store {
+    for t in tiles {
+        wait(ab)
+        tma_store(B[t.r * 64 :+ 64, t.c * 32 :+ 32], tile)
+        # The tile may be refilled only once the TMA store has finished reading it.
+        tma_store_wait(0)
+        release(ab)
+    }
+}

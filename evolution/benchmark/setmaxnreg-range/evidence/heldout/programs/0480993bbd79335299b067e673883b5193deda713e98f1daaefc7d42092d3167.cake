@@ -1,0 +1,60 @@
+# seeded failure benchmark, class setmaxnreg-range (heldout; ablates V204): one edit
+# base: kmeans-update/64x64-s2-p
+# edit: line(s) 32 (line(s) 26 of the base case)
+#   before: role mma: warpgroup 1..2 regs 240
+#   after:  role mma: warpgroup 1..2 regs 264
+# the single consumer asks for 264 registers
+# KMeans centroid update for Hopper, as a one-hot GEMM with the 1/count scaling fused: the new
+# centroids, transposed, are CT[b] = XT[b] · OH[b]ᵀ · diag(1/count), where OH[b, k, n] = 1 when
+# point n is assigned to centroid k (the assign step's output, one-hot, K×N) and XT holds the points
+# transposed (D×N, so both operands are K-major over the points). The reduction runs over N in
+# 64-point slices through a 2-stage TMA pipeline; 1 consumer warpgroup(s) own 64 of the 64
+# feature rows of a 64×64 output tile. (The catalog has no atomics, so the scatter-add form of
+# the update cannot be written; the one-hot GEMM is the tensor-core formulation.)
+kernel kmeans_update_64x64_s2_p target sm_90a
+
+dim B
+dim N multiple_of 64
+dim K multiple_of 64
+dim D multiple_of 64
+
+in XT: bf16[B, D, N] tma [1, 64, 64] swizzle 128B
+in OH: bf16[B, K, N] tma [1, 64, 64] swizzle 128B
+in ICNT: f32[B, K]
+out CT: f32[B, D, K]
+
+grid tiles[b = B, d = D / 64, k = K / 64] persistent
+
+smem x_s: bf16[64, 64] stages 2 swizzle 128B align 1024
+smem o_s: bf16[64, 64] stages 2 swizzle 128B align 1024
+
+role load: warpgroup 0 regs 40
+role mma: warpgroup 1..2 regs 264
+
+pipeline ab: stages 2 producer load consumer mma
+
+on load {
+    for t in tiles {
+        for nb in 0..N / 64 {
+            acquire(ab)
+            tma_load(x_s[ab.stage], XT[t.b, t.d * 64 :+ 64, nb * 64 :+ 64], ab)
+            tma_load(o_s[ab.stage], OH[t.b, t.k * 64 :+ 64, nb * 64 :+ 64], ab)
+        }
+    }
+}
+
+on mma {
+    reg acc: f32[64, 64] per warpgroup
+    for t in tiles {
+        zero(acc)
+        for nb in 0..N / 64 {
+            wait(ab)
+            wgmma(acc, x_s[ab.stage, mma.warpgroup * 64 :+ 64], o_s[ab.stage])
+            wgmma_commit()
+            wgmma_wait(0)
+            release(ab)
+        }
+        # Sums → means: scale column k by 1/count(k) (ICNT; 0 for an empty cluster).
+        store(CT[t.b, t.d * 64 + mma.warpgroup * 64 :+ 64, t.k * 64 :+ 64], acc * ICNT[t.b, t.k * 64 :+ 64])
+    }
+}

@@ -1,0 +1,97 @@
+# seeded failure benchmark, class setmaxnreg-range (heldout; ablates V204): one edit
+# base: attention-fwd/f16-hd128-q64-s3
+# edit: line(s) 37 (line(s) 31 of the base case)
+#   before: role mma: warpgroup 1..2 regs 240
+#   after:  role mma: warpgroup 1..2 regs 288
+# the single consumer asks for 288 registers
+# Attention forward (non-causal) for Hopper, FlashAttention-style: O = softmax(scale · Q·Kᵀ) · V per
+# (batch·head), f16, head dim 128, 64-query tiles (1 consumer warpgroup(s) of 64 queries), 64-key
+# tiles. Q is loaded once per tile; K and Vᵀ tiles stream through a 3-stage TMA pipeline (V is
+# given transposed, [HD, S], so both wgmma B operands are K-major). Per key tile: S = Q·Kᵀ on the
+# tensor cores, the online softmax (running row max m and sum l; row statistics are staged through
+# shared memory as [64, 1] columns to broadcast across a row), P → shared memory (bf16, fenced for
+# the async proxy), O += P·V on the tensor cores; O / l at the end.
+kernel attn_fwd_f16_hd128_q64_s3 target sm_90a
+
+dim BH
+dim S multiple_of 64
+const HD = 128
+
+scalar scale: f32
+
+in Q: f16[BH, S, HD] tma [1, 64, 64] swizzle 128B
+in K: f16[BH, S, HD] tma [1, 64, 64] swizzle 128B
+in VT: f16[BH, HD, S] tma [1, 128, 64] swizzle 128B
+out O: f16[BH, S, HD]
+
+grid tiles[b = BH, q = S / 64]
+
+smem q_s: f16[2, 64, 64] swizzle 128B align 1024
+smem k_s: f16[2, 64, 64] stages 3 swizzle 128B align 1024
+smem v_s: f16[128, 64] stages 3 swizzle 128B align 1024
+smem p_s: f16[1, 64, 64] swizzle 128B align 1024
+smem m_s: f32[1, 64, 1]
+smem c_s: f32[1, 64, 1]
+
+role load: warpgroup 0 regs 40
+role mma: warpgroup 1..2 regs 288
+
+pipeline qp: stages 1 producer load consumer mma
+pipeline kv: stages 3 producer load consumer mma
+
+on load {
+    for t in tiles {
+        acquire(qp)
+        for dc in 0..HD / 64 {
+            tma_load(q_s[dc], Q[t.b, t.q * 64 :+ 64, dc * 64 :+ 64], qp)
+        }
+        for j in 0..S / 64 {
+            acquire(kv)
+            for dc in 0..HD / 64 {
+                tma_load(k_s[kv.stage, dc], K[t.b, j * 64 :+ 64, dc * 64 :+ 64], kv)
+            }
+            tma_load(v_s[kv.stage], VT[t.b, 0 :+ 128, j * 64 :+ 64], kv)
+        }
+    }
+}
+
+on mma {
+    reg s: f32[64, 64] per warpgroup
+    reg o: f32[64, 128] per warpgroup
+    reg m: f32[64] per warpgroup
+    reg l: f32[64] per warpgroup
+    for t in tiles {
+        wait(qp)
+        zero(o)
+        fill(m, -inf)
+        fill(l, 0.0)
+        for j in 0..S / 64 {
+            wait(kv)
+            zero(s)
+            for dc in 0..HD / 64 {
+                wgmma(s, q_s[dc, mma.warpgroup * 64 :+ 64], k_s[kv.stage, dc])
+            }
+            wgmma_commit()
+            wgmma_wait(0)
+            let m_new = max(m, reduce_max(s, axis=1) * scale)
+            store(m_s[mma.warpgroup, :, 0], m_new)
+            store(c_s[mma.warpgroup, :, 0], exp(m - m_new))
+            sync_role(mma)
+            let p = exp(s * scale - m_s[mma.warpgroup])
+            l = l * exp(m - m_new) + reduce_sum(p, axis=1)
+            m = m_new
+            o = o * c_s[mma.warpgroup]
+            store(p_s[mma.warpgroup], cast(p, f16))
+            fence_proxy_async()
+            sync_role(mma)
+            wgmma(o, p_s[mma.warpgroup], v_s[kv.stage])
+            wgmma_commit()
+            wgmma_wait(0)
+            release(kv)
+        }
+        release(qp)
+        store(m_s[mma.warpgroup, :, 0], l)
+        sync_role(mma)
+        store(O[t.b, t.q * 64 + mma.warpgroup * 64 :+ 64, :], cast(o / m_s[mma.warpgroup], f16))
+    }
+}

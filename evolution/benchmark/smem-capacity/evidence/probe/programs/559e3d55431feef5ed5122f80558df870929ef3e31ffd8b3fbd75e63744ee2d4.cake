@@ -1,0 +1,55 @@
+# seeded failure benchmark, class smem-capacity (probe; ablates V201): a LEGAL probe just inside the boundary
+# base: gemm-sm90-ws/bf16-128x128-s6
+# edit: line(s) 23, 24, 30 (line(s) 17, 18, 24 of the base case)
+#   before: smem a_s: bf16[128, 64] stages 6 swizzle 128B align 1024 | smem b_s: bf16[128, 64] stages 6 swizzle 128B align 1024 | pipeline ab: stages 6 producer load consumer mma
+#   after:  smem a_s: bf16[128, 64] stages 7 swizzle 128B align 1024 | smem b_s: bf16[128, 64] stages 7 swizzle 128B align 1024 | pipeline ab: stages 7 producer load consumer mma
+# seven 32 KB stages: 230512 B, 1936 B under the limit
+# Warp-specialized GEMM for Hopper: C = A · Bᵀ, A bf16 and B bf16 (both K-major),
+# f32 accumulators, bf16 output. One producer warpgroup streams 128×64 tiles of A and
+# 128×64 tiles of B through a 6-stage TMA pipeline; 2 consumer warpgroup(s) each own
+# 64 rows of the 128×128 output tile.
+kernel gemm_bf16_ws_128x128_s6 target sm_90a
+
+dim M multiple_of 128
+dim N multiple_of 128
+dim K multiple_of 64
+
+in A: bf16[M, K] tma [128, 64] swizzle 128B
+in B: bf16[N, K] tma [128, 64] swizzle 128B
+out C: bf16[M, N]
+
+grid tiles[m = M / 128, n = N / 128]
+
+smem a_s: bf16[128, 64] stages 7 swizzle 128B align 1024
+smem b_s: bf16[128, 64] stages 7 swizzle 128B align 1024
+
+# The producer gives registers back to the consumers' 128-wide accumulators.
+role load: warpgroup 0 regs 40
+role mma: warpgroup 1..3 regs 232
+
+pipeline ab: stages 7 producer load consumer mma
+
+on load {
+    for t in tiles {
+        for kb in 0..K / 64 {
+            acquire(ab)
+            tma_load(a_s[ab.stage], A[t.m * 128 :+ 128, kb * 64 :+ 64], ab)
+            tma_load(b_s[ab.stage], B[t.n * 128 :+ 128, kb * 64 :+ 64], ab)
+        }
+    }
+}
+
+on mma {
+    reg acc: f32[64, 128] per warpgroup
+    for t in tiles {
+        zero(acc)
+        for kb in 0..K / 64 {
+            wait(ab)
+            wgmma(acc, a_s[ab.stage, mma.warpgroup * 64 :+ 64], b_s[ab.stage])
+            wgmma_commit()
+            wgmma_wait(0)
+            release(ab)
+        }
+        store(C[t.m * 128 + mma.warpgroup * 64 :+ 64, t.n * 128 :+ 128], cast(acc, bf16))
+    }
+}
