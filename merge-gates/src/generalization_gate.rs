@@ -51,6 +51,9 @@ pub enum Source {
     /// The boundary between the largest passing and the smallest failing value of the fact, both
     /// shown by labelled variants (`variants`: their ids).
     Fitted { pass: i64, fail: i64, variants: Vec<String> },
+    /// Zero, the bound of a count or size that must be empty (`unwritten_elements <= 0`: no
+    /// element left unwritten). It comes from the fact's meaning, not from data.
+    None,
 }
 
 /// One constant of a rule and its source.
@@ -65,6 +68,7 @@ impl ConstantSource {
     pub fn describe(&self) -> String {
         match &self.source {
             Source::Target { target, key } => format!("target table `{key}` ({target})"),
+            Source::None => "zero: none of what the fact counts".to_string(),
             Source::Catalog { file, op, rule } => format!("catalog `{op}` constraint `{rule}` ({file})"),
             Source::Fitted { pass, fail, variants } => {
                 format!("fitted from labelled variants: {pass} passes, {fail} fails ({})", if variants.is_empty() { "no variant named".to_string() } else { variants.join(", ") })
@@ -77,7 +81,7 @@ impl ConstantSource {
 /// table (limited to `targets`, when given), and each non-zero integer of each catalog op's
 /// constraints. What the synthesis may choose from, and what this gate re-checks against.
 pub fn grounded_constants(tree: &Tree, targets: Option<&BTreeSet<String>>) -> Result<Vec<ConstantSource>, String> {
-    let mut out = Vec::new();
+    let mut out = vec![ConstantSource { value: 0, source: Source::None }];
     let path = tree.targets();
     let text = if path.is_file() { std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))? } else { String::new() };
     let table: toml::Table = text.parse().map_err(|e| format!("{}: {e}", path.display()))?;
@@ -345,6 +349,7 @@ pub fn gate(tree: &Tree, input: &Input) -> GateResult {
 /// Why a recorded source does not hold in this tree (`None`: it holds).
 fn source_problem(s: &ConstantSource, grounded: &[ConstantSource], labels: &std::collections::BTreeMap<&str, bool>) -> Option<String> {
     match &s.source {
+        Source::None => (s.value != 0).then(|| format!("recorded as zero, but it is {}", s.value)),
         Source::Target { target, key } => (!grounded.contains(s)).then(|| format!("recorded as target table `{key}` ({target}), which is not {} in compiler/targets.toml", s.value)),
         Source::Catalog { op, rule, .. } => (!grounded.iter().any(|g| g.value == s.value && matches!(&g.source, Source::Catalog { op: o, rule: r, .. } if o == op && r == rule)))
             .then(|| format!("recorded as catalog `{op}` constraint `{rule}`, which the catalog does not have with {}", s.value)),

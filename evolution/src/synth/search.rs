@@ -280,7 +280,7 @@ impl Table {
     /// highest (`high`) or lowest value.
     fn grounded_in(&self, lo: i64, hi: i64, high: bool) -> Option<(i64, Src)> {
         let class = |s: &ConstantSource| match s.source {
-            Source::Target { .. } => 0,
+            Source::None | Source::Target { .. } => 0,
             Source::Catalog { .. } => 1,
             Source::Fitted { .. } => 2,
         };

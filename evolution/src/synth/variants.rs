@@ -470,14 +470,18 @@ pub fn write_batch(base: &super::Base, programs: &[std::path::PathBuf], max: usi
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mut entries = Vec::new();
     for p in programs {
-        let source = std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+        let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+        // The canonical form, as the evidence store keeps the program and the engine sees it: the
+        // variants (and their hashes) are then exactly those `propose` makes.
+        let source = cake::syntax::parse(&text).map(|f| cake::syntax::print(&f)).map_err(|_| format!("{}: does not parse", p.display()))?;
         let stem = p.file_name().and_then(|f| f.to_str()).and_then(|f| f.strip_suffix(".cake")).ok_or_else(|| format!("{}: not a `.cake` file", p.display()))?;
         let workload = p.with_file_name(format!("{stem}.workload.toml"));
         let facts_of = |m: &Module| base.targets.get(&m.target).map(|t| cake::verify::module_facts(m, t));
         for (k, (v, _)) in boundary_variants(&source, &base.frontend, &ranges, facts_of, max).into_iter().enumerate() {
             let file = format!("{stem}--v{}.cake", k + 1);
-            let header = format!("# Boundary variant {} of {stem}: {} ({}).\n", k + 1, v.edit.describe(), v.moves.join("; "));
-            std::fs::write(out.join(&file), format!("{header}{}", v.source)).map_err(|e| format!("cannot write {file}: {e}"))?;
+            // Written as made (no header of its own: a comment would change its hash); what it is
+            // is in variants.json.
+            std::fs::write(out.join(&file), &v.source).map_err(|e| format!("cannot write {file}: {e}"))?;
             if workload.is_file() {
                 std::fs::copy(&workload, out.join(format!("{stem}--v{}.workload.toml", k + 1))).map_err(|e| format!("cannot copy {}: {e}", workload.display()))?;
             }

@@ -1,4 +1,3 @@
-# Boundary variant 2 of smem-view--load-at-warpgroup-8: line 26: 8 -> 9 (kernel.idle_warps: 31 → 35; kernel.launch_regs: 56 → 48; kernel.threads_per_block: 1152 → 1280; kernel.warps: 36 → 40; role.first_warp: [1, 32] → [1, 36]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: smem-view/f32-128x16-sw64
 # edit: line(s) 26 (line(s) 20 of the base case)

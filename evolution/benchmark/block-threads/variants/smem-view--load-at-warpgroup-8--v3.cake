@@ -1,4 +1,3 @@
-# Boundary variant 3 of smem-view--load-at-warpgroup-8: line 26: 8 -> 4 (kernel.idle_warps: 31 → 15; kernel.launch_regs: 56 → 96; kernel.threads_per_block: 1152 → 640; kernel.warps: 36 → 20; role.first_warp: [1, 32] → [1, 16]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: smem-view/f32-128x16-sw64
 # edit: line(s) 26 (line(s) 20 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 6 of smem-view--load-at-warpgroup-8: line 27: 1 -> 9 (role.first_warp: [1, 32] → [9, 32]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: smem-view/f32-128x16-sw64
 # edit: line(s) 26 (line(s) 20 of the base case)

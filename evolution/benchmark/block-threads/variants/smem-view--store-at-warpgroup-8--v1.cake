@@ -1,4 +1,3 @@
-# Boundary variant 1 of smem-view--store-at-warpgroup-8: line 27: 8 -> 7 (kernel.idle_warps: 31 → 27; kernel.launch_regs: 56 → 64; kernel.threads_per_block: 1152 → 1024; kernel.warps: 36 → 32; role.first_warp: [0, 32] → [0, 28]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: smem-view/bf16-128x64-sw128
 # edit: line(s) 27 (line(s) 21 of the base case)

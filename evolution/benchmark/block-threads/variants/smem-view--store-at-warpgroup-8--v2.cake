@@ -1,4 +1,3 @@
-# Boundary variant 2 of smem-view--store-at-warpgroup-8: line 27: 8 -> 9 (kernel.idle_warps: 31 → 35; kernel.launch_regs: 56 → 48; kernel.threads_per_block: 1152 → 1280; kernel.warps: 36 → 40; role.first_warp: [0, 32] → [0, 36]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: smem-view/bf16-128x64-sw128
 # edit: line(s) 27 (line(s) 21 of the base case)

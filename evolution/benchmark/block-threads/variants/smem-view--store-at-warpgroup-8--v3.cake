@@ -1,4 +1,3 @@
-# Boundary variant 3 of smem-view--store-at-warpgroup-8: line 27: 8 -> 4 (kernel.idle_warps: 31 → 15; kernel.launch_regs: 56 → 96; kernel.threads_per_block: 1152 → 640; kernel.warps: 36 → 20; role.first_warp: [0, 32] → [0, 16]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: smem-view/bf16-128x64-sw128
 # edit: line(s) 27 (line(s) 21 of the base case)

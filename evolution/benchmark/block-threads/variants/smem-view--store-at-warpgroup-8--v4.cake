@@ -1,4 +1,3 @@
-# Boundary variant 4 of smem-view--store-at-warpgroup-8: line 27: 8 -> 16 (kernel.idle_warps: 31 → 63; kernel.launch_regs: 56 → 24; kernel.threads_per_block: 1152 → 2176; kernel.warps: 36 → 68; role.first_warp: [0, 32] → [0, 64]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: smem-view/bf16-128x64-sw128
 # edit: line(s) 27 (line(s) 21 of the base case)

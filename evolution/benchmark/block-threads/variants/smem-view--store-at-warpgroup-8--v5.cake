@@ -1,4 +1,3 @@
-# Boundary variant 5 of smem-view--store-at-warpgroup-8: line 26: 0 -> 1 (role.first_warp: [0, 32] → [1, 32]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: smem-view/bf16-128x64-sw128
 # edit: line(s) 27 (line(s) 21 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 1 of tma-copy--load-at-warpgroup-8: line 23: 8 -> 7 (kernel.idle_warps: 31 → 27; kernel.launch_regs: 56 → 64; kernel.threads_per_block: 1152 → 1024; kernel.warps: 36 → 32; role.first_warp: [1, 32] → [1, 28]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: tma-copy/sm_90a-f32-128x64-s3-nosw
 # edit: line(s) 23 (line(s) 17 of the base case)

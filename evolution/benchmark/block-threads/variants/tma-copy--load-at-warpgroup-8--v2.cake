@@ -1,4 +1,3 @@
-# Boundary variant 2 of tma-copy--load-at-warpgroup-8: line 23: 8 -> 9 (kernel.idle_warps: 31 → 35; kernel.launch_regs: 56 → 48; kernel.threads_per_block: 1152 → 1280; kernel.warps: 36 → 40; role.first_warp: [1, 32] → [1, 36]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: tma-copy/sm_90a-f32-128x64-s3-nosw
 # edit: line(s) 23 (line(s) 17 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 5 of tma-copy--load-at-warpgroup-8: line 24: 1 -> 2 (role.first_warp: [1, 32] → [2, 32]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: tma-copy/sm_90a-f32-128x64-s3-nosw
 # edit: line(s) 23 (line(s) 17 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 2 of tma-copy--store-at-warpgroup-8: line 24: 8 -> 9 (kernel.idle_warps: 31 → 35; kernel.launch_regs: 56 → 48; kernel.threads_per_block: 1152 → 1280; kernel.warps: 36 → 40; role.first_warp: [0, 32] → [0, 36]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: tma-copy/sm_90a-bf16-128x64-s4-sw128
 # edit: line(s) 24 (line(s) 18 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 3 of tma-copy--store-at-warpgroup-8: line 24: 8 -> 4 (kernel.idle_warps: 31 → 15; kernel.launch_regs: 56 → 96; kernel.threads_per_block: 1152 → 640; kernel.warps: 36 → 20; role.first_warp: [0, 32] → [0, 16]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: tma-copy/sm_90a-bf16-128x64-s4-sw128
 # edit: line(s) 24 (line(s) 18 of the base case)

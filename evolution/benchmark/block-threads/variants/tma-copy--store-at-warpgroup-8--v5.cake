@@ -1,4 +1,3 @@
-# Boundary variant 5 of tma-copy--store-at-warpgroup-8: line 23: 0 -> 1 (role.first_warp: [0, 32] → [1, 32]).
 # seeded failure benchmark, class block-threads (train; ablates V202): one edit
 # base: tma-copy/sm_90a-bf16-128x64-s4-sw128
 # edit: line(s) 24 (line(s) 18 of the base case)

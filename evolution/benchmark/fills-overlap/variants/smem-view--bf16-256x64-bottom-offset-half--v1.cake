@@ -1,4 +1,3 @@
-# Boundary variant 1 of smem-view--bf16-256x64-bottom-offset-half: line 24: 8192 -> 16384 (smem.overlapping_fills: 1 → 0).
 # seeded failure benchmark, class fills-overlap (train; ablates V328): one edit
 # base: smem-view/bf16-256x64-sw128
 # edit: line(s) 24 (line(s) 18 of the base case)

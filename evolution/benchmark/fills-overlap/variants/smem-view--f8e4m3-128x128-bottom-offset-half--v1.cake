@@ -1,4 +1,3 @@
-# Boundary variant 1 of smem-view--f8e4m3-128x128-bottom-offset-half: line 24: 4096 -> 8192 (smem.overlapping_fills: 1 → 0).
 # seeded failure benchmark, class fills-overlap (train; ablates V328): one edit
 # base: smem-view/f8e4m3-128x128-sw128
 # edit: line(s) 24 (line(s) 18 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 1 of gemm-sm90-ws--a-tile-stride-64: line 36: 64 -> 128 (tensor.operand_mismatches: [0, 0, 1] → [0, 0, 0]).
 # seeded failure benchmark, class operand-rows (train; ablates V325): one edit
 # base: gemm-sm90-ws/bf16-128x128-s2
 # edit: line(s) 36 (line(s) 30 of the base case)

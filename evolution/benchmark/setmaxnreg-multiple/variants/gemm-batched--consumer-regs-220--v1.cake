@@ -1,4 +1,3 @@
-# Boundary variant 1 of gemm-batched--consumer-regs-220: line 28: 220 -> 219 (role.consumer_regs_min: 220 → 219; role.regs: [40, 220] → [40, 219]).
 # seeded failure benchmark, class setmaxnreg-multiple (train; ablates V205): one edit
 # base: gemm-batched/bf16-128x64-s2-p
 # edit: line(s) 28 (line(s) 22 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 3 of gemm-batched--consumer-regs-220: line 28: 220 -> 216 (role.consumer_regs_min: 220 → 216; role.regs: [40, 220] → [40, 216]).
 # seeded failure benchmark, class setmaxnreg-multiple (train; ablates V205): one edit
 # base: gemm-batched/bf16-128x64-s2-p
 # edit: line(s) 28 (line(s) 22 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 6 of gemm-batched--consumer-regs-220: line 28: 220 -> 228 (role.consumer_regs_min: 220 → 228; role.regs: [40, 220] → [40, 228]).
 # seeded failure benchmark, class setmaxnreg-multiple (train; ablates V205): one edit
 # base: gemm-batched/bf16-128x64-s2-p
 # edit: line(s) 28 (line(s) 22 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 5 of gemm-sm90-ws--consumer-regs-228: line 28: 228 -> 220 (role.consumer_regs_min: 228 → 220; role.regs: [40, 228] → [40, 220]).
 # seeded failure benchmark, class setmaxnreg-multiple (train; ablates V205): one edit
 # base: gemm-sm90-ws/bf16-128x64-s6
 # edit: line(s) 28 (line(s) 22 of the base case)

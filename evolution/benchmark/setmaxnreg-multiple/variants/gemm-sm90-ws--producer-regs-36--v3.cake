@@ -1,4 +1,3 @@
-# Boundary variant 3 of gemm-sm90-ws--producer-regs-36: line 27: 36 -> 32 (role.regs: [36, 232] → [32, 232]).
 # seeded failure benchmark, class setmaxnreg-multiple (train; ablates V205): one edit
 # base: gemm-sm90-ws/f16-128x128-s4-p
 # edit: line(s) 27 (line(s) 21 of the base case)

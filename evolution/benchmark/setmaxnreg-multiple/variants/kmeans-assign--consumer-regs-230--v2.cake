@@ -1,4 +1,3 @@
-# Boundary variant 2 of kmeans-assign--consumer-regs-230: line 31: 230 -> 231 (role.consumer_regs_min: 230 → 231; role.regs: [40, 230] → [40, 231]).
 # seeded failure benchmark, class setmaxnreg-multiple (train; ablates V205): one edit
 # base: kmeans-assign/d64-128x64-s6
 # edit: line(s) 31 (line(s) 25 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 2 of gemm-batched--producer-regs-8: line 28: 240 -> 232 (role.regs: [8, 240] → [8, 232]).
 # seeded failure benchmark, class setmaxnreg-range (train; ablates V204): one edit
 # base: gemm-batched/bf16-64x64-s6
 # edit: line(s) 27 (line(s) 21 of the base case)

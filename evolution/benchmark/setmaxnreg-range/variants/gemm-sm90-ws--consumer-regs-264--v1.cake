@@ -1,4 +1,3 @@
-# Boundary variant 1 of gemm-sm90-ws--consumer-regs-264: line 28: 264 -> 256 (role.consumer_regs_min: 264 → 256; role.regs: [40, 264] → [40, 256]).
 # seeded failure benchmark, class setmaxnreg-range (train; ablates V204): one edit
 # base: gemm-sm90-ws/bf16-64x128-s2
 # edit: line(s) 28 (line(s) 22 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 5 of gemm-sm90-ws--producer-regs-16: line 28: 232 -> 240 (role.regs: [16, 232] → [16, 240]).
 # seeded failure benchmark, class setmaxnreg-range (train; ablates V204): one edit
 # base: gemm-sm90-ws/f16-128x64-s5
 # edit: line(s) 27 (line(s) 21 of the base case)

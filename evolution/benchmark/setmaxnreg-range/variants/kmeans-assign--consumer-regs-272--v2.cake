@@ -1,4 +1,3 @@
-# Boundary variant 2 of kmeans-assign--consumer-regs-272: line 31: 272 -> 280 (role.consumer_regs_min: 272 → 280; role.regs: [40, 272] → [40, 280]).
 # seeded failure benchmark, class setmaxnreg-range (train; ablates V204): one edit
 # base: kmeans-assign/d128-64x128-s4
 # edit: line(s) 31 (line(s) 25 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 2 of gemm-batched--six-stages: `stages 6` -> `stages 7` on lines 24, 25, 30 (kernel.smem_bytes: 296032 → 345200; kernel.smem_regions_bytes: 294912 → 344064; smem.bytes: [98304, 196608] → [114688, 229376]; pipeline.empty_offset: 294960 → 344120; pipeline.full_offset: 294912 → 344064).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: gemm-batched/bf16-128x256-s4-p
 # edit: line(s) 24, 25, 30 (line(s) 18, 19, 24 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 3 of gemm-batched--six-stages: `stages 6` -> `stages 4` on lines 24, 25, 30 (kernel.smem_bytes: 296032 → 197696; kernel.smem_regions_bytes: 294912 → 196608; smem.bytes: [98304, 196608] → [65536, 131072]; pipeline.empty_offset: 294960 → 196640; pipeline.full_offset: 294912 → 196608).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: gemm-batched/bf16-128x256-s4-p
 # edit: line(s) 24, 25, 30 (line(s) 18, 19, 24 of the base case)

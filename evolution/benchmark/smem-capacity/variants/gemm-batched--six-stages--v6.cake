@@ -1,4 +1,3 @@
-# Boundary variant 6 of gemm-batched--six-stages: `stages 6` -> `stages 12` on lines 24, 25, 30 (kernel.smem_bytes: 296032 → 591040; kernel.smem_regions_bytes: 294912 → 589824; smem.bytes: [98304, 196608] → [196608, 393216]; pipeline.empty_offset: 294960 → 589920; pipeline.full_offset: 294912 → 589824).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: gemm-batched/bf16-128x256-s4-p
 # edit: line(s) 24, 25, 30 (line(s) 18, 19, 24 of the base case)

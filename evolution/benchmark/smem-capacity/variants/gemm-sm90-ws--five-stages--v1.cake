@@ -1,4 +1,3 @@
-# Boundary variant 1 of gemm-sm90-ws--five-stages: `stages 5` -> `stages 4` on lines 23, 24, 30 (kernel.smem_bytes: 246864 → 197696; kernel.smem_regions_bytes: 245760 → 196608; pipeline.empty_offset: 245800 → 196640; pipeline.full_offset: 245760 → 196608).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: gemm-sm90-ws/bf16-128x256-s4
 # edit: line(s) 23, 24, 30 (line(s) 17, 18, 24 of the base case)

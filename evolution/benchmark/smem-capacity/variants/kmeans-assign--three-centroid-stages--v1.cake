@@ -1,4 +1,3 @@
-# Boundary variant 1 of kmeans-assign--three-centroid-stages: line 26: 4 -> 5 (kernel.smem_bytes: 264768 → 281152; kernel.smem_regions_bytes: 263680 → 280064; smem.bytes: [1536, 65536, 196608] → [1536, 81920, 196608]; smem.offset: [0, 65536, 262144] → [0, 81920, 278528]; pipeline.empty_offset: [263688, 263720] → [280072, 280104]; pipeline.full_offset: [263680, 263696] → [280064, 280080]).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: kmeans-assign/d256-128x128-s2-p
 # edit: line(s) 27, 28, 34 (line(s) 21, 22, 28 of the base case)

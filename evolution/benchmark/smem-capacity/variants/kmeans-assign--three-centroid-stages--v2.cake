@@ -1,4 +1,3 @@
-# Boundary variant 2 of kmeans-assign--three-centroid-stages: line 27: 4 -> 5 (kernel.smem_bytes: 264768 → 313920; kernel.smem_regions_bytes: 263680 → 312832; smem.bytes: [1536, 65536, 196608] → [1536, 65536, 245760]; smem.offset: [0, 65536, 262144] → [0, 65536, 311296]; pipeline.empty_offset: [263688, 263720] → [312840, 312872]; pipeline.full_offset: [263680, 263696] → [312832, 312848]).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: kmeans-assign/d256-128x128-s2-p
 # edit: line(s) 27, 28, 34 (line(s) 21, 22, 28 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 3 of kmeans-assign--three-centroid-stages: `stages 3` -> `stages 2` on lines 27, 28, 34 (kernel.smem_bytes: 264768 → 198704; kernel.smem_regions_bytes: 263680 → 197632; smem.bytes: [1536, 65536, 196608] → [1024, 65536, 131072]; smem.offset: [0, 65536, 262144] → [0, 65536, 196608]; pipeline.empty_offset: [263688, 263720] → [197640, 197664]; pipeline.full_offset: [263680, 263696] → [197632, 197648]).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: kmeans-assign/d256-128x128-s2-p
 # edit: line(s) 27, 28, 34 (line(s) 21, 22, 28 of the base case)

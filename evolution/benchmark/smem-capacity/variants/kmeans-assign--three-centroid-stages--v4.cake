@@ -1,4 +1,3 @@
-# Boundary variant 4 of kmeans-assign--three-centroid-stages: `stages 3` -> `stages 4` on lines 27, 28, 34 (kernel.smem_bytes: 264768 → 330832; kernel.smem_regions_bytes: 263680 → 329728; smem.bytes: [1536, 65536, 196608] → [2048, 65536, 262144]; smem.offset: [0, 65536, 262144] → [0, 65536, 327680]; pipeline.empty_offset: [263688, 263720] → [329736, 329776]; pipeline.full_offset: [263680, 263696] → [329728, 329744]).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: kmeans-assign/d256-128x128-s2-p
 # edit: line(s) 27, 28, 34 (line(s) 21, 22, 28 of the base case)

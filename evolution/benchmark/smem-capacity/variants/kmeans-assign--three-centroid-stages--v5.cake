@@ -1,4 +1,3 @@
-# Boundary variant 5 of kmeans-assign--three-centroid-stages: line 26: 4 -> 8 (kernel.smem_bytes: 264768 → 330304; kernel.smem_regions_bytes: 263680 → 329216; smem.bytes: [1536, 65536, 196608] → [1536, 131072, 196608]; smem.offset: [0, 65536, 262144] → [0, 131072, 327680]; pipeline.empty_offset: [263688, 263720] → [329224, 329256]; pipeline.full_offset: [263680, 263696] → [329216, 329232]).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: kmeans-assign/d256-128x128-s2-p
 # edit: line(s) 27, 28, 34 (line(s) 21, 22, 28 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 6 of kmeans-assign--three-centroid-stages: line 26: 4 -> 12 (kernel.smem_bytes: 264768 → 395840; kernel.smem_regions_bytes: 263680 → 394752; smem.bytes: [1536, 65536, 196608] → [1536, 196608, 196608]; smem.offset: [0, 65536, 262144] → [0, 196608, 393216]; pipeline.empty_offset: [263688, 263720] → [394760, 394792]; pipeline.full_offset: [263680, 263696] → [394752, 394768]).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: kmeans-assign/d256-128x128-s2-p
 # edit: line(s) 27, 28, 34 (line(s) 21, 22, 28 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 3 of tma-copy--eight-stages: `stages 8` -> `stages 4` on lines 21, 26 (kernel.smem_bytes: 263296 → 132160; kernel.smem_regions_bytes: 262144 → 131072; smem.bytes: 262144 → 131072; pipeline.empty_offset: 262208 → 131104; pipeline.full_offset: 262144 → 131072).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: tma-copy/sm_90a-bf16-256x64-s3-sw128
 # edit: line(s) 21, 26 (line(s) 15, 20 of the base case)

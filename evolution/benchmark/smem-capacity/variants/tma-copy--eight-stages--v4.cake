@@ -1,4 +1,3 @@
-# Boundary variant 4 of tma-copy--eight-stages: `stages 8` -> `stages 16` on lines 21, 26 (kernel.smem_bytes: 263296 → 525568; kernel.smem_regions_bytes: 262144 → 524288; smem.bytes: 262144 → 524288; pipeline.empty_offset: 262208 → 524416; pipeline.full_offset: 262144 → 524288).
 # seeded failure benchmark, class smem-capacity (train; ablates V201): one edit
 # base: tma-copy/sm_90a-bf16-256x64-s3-sw128
 # edit: line(s) 21, 26 (line(s) 15, 20 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 2 of elementwise--row-loop-4-of-2: line 13: 4096 -> 4097 (tensor.overlap_elements: 24576 → 24582).
 # seeded failure benchmark, class tile-coverage (train; ablates V320, V321, V323): one edit
 # base: elementwise/swiglu-sm_90a-bf16-c4096
 # edit: line(s) 27 (line(s) 21 of the base case)

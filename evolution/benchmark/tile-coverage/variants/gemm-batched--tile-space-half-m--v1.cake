@@ -1,4 +1,3 @@
-# Boundary variant 1 of gemm-batched--tile-space-half-m: line 14: 128 -> 127 (tensor.unwritten_elements: 8192 → 8128).
 # seeded failure benchmark, class tile-coverage (train; ablates V320, V321, V323): one edit
 # base: gemm-batched/bf16-128x64-s2-p
 # edit: line(s) 22 (line(s) 16 of the base case)

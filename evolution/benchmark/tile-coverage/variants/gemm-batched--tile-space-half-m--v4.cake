@@ -1,4 +1,3 @@
-# Boundary variant 4 of gemm-batched--tile-space-half-m: line 15: 64 -> 65 (kernel.inexact_divisions: 1 → 2; tensor.unwritten_elements: 8192 → 8320).
 # seeded failure benchmark, class tile-coverage (train; ablates V320, V321, V323): one edit
 # base: gemm-batched/bf16-128x64-s2-p
 # edit: line(s) 22 (line(s) 16 of the base case)

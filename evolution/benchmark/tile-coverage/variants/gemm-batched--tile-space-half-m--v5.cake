@@ -1,4 +1,3 @@
-# Boundary variant 5 of gemm-batched--tile-space-half-m: `multiple_of 64` -> `multiple_of 63` on lines 15, 16 (kernel.inexact_divisions: 1 → 4; tensor.unwritten_elements: 8192 → 8064).
 # seeded failure benchmark, class tile-coverage (train; ablates V320, V321, V323): one edit
 # base: gemm-batched/bf16-128x64-s2-p
 # edit: line(s) 22 (line(s) 16 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 5 of kmeans-assign--tile-space-half-n: line 15: 64 -> 56 (tensor.unwritten_elements: 64 → 56).
 # seeded failure benchmark, class tile-coverage (train; ablates V320, V321, V323): one edit
 # base: kmeans-assign/d64-64x64-s3-p
 # edit: line(s) 24 (line(s) 18 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 2 of kmeans-update--multiple-of-too-weak: line 18: 64 -> 65 (kernel.inexact_divisions: 1 → 2; tensor.unwritten_elements: 4096 → 4160).
 # seeded failure benchmark, class tile-coverage (train; ablates V320, V321, V323): one edit
 # base: kmeans-update/128x64-s5
 # edit: line(s) 19 (line(s) 13 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 6 of kmeans-update--multiple-of-too-weak: `multiple_of 64` -> `multiple_of 65` on lines 17, 18, 19 (kernel.inexact_divisions: 1 → 4; tensor.unwritten_elements: 4096 → 4225).
 # seeded failure benchmark, class tile-coverage (train; ablates V320, V321, V323): one edit
 # base: kmeans-update/128x64-s5
 # edit: line(s) 19 (line(s) 13 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 2 of layernorm--row-loop-one-fewer: line 14: 2048 -> 2049 (tensor.unwritten_elements: 8192 → 8196).
 # seeded failure benchmark, class tile-coverage (train; ablates V320, V321, V323): one edit
 # base: layernorm/sm_90a-f32-c2048-w4x4-p
 # edit: line(s) 31 (line(s) 25 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 2 of elementwise--x-box-whole-row: line 15: 8192 -> 8200 (tensor.box(-1): 8192 → 8200; tensor.box(1): 8192 → 8200; tensor.box_bytes: 131072 → 131200; tensor.box_inner: 8192 → 8200; tensor.box_inner_bytes: 16384 → 16400; tensor.max_box: 8192 → 8200).
 # seeded failure benchmark, class tma-box-range (train; ablates V211): one edit
 # base: elementwise/scale-add-sm_90a-bf16-c8192
 # edit: line(s) 15 (line(s) 9 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 4 of elementwise--x-box-whole-row: line 15: 8 -> 9 (tensor.box_bytes: 131072 → 147456).
 # seeded failure benchmark, class tma-box-range (train; ablates V211): one edit
 # base: elementwise/scale-add-sm_90a-bf16-c8192
 # edit: line(s) 15 (line(s) 9 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 6 of elementwise--x-box-whole-row: line 15: 8192 -> 4096 (tensor.box(-1): 8192 → 4096; tensor.box(1): 8192 → 4096; tensor.box_bytes: 131072 → 65536; tensor.box_inner: 8192 → 4096; tensor.box_inner_bytes: 16384 → 8192; tensor.max_box: 8192 → 4096).
 # seeded failure benchmark, class tma-box-range (train; ablates V211): one edit
 # base: elementwise/scale-add-sm_90a-bf16-c8192
 # edit: line(s) 15 (line(s) 9 of the base case)

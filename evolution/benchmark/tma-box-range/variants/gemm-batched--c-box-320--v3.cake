@@ -1,4 +1,3 @@
-# Boundary variant 3 of gemm-batched--c-box-320: line 20: 320 -> 312 (tensor.box(-1): [64, 64, 320] → [64, 64, 312]; tensor.box(2): [64, 64, 320] → [64, 64, 312]; tensor.box_bytes: [8192, 8192, 40960] → [8192, 8192, 39936]; tensor.box_inner: [64, 64, 320] → [64, 64, 312]; tensor.max_box: [64, 64, 320] → [64, 64, 312]).
 # seeded failure benchmark, class tma-box-range (train; ablates V211): one edit
 # base: gemm-batched/bf16-64x64-s6
 # edit: line(s) 20 (line(s) 14 of the base case)

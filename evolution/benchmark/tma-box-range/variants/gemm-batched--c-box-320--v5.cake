@@ -1,4 +1,3 @@
-# Boundary variant 5 of gemm-batched--c-box-320: line 20: 64 -> 56 (tensor.box_bytes: [8192, 8192, 40960] → [8192, 8192, 35840]).
 # seeded failure benchmark, class tma-box-range (train; ablates V211): one edit
 # base: gemm-batched/bf16-64x64-s6
 # edit: line(s) 20 (line(s) 14 of the base case)

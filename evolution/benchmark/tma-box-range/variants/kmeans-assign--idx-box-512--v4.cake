@@ -1,4 +1,3 @@
-# Boundary variant 4 of kmeans-assign--idx-box-512: line 22: 512 -> 1024 (tensor.box(-1): [64, 64, 128, 512] → [64, 64, 128, 1024]; tensor.box(1): [64, 128, 128, 512] → [64, 128, 128, 1024]; tensor.box_inner: [64, 64, 128, 512] → [64, 64, 128, 1024]; tensor.box_inner_bytes: [128, 128, 512, 2048] → [128, 128, 512, 4096]; tensor.max_box: [64, 128, 128, 512] → [64, 128, 128, 1024]).
 # seeded failure benchmark, class tma-box-range (train; ablates V211): one edit
 # base: kmeans-assign/d128-64x128-s4
 # edit: line(s) 22 (line(s) 16 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 2 of layernorm--gain-box-whole-vector: line 19: 8192 -> 8200 (tensor.box(-1): 8192 → 8200; tensor.box(0): 8192 → 8200; tensor.box_inner: 8192 → 8200; tensor.box_inner_bytes: 32768 → 32800; tensor.max_box: 8192 → 8200; tensor.min_box: 8192 → 8200).
 # seeded failure benchmark, class tma-box-range (train; ablates V211): one edit
 # base: layernorm/sm_90a-bf16-c8192-w8x1
 # edit: line(s) 19 (line(s) 13 of the base case)

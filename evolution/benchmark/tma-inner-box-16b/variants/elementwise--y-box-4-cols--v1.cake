@@ -1,4 +1,3 @@
-# Boundary variant 1 of elementwise--y-box-4-cols: line 16: 8 -> 7 (tensor.box_bytes: 64 → 56; tensor.max_box: 8 → 7).
 # seeded failure benchmark, class tma-inner-box-16b (train; ablates V212): one edit
 # base: elementwise/scale-add-sm_90a-bf16-c8192
 # edit: line(s) 16 (line(s) 10 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 6 of elementwise--y-box-4-cols: line 16: 4 -> 12 (tensor.box(-1): 4 → 12; tensor.box(1): 4 → 12; tensor.box_bytes: 64 → 192; tensor.box_inner: 4 → 12; tensor.box_inner_bytes: 8 → 24; tensor.max_box: 8 → 12).
 # seeded failure benchmark, class tma-inner-box-16b (train; ablates V212): one edit
 # base: elementwise/scale-add-sm_90a-bf16-c8192
 # edit: line(s) 16 (line(s) 10 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 1 of gemm-batched--c-box-60-cols: line 20: 60 -> 59 (tensor.box(-1): [60, 64, 64] → [59, 64, 64]; tensor.box(2): [60, 64, 64] → [59, 64, 64]; tensor.box_inner: [60, 64, 64] → [59, 64, 64]; tensor.box_inner_bytes: [120, 128, 128] → [118, 128, 128]).
 # seeded failure benchmark, class tma-inner-box-16b (train; ablates V212): one edit
 # base: gemm-batched/bf16-128x64-s2-p
 # edit: line(s) 20 (line(s) 14 of the base case)

@@ -1,4 +1,3 @@
-# Boundary variant 1 of kmeans-assign--idx-box-66: line 22: 66 -> 65 (tensor.box(-1): [64, 64, 66, 128] → [64, 64, 65, 128]; tensor.box(1): [64, 66, 128, 128] → [64, 65, 128, 128]; tensor.box_bytes: [264, 512, 8192, 16384] → [260, 512, 8192, 16384]; tensor.box_inner: [64, 64, 66, 128] → [64, 64, 65, 128]; tensor.box_inner_bytes: [128, 128, 264, 512] → [128, 128, 260, 512]; tensor.max_box: [64, 66, 128, 128] → [64, 65, 128, 128]).
 # seeded failure benchmark, class tma-inner-box-16b (train; ablates V212): one edit
 # base: kmeans-assign/d128-64x128-s4
 # edit: line(s) 22 (line(s) 16 of the base case)

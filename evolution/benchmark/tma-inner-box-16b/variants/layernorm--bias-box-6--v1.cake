@@ -1,4 +1,3 @@
-# Boundary variant 1 of layernorm--bias-box-6: line 20: 6 -> 5 (tensor.box(-1): 6 → 5; tensor.box_bytes: 24 → 20; tensor.box_inner: 6 → 5; tensor.box_inner_bytes: 24 → 20; tensor.max_box: 6 → 5).
 # seeded failure benchmark, class tma-inner-box-16b (train; ablates V212): one edit
 # base: layernorm/sm_90a-bf16-c8192-w8x1
 # edit: line(s) 20 (line(s) 14 of the base case)
