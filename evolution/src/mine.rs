@@ -571,6 +571,16 @@ impl ProgramView {
         found.map(|c| (c.kind.as_str().to_string(), if c.kind == ConstructKind::Call { c.op.clone().unwrap_or_default() } else { String::new() }))
     }
 
+    /// The kind of the first declaration (tensor, shared region, view, role, pipeline,
+    /// barrier) whose name the message quotes in backticks.
+    fn named_declaration(&self, message: &str) -> Option<String> {
+        let facts = self.facts.as_ref()?;
+        let kinds = [ConstructKind::Tensor, ConstructKind::Smem, ConstructKind::View, ConstructKind::Role, ConstructKind::Pipeline, ConstructKind::Barrier];
+        message.split('`').skip(1).step_by(2).find_map(|name| {
+            facts.constructs.iter().find(|c| kinds.contains(&c.kind) && c.get("name") == Some(&cake::pred::Value::Sym(name.to_string()))).map(|c| c.kind.as_str().to_string())
+        })
+    }
+
     fn has_call(&self, op: &str) -> bool {
         self.facts.as_ref().is_some_and(|f| f.constructs.iter().any(|c| c.kind == ConstructKind::Call && c.op.as_deref() == Some(op)))
     }
@@ -629,7 +639,12 @@ fn attribute(o: &Observation, view: &mut ProgramView) -> (String, String, String
     if let Some((k, op)) = span.and_then(|(s, line)| view.construct_at(s, line)) {
         return (k, op, "span".into());
     }
-    // 2. The constructs the class implicates.
+    // 2. A declaration the message names (`tensor map of `Y`: the inner box row is 24 B ...`):
+    //    the failure says what it is about, so the rule is searched over that declaration's facts.
+    if let Some(k) = view.named_declaration(&o.message) {
+        return (k, String::new(), "named".into());
+    }
+    // 3. The constructs the class implicates.
     let pick = |view: &ProgramView, ops: &[&str]| ops.iter().find(|op| view.has_call(op)).map(|op| ("call".to_string(), op.to_string(), "facts".to_string()));
     let by_facts = match implicated(o.stage, &o.class) {
         Implicated::Sync => pick(view, &["arrive_expect_tx", "wait_parity", "arrive"]).or_else(|| {
@@ -650,7 +665,7 @@ fn attribute(o: &Observation, view: &mut ProgramView) -> (String, String, String
     if let Some(a) = by_facts {
         return a;
     }
-    // 3. What the verifier could not decide.
+    // 4. What the verifier could not decide.
     let soft = view.soft_findings.clone();
     for (code, s) in soft {
         if let Some((k, op)) = view.construct_at(s, false) {

@@ -16,21 +16,38 @@ pub fn set_findings(manifest: &str, findings: &[cake::corpus::FindingSpec]) -> O
     let mut done = false;
     let mut out = Vec::new();
     let mut in_expect = false;
+    // Inside a `findings = [` array written over several lines: its brackets still open.
+    let mut open: i64 = 0;
     for line in manifest.lines() {
         let t = line.trim_start();
+        if open > 0 {
+            open += t.matches('[').count() as i64 - t.matches(']').count() as i64;
+            continue;
+        }
         if t.starts_with('[') {
             in_expect = t.starts_with("[expect]");
         }
-        if in_expect && !done && t.starts_with("findings") && t.trim_end().ends_with(']') && t.matches('[').count() == t.matches(']').count() {
+        if in_expect && !done && t.starts_with("findings") && t.contains('[') {
             out.push(format!("findings = [{list}]"));
             done = true;
+            open = t.matches('[').count() as i64 - t.matches(']').count() as i64;
         } else {
             out.push(line.to_string());
         }
     }
-    done.then(|| out.join("\n") + "\n")
+    (done && open == 0).then(|| out.join("\n") + "\n")
 }
 
+#[cfg(test)]
+mod set_findings_tests {
+    #[test]
+    fn a_findings_array_over_several_lines_is_replaced_whole() {
+        let m = "program = \"a.cake\"\n\n[expect]\nverdict = \"reject\"\nfindings = [\n  { code = \"V219\", line = 4, column = 2 },\n  { code = \"V226\", line = 4, column = 2 },\n]\n";
+        let f = vec![cake::corpus::FindingSpec { code: "V600".into(), line: 4, column: 2 }];
+        let out = super::set_findings(m, &f).unwrap();
+        assert_eq!(out, "program = \"a.cake\"\n\n[expect]\nverdict = \"reject\"\nfindings = [{ code = \"V600\", line = 4, column = 2 }]\n");
+    }
+}
 
 /// `wgmma-b-dim-0-multiple-of-16`.
 pub fn rule_name(construct: &str, c: &Candidate) -> String {

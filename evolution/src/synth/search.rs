@@ -219,8 +219,10 @@ impl Table {
             .iter()
             .map(|n| {
                 let place = if n.starts_with("target") { 2 } else if n.starts_with("kernel_") { 1 } else { 0 };
+                // Unseeded, a fact of one dimension (`box(-1)`) comes after the aggregates
+                // (`max_box`): a rule over the aggregate says it of every dimension.
                 let h = if seed == 0 {
-                    0
+                    u64::from(n.contains('('))
                 } else {
                     let mut h = std::collections::hash_map::DefaultHasher::new();
                     (seed, n).hash(&mut h);
@@ -593,10 +595,12 @@ impl<'t> View<'t> {
             // the failing programs, when separating, and of the failing variants); it is a
             // target-table or catalog value there, else the boundary the labelled variants fit.
             let (lab_hi, lab_lo) = self.labelled_bounds(f, min_a, max_a);
-            let hi = if sep_ok { fail.iter().map(|v| *v.iter().max().unwrap_or(&i64::MIN)).min() } else { None };
-            let hi = [hi, lab_hi.as_ref().map(|(h, _)| *h)].into_iter().flatten().min().filter(|h| *h > max_a);
-            let lo = if sep_ok { fail.iter().map(|v| *v.iter().min().unwrap_or(&i64::MAX)).max() } else { None };
-            let lo = [lo, lab_lo.as_ref().map(|(l, _)| *l)].into_iter().flatten().max().filter(|l| *l < min_a);
+            // Each side's bound on its own: programs that break the other side (a budget under
+            // its floor) must not hide the failing variants above the ceiling.
+            let hi = if sep_ok { fail.iter().map(|v| *v.iter().max().unwrap_or(&i64::MIN)).min() } else { None }.filter(|h| *h > max_a);
+            let hi = [hi, lab_hi.as_ref().map(|(h, _)| *h)].into_iter().flatten().min();
+            let lo = if sep_ok { fail.iter().map(|v| *v.iter().min().unwrap_or(&i64::MAX)).max() } else { None }.filter(|l| *l < min_a);
+            let lo = [lo, lab_lo.as_ref().map(|(l, _)| *l)].into_iter().flatten().max();
             let le = match hi {
                 Some(h) => self.t.grounded_in(max_a, h - 1, true),
                 None => self.t.grounded_in(max_a, i64::MAX, false),
