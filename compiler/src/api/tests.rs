@@ -76,6 +76,7 @@ fn run_usage_errors_have_documented_codes() {
         dists: Vec::new(),
         timeout: std::time::Duration::from_secs(1),
         unsafe_skip_verify: false,
+        rules: std::sync::Arc::new(crate::verify::RuleSet::builtin().clone()),
         evidence: std::env::temp_dir().join("cake-api-test-unused"),
         repeats: None,
         warmup: None,

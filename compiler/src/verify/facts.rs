@@ -2231,14 +2231,7 @@ fn form(m: &Module, h: Handle<Expr>, depth: u32) -> (i64, i64) {
     }
 }
 
-/// A closed interval with optional bounds.
-#[derive(Clone, Copy, Debug)]
-struct Iv {
-    lo: Option<i64>,
-    hi: Option<i64>,
-}
-
-const ANY: Iv = Iv { lo: None, hi: None };
+use super::int_range::{mul, Iv, ANY};
 
 struct Intervals<'a, 'm> {
     m: &'m Module,
@@ -2313,22 +2306,6 @@ impl Intervals<'_, '_> {
             _ => ANY,
         }
     }
-}
-
-fn mul(x: Iv, y: Iv) -> Iv {
-    if let (Some(a), Some(b), Some(c), Some(d)) = (x.lo, x.hi, y.lo, y.hi) {
-        let ps = [a.checked_mul(c), a.checked_mul(d), b.checked_mul(c), b.checked_mul(d)];
-        if ps.iter().all(Option::is_some) {
-            let ps: Vec<i64> = ps.into_iter().flatten().collect();
-            return Iv { lo: ps.iter().min().copied(), hi: ps.iter().max().copied() };
-        }
-        return ANY;
-    }
-    if x.lo.is_some_and(|l| l >= 0) && y.lo.is_some_and(|l| l >= 0) {
-        let hi = x.hi.zip(y.hi).and_then(|(p, q)| p.checked_mul(q));
-        return Iv { lo: x.lo.zip(y.lo).and_then(|(p, q)| p.checked_mul(q)), hi };
-    }
-    ANY
 }
 
 #[cfg(test)]

@@ -53,15 +53,16 @@ pub struct IntRanges<'m> {
     visiting: RefCell<HashSet<Handle<Local>>>,
 }
 
+/// A closed interval with optional bounds (also the verifier facts' interval arithmetic).
 #[derive(Clone, Copy, Debug)]
-struct Iv {
-    lo: Option<i64>,
-    hi: Option<i64>,
+pub(super) struct Iv {
+    pub(super) lo: Option<i64>,
+    pub(super) hi: Option<i64>,
 }
 
-const ANY: Iv = Iv { lo: None, hi: None };
+pub(super) const ANY: Iv = Iv { lo: None, hi: None };
 
-fn pt(lo: i64, hi: i64) -> Iv {
+pub(super) fn pt(lo: i64, hi: i64) -> Iv {
     Iv { lo: Some(lo), hi: Some(hi) }
 }
 
@@ -279,7 +280,7 @@ fn binary(op: BinOp, x: Iv, y: Iv, c: Option<i64>) -> Iv {
     }
 }
 
-fn mul(x: Iv, y: Iv) -> Iv {
+pub(super) fn mul(x: Iv, y: Iv) -> Iv {
     if let (Some(a), Some(b), Some(c), Some(d)) = (x.lo, x.hi, y.lo, y.hi) {
         let ps = [a.checked_mul(c), a.checked_mul(d), b.checked_mul(c), b.checked_mul(d)];
         if ps.iter().all(Option::is_some) {
