@@ -256,7 +256,8 @@ pub fn holds(e: &PExpr, facts: &dyn Facts) -> Result<Option<bool>, String> {
     }
 }
 
-fn op_symbol(op: POp) -> &'static str {
+/// How an operator is written in the rule language (`<=`, `&&`).
+pub fn op_symbol(op: POp) -> &'static str {
     match op {
         POp::Or => "||",
         POp::And => "&&",

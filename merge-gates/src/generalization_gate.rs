@@ -182,21 +182,7 @@ fn show(e: &PExpr) -> String {
         PExpr::Not(x) => format!("!{}", show(x)),
         PExpr::Neg(x) => format!("-{}", show(x)),
         PExpr::Bin { op, lhs, rhs } => {
-            let o = match op {
-                POp::Or => "||",
-                POp::And => "&&",
-                POp::Eq => "==",
-                POp::Ne => "!=",
-                POp::Lt => "<",
-                POp::Le => "<=",
-                POp::Gt => ">",
-                POp::Ge => ">=",
-                POp::Add => "+",
-                POp::Sub => "-",
-                POp::Mul => "*",
-                POp::Div => "/",
-                POp::Rem => "%",
-            };
+            let o = cake::pred::op_symbol(*op);
             format!("{} {o} {}", show(lhs), show(rhs))
         }
         PExpr::In { value, set } => format!("{} in [{}]", show(value), set.iter().map(show).collect::<Vec<_>>().join(", ")),
