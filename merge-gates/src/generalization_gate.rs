@@ -80,6 +80,9 @@ impl ConstantSource {
 /// Every constant the tree's data grounds: each integer field of each `[[target]]` of the target
 /// table (limited to `targets`, when given), and each non-zero integer of each catalog op's
 /// constraints. What the synthesis may choose from, and what this gate re-checks against.
+/// Integer fields of `compiler/targets.toml` that identify a target rather than limit it.
+const IDENTIFIER_KEYS: &[&str] = &["sm", "ptx_isa_min"];
+
 pub fn grounded_constants(tree: &Tree, targets: Option<&BTreeSet<String>>) -> Result<Vec<ConstantSource>, String> {
     let mut out = vec![ConstantSource { value: 0, source: Source::None }];
     let path = tree.targets();
@@ -92,6 +95,12 @@ pub fn grounded_constants(tree: &Tree, targets: Option<&BTreeSet<String>>) -> Re
             continue;
         }
         for (key, v) in t {
+            // A compute capability or an ISA version names a target; it bounds no quantity a
+            // kernel's facts measure (a rule `a_inner_bytes >= 90` grounded in `sm = 90` is a
+            // gap constant with a borrowed label).
+            if IDENTIFIER_KEYS.contains(&key.as_str()) {
+                continue;
+            }
             if let Some(value) = v.as_integer() {
                 out.push(ConstantSource { value, source: Source::Target { target: name.to_string(), key: key.clone() } });
             }
