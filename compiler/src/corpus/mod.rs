@@ -17,14 +17,18 @@
 //! warnings, when the manifest lists them), ptxas bounds for the compile tier, and the GPU
 //! workload. The gate ([`gate`]) runs the selected tiers over the selected cases in parallel and
 //! classifies every result against a baseline results file like Crater does ([`report`]);
-//! `--bless` rewrites the expectations of the selected cases in place ([`bless`]).
+//! `--bless` rewrites the expectations of the selected cases in place ([`bless`]). [`run`] is one
+//! gate or merge invocation as a library call (the CLI prints what it returns).
 
 pub mod bless;
-pub mod cli;
+pub mod error;
 pub mod gate;
 pub mod report;
 pub mod results;
+pub mod run;
 pub mod tiers;
+
+pub use error::CorpusError;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;

@@ -268,7 +268,7 @@ pub fn corpus_show(id: &str) -> Reply {
         Ok(i) => i.trim(),
         Err(e) => return e.into(),
     };
-    let root = crate::corpus::cli::default_root();
+    let root = crate::corpus::run::default_root();
     let corpus = match crate::corpus::Corpus::load(&root) {
         Ok(c) => c,
         Err(e) => {

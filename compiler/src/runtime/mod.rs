@@ -11,7 +11,6 @@
 //! - [`job`]: one run in a child process; [`isolate`]: spawning it with a timeout;
 //! - [`record`]: content-addressed run records; [`harness`]: `cake run` / `cake bench`.
 
-pub mod cli;
 pub mod convert;
 pub mod cublas;
 pub mod error;
