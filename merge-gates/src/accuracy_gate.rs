@@ -89,10 +89,10 @@ fn check_target(proposal: &Tree, base: &Tree, changed: &[ChangedPath], target: &
     let ms = validated(target, runs.iter().flat_map(|r| r.accuracy.iter()), &mut skipped);
     let Some(old) = old else {
         // A first calibration: only the floor applies.
-        let (_, after) = judge(&new, &new, &ms, &mut skipped)?;
+        let (_, after) = judge(&new, &new, &ms, &mut skipped).map_err(|e| e.to_string())?;
         return floor(&after).map(|_| format!("{target}: first calibration, {} over {} runs", fmt(&after), after.n));
     };
-    let (before, after) = judge(&old, &new, &ms, &mut skipped)?;
+    let (before, after) = judge(&old, &new, &ms, &mut skipped).map_err(|e| e.to_string())?;
     floor(&after)?;
     if after.mape > before.mape + MAPE_SLACK || after.spearman < before.spearman - SPEARMAN_SLACK {
         return Err(format!("less accurate than the base over {} runs: {} before, {} after", after.n, fmt(&before), fmt(&after)));

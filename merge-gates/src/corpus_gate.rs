@@ -140,7 +140,7 @@ impl CachedCompile {
 }
 
 impl CompileBackend for CachedCompile {
-    fn availability(&self) -> Result<String, String> {
+    fn availability(&self) -> cake::corpus::tiers::Availability {
         self.inner.availability()
     }
 
