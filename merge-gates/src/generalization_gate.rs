@@ -363,18 +363,18 @@ fn source_problem(s: &ConstantSource, grounded: &[ConstantSource], labels: &std:
 }
 
 /// The tree's front end with the rule file at `rule_path` replaced by `text`, and that rule's code.
-fn frontend_with_rule(tree: &Tree, rule_path: &str, text: &str) -> Result<(cake::corpus::tiers::Frontend, String), String> {
+fn frontend_with_rule(tree: &Tree, rule_path: &str, text: &str) -> Result<(cake::corpus::tiers::Frontend, String), corpus_gate::TreeDataError> {
     let mut files = Vec::new();
     collect(&tree.rules(), &mut files);
     let own = tree.root.join(rule_path);
     let mut texts: Vec<(String, String)> = Vec::new();
     for p in files.into_iter().filter(|p| p.extension().is_some_and(|x| x == "toml") && *p != own) {
-        let t = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let t = std::fs::read_to_string(&p).map_err(|e| corpus_gate::TreeDataError::ReadRule { path: p.clone(), message: e.to_string() })?;
         texts.push((p.display().to_string(), t));
     }
     texts.push((own.display().to_string(), text.to_string()));
     let borrowed: Vec<(&str, &str)> = texts.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    let rules = RuleSet::from_files(&borrowed).map_err(|e| e.to_string())?;
+    let rules = RuleSet::from_files(&borrowed).map_err(corpus_gate::TreeDataError::ReplacedRules)?;
     let code = text.parse::<toml::Table>().ok().and_then(|t| t.get("code").and_then(|c| c.as_str()).map(str::to_string)).unwrap_or_default();
     let mut fe = corpus_gate::frontend_for(tree)?;
     let rules = std::sync::Arc::new(rules);
