@@ -571,6 +571,12 @@ impl ProgramView {
         found.map(|c| (c.kind.as_str().to_string(), if c.kind == ConstructKind::Call { c.op.clone().unwrap_or_default() } else { String::new() }))
     }
 
+    /// The op of the call whose argument spans exactly `span`.
+    fn argument_at(&self, span: Span) -> Option<String> {
+        let facts = self.facts.as_ref()?;
+        facts.constructs.iter().find(|c| c.kind == ConstructKind::Arg && c.decl == span).and_then(|c| c.op.clone())
+    }
+
     /// The kind of the first declaration (tensor, shared region, view, role, pipeline,
     /// barrier) whose name the message quotes in backticks.
     fn named_declaration(&self, message: &str) -> Option<String> {
@@ -636,6 +642,14 @@ fn attribute(o: &Observation, view: &mut ProgramView) -> (String, String, String
         },
         Locus::None => None,
     };
+    // A lowering refusal's byte span that is exactly one call argument is about that operand
+    // (`a K-major wgmma operand whose rows ...`): the operand's facts (its region's rows and
+    // swizzle) say what the call's do not.
+    if let Some((s, false)) = span.filter(|_| o.stage == Stage::Lower && matches!(o.locus, Locus::Bytes(_))) {
+        if let Some(op) = view.argument_at(s) {
+            return ("arg".into(), op, "span".into());
+        }
+    }
     if let Some((k, op)) = span.and_then(|(s, line)| view.construct_at(s, line)) {
         return (k, op, "span".into());
     }
