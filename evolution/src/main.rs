@@ -32,6 +32,7 @@ enum KindArg {
     Rule,
     Primitive,
     Calibration,
+    Analysis,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -352,6 +353,7 @@ fn main() -> ExitCode {
                     KindArg::Rule => Kind::Rule,
                     KindArg::Primitive => Kind::Primitive,
                     KindArg::Calibration => Kind::Calibration,
+                    KindArg::Analysis => Kind::Analysis,
                 });
                 let status = status.map(|s| match s {
                     StatusArg::Queued => Status::Queued,

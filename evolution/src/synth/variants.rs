@@ -98,13 +98,11 @@ impl Label {
     }
 }
 
-/// A variant with its label and the facts of its instances of one construct kind (rows for the
-/// search).
+/// A variant with its label.
 #[derive(Clone, Debug)]
 pub struct Labelled {
     pub variant: Variant,
     pub label: Label,
-    pub facts: ModuleFacts,
 }
 
 /// The canonical hash of a source (`None`: it does not parse).
@@ -407,13 +405,13 @@ pub fn labelled_variants(base: &super::Base, sources: &[&str], labels: &LabelInd
     let facts_of = |m: &Module| base.targets.get(&m.target).map(|t| cake::verify::module_facts(m, t));
     let mut out = Vec::new();
     for src in sources {
-        for (variant, facts) in boundary_variants(src, &base.frontend, &ranges, facts_of, max) {
+        for (variant, _) in boundary_variants(src, &base.frontend, &ranges, facts_of, max) {
             let label = match labels.get(&variant.hash) {
                 Label::Unlabelled => label_by_lowering(base, &variant),
                 l => l,
             };
             if label != Label::Unlabelled {
-                out.push(Labelled { variant, label, facts });
+                out.push(Labelled { variant, label });
             }
         }
     }
