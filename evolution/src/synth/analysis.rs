@@ -97,13 +97,18 @@ fn show(v: &Value) -> String {
 pub fn draft_analysis(base: &Base, bucket: &BucketInfo, programs: &[Program], why: &str, id: &str) -> Result<AnalysisDraft, String> {
     let (kind, op) = bucket.construct.as_deref().and_then(parse_construct).unwrap_or((ConstructKind::Kernel, None));
     let construct = super::construct_text(kind, op.as_deref());
-    let accepted: Vec<(&str, Vec<FactMap>)> = base
+    // A bucket on the kernel (the miner's fallback: nothing located the failure) was searched
+    // over every construct, so programs are compared over every construct's instances.
+    let kinds: Vec<(ConstructKind, Option<&str>)> = if kind == ConstructKind::Kernel { ConstructKind::ALL.iter().map(|k| (*k, None)).collect() } else { vec![(kind, op.as_deref())] };
+    let rows = |f: &cake::verify::ModuleFacts| -> Vec<(ConstructKind, FactMap)> { kinds.iter().flat_map(|(k, o)| instances(f, *k, *o).into_iter().map(move |(m, _)| (*k, m))).collect() };
+    let accepted: Vec<(&str, Vec<(ConstructKind, FactMap)>)> = base
         .corpus_modules
         .iter()
         .zip(&base.corpus_facts)
-        .filter_map(|((id, _), f)| f.as_ref().map(|f| (id.as_str(), instances(f, kind, op.as_deref()).into_iter().map(|(m, _)| m).collect::<Vec<_>>())))
-        .filter(|(_, inst)| !inst.is_empty())
+        .filter_map(|((id, _), f)| f.as_ref().map(|f| (id.as_str(), rows(f))))
+        .filter(|(_, r)| !r.is_empty())
         .collect();
+    let what = if kind == ConstructKind::Kernel { "construct".to_string() } else { format!("`{construct}`") };
     let mut failing = Vec::new();
     let mut skipped = Vec::new();
     let mut nearest = Vec::new();
@@ -118,27 +123,43 @@ pub fn draft_analysis(base: &Base, bucket: &BucketInfo, programs: &[Program], wh
             skipped.push(format!("{}: target `{}` is not in the target table", short(&p.hash), m.target));
             continue;
         };
-        let inst: Vec<FactMap> = instances(&facts, kind, op.as_deref()).into_iter().map(|(m, _)| m).collect();
+        let inst = rows(&facts);
         if inst.is_empty() {
             skipped.push(format!("{}: has no `{construct}`", short(&p.hash)));
             continue;
         }
-        // The accepted programs nearest this one: per corpus program, the fewest differing
-        // facts over any pair of instances.
+        // Per accepted program: the failing instances without an identical accepted instance of
+        // their kind, and for the first of them the facts that differ from the nearest one.
         let mut ranked: Vec<(usize, &str, Vec<(String, Value, Value)>)> = accepted
             .iter()
-            .filter_map(|(cid, acc)| inst.iter().flat_map(|a| acc.iter().map(move |b| differing(a, b))).min_by_key(|d| d.len()).map(|d| (d.len(), *cid, d)))
+            .map(|(cid, acc)| {
+                let mut unmatched = 0;
+                let mut diff: Option<Vec<(String, Value, Value)>> = None;
+                for (k, a) in &inst {
+                    let best = acc.iter().filter(|(j, _)| j == k).map(|(_, b)| differing(a, b)).min_by_key(|d| d.len());
+                    match best {
+                        Some(d) if d.is_empty() => {}
+                        other => {
+                            unmatched += 1;
+                            if diff.is_none() {
+                                diff = Some(other.unwrap_or_default());
+                            }
+                        }
+                    }
+                }
+                (unmatched, *cid, diff.unwrap_or_default())
+            })
             .collect();
-        ranked.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)));
+        ranked.sort_by(|a, b| a.0.cmp(&b.0).then(a.2.len().cmp(&b.2.len())).then(a.1.cmp(b.1)));
         for (n, cid, diff) in ranked.into_iter().take(NEAREST) {
             passing.insert(cid.to_string());
-            let what = if n == 0 {
-                format!("every fact of its `{construct}` equals one of corpus case {cid}'s (accepted): no predicate over today's facts can tell them apart")
+            let said = if n == 0 {
+                format!("every {what} instance equals one of accepted corpus case {cid}'s in every fact: no predicate over today's facts can tell them apart")
             } else {
                 let shown: Vec<String> = diff.iter().take(DIFFS).map(|(k, a, b)| format!("{k} {} vs {}", show(a), show(b))).collect();
-                format!("nearest accepted corpus case {cid}: {n} fact(s) differ ({}{})", shown.join(", "), if n > DIFFS { ", …" } else { "" })
+                format!("nearest accepted corpus case {cid}: {n} of its {} instance(s) have no equal there (first: {}{})", inst.len(), shown.join(", "), if diff.len() > DIFFS { ", …" } else { "" })
             };
-            nearest.push(format!("program {} (kernel `{}`): {what}", short(&p.hash), m.name));
+            nearest.push(format!("program {} (kernel `{}`): {said}", short(&p.hash), m.name));
         }
         failing.push(p);
     }
