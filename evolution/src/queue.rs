@@ -3,8 +3,8 @@
 //!
 //! # Records
 //! ```toml
-//! id = "r-5f2c9a1e"                 # r- rule, p- primitive, c- calibration; from kind + bucket + predicate (or op)
-//! kind = "rule"                     # rule | primitive | calibration
+//! id = "r-5f2c9a1e"                 # r- rule, p- primitive, c- calibration, a- analysis; from kind + bucket + predicate (or op)
+//! kind = "rule"                     # rule | primitive | calibration | analysis
 //! status = "queued"                 # queued | accepted | rejected
 //! title = "V600 tma-load-dst-bytes-at-most-16384"
 //! branch = "evolve/rule/r-5f2c9a1e-tma-load-dst-bytes-at-most-16384"
@@ -19,7 +19,7 @@
 //! changelog = "- Evolved verifier rule V600 ..."
 //! gates_passed = true
 //! created_by = "cake-evolve-compiler 0.1.0"
-//! [rule]                            # or [primitive] / [calibration]: what was synthesized
+//! [rule]                            # or [primitive] / [calibration] / [analysis]: what was synthesized
 //! [[gates]]                         # one per gate: gate, title, status, summary, details
 //! [review]                          # after accept / reject: action, note, main, merged, evidence
 //! [[history]]                       # earlier reviews (a rejected bucket proposed again)
