@@ -146,7 +146,7 @@ enum Command {
         lock: LockArgs,
     },
     /// Write near-boundary variants of failing programs for a labelling batch: one integer
-    /// literal changed at a time, kept when it moves a fact the program shows outside every
+    /// literal changed at a time (or a TMA box too large turned), kept when it moves a fact the program shows outside every
     /// accepted corpus program (`<stem>--v<k>.cake`, its workload, `variants.json`). Run them
     /// on the GPU (`cake run --unsafe-skip-verify`) and import the records: `propose` reads
     /// their labels by program hash.

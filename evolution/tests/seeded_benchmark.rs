@@ -63,7 +63,7 @@ const HELDOUT_CAUGHT: usize = 35;
 #[test]
 fn committed_boundary_variants_are_what_the_engine_makes() {
     let classes = benchmark::load_classes(&checkout().join("evolution/benchmark")).unwrap();
-    for class in classes.iter().filter(|c| ["smem-capacity", "setmaxnreg-range"].contains(&c.name.as_str())) {
+    for class in classes.iter().filter(|c| ["smem-capacity", "setmaxnreg-range", "tma-box-range"].contains(&c.name.as_str())) {
         let dir = checkout().join("evolution/benchmark").join(&class.name);
         let scratch = tempfile::tempdir().unwrap();
         benchmark::ablate::make_ablated_repo(&checkout(), &scratch.path().join("base"), &class.ablate).unwrap();
