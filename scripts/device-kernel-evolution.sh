@@ -24,7 +24,8 @@
 # path; it is installed with `pip install --no-deps` before the loop. Without it the peer is
 # recorded as skipped (exit 3), never as a time.
 #
-# Environment: DB (required: the database path, relative to the repository), SEED (default 1, used
+# Environment: DB (required: the database path, relative to the repository), RULES (a rules
+# directory to gate and run with, e.g. an ablated base's, carried in; default: the checkout's), SEED (default 1, used
 # by the first call only), WALL (seconds this call may search, default 420: the device call allows
 # 600 and one evaluation may still be finishing), CAKE_GIT_COMMIT, OUT (default
 # /tmp/device-kernel-evolution-out), CAKE_CUDA_DIR (default /usr/local/cuda).
@@ -80,10 +81,12 @@ PY
   if [ -n "${FLASHLIB_WHEEL:-}" ]; then
     python3 -m pip install --no-deps --quiet "$FLASHLIB_WHEEL" && echo "flashlib: installed $FLASHLIB_WHEEL" || echo "warning: flashlib wheel did not install: its peer will be skipped"
   fi
+  RULES_ARGS=()
+  [ -n "${RULES:-}" ] && RULES_ARGS=(--rules "$RULES")
   if [ -f "$DB" ]; then
-    "$KEVO" resume "$CONTRACT" --db "$DB" --evidence "$EVIDENCE" --wall-seconds "$WALL"
+    "$KEVO" resume "$CONTRACT" --db "$DB" --evidence "$EVIDENCE" --wall-seconds "$WALL" "${RULES_ARGS[@]}"
   else
-    "$KEVO" run "$CONTRACT" --db "$DB" --seed "$SEED" --evidence "$EVIDENCE" --wall-seconds "$WALL"
+    "$KEVO" run "$CONTRACT" --db "$DB" --seed "$SEED" --evidence "$EVIDENCE" --wall-seconds "$WALL" "${RULES_ARGS[@]}"
   fi
   echo "loop exit: $?"
   "$KEVO" report --db "$DB" | tee "$OUT/report.txt"

@@ -17,6 +17,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use cake::corpus::results::{GateResults, Status};
+use cake::corpus::run::{self, GateRequest, MergeRequest};
 use cake::corpus::Tier;
 
 fn repo() -> PathBuf {
@@ -32,24 +33,28 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-fn gate(args: &[&str]) -> u8 {
-    let mut all = vec!["cake corpus", "gate", "--no-progress"];
-    all.extend_from_slice(args);
-    cake::corpus::cli::main_from_args(all).expect("valid gate arguments")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
+/// `cake corpus gate --root ROOT --tier static -o OUT --report REPORT`, changed by `edit`, in
+/// process; 1 when the gate fails (a regression, or without a baseline any failure), as the CLI exits.
+fn gate(root: &Path, tier: Tier, out: &Path, report: &Path, edit: impl FnOnce(&mut GateRequest)) -> u8 {
+    let mut req = GateRequest {
+        root: Some(root.to_path_buf()),
+        tiers: vec![tier],
+        out: out.to_path_buf(),
+        report: report.to_path_buf(),
+        ..GateRequest::default()
+    };
+    edit(&mut req);
+    u8::from(run::gate(&req).expect("the gate ran").is_failure())
 }
 
 /// Run the gate over the whole corpus for `tier`, classified against the committed baseline;
 /// fails the test on any regression. Returns the results.
-fn tier_matches_the_baseline(tier: &str) -> GateResults {
+fn tier_matches_the_baseline(tier: Tier) -> GateResults {
     let root = repo().join("corpus");
     let baseline = root.join("results/baseline.json");
-    let dir = scratch(tier);
+    let dir = scratch(tier.as_str());
     let (out, report) = (dir.join("results.json"), dir.join("report.md"));
-    let code = gate(&["--root", s(&root), "--tier", tier, "--baseline", s(&baseline), "-o", s(&out), "--report", s(&report)]);
+    let code = gate(&root, tier, &out, &report, |r| r.baseline = Some(baseline.clone()));
     let results = GateResults::read(&out).expect("the gate wrote its results");
     let count = |st: Status| results.results.iter().filter(|r| r.status == st).count();
     println!(
@@ -71,13 +76,13 @@ fn tier_matches_the_baseline(tier: &str) -> GateResults {
 
 #[test]
 fn static_tier_matches_the_baseline() {
-    let results = tier_matches_the_baseline("static");
+    let results = tier_matches_the_baseline(Tier::Static);
     assert!(results.results.iter().all(|r| r.tier == Tier::Static));
 }
 
 #[test]
 fn needs_toolchain_compile_tier_matches_the_baseline() {
-    let results = tier_matches_the_baseline("compile");
+    let results = tier_matches_the_baseline(Tier::Compile);
     let skipped: Vec<_> = results.results.iter().filter(|r| r.tier == Tier::Compile && r.status == Status::Skipped).collect();
     assert!(skipped.is_empty(), "the compile tier needs the CUDA toolchain; skipped here: {}", skipped[0].reason);
 }
@@ -117,7 +122,7 @@ fn a_flipped_verifier_rule_fails_the_gate() {
     let dir = scratch("flip");
     // The baseline: the static tier with the built-in rules.
     let base = dir.join("base.json");
-    gate(&["--root", s(&root), "--tier", "static", "-o", s(&base), "--report", s(&dir.join("base.md"))]);
+    gate(&root, Tier::Static, &base, &dir.join("base.md"), |_| {});
     let baseline = GateResults::read(&base).unwrap();
 
     // The broken change: V201 (shared memory over the target's capacity) with its predicate
@@ -131,20 +136,10 @@ fn a_flipped_verifier_rule_fails_the_gate() {
     fs::write(&file, format!("{before}\nrequire = \"!({pred})\"\n{rest}")).unwrap();
 
     let (out, report) = (dir.join("flipped.json"), dir.join("flipped.md"));
-    let code = gate(&[
-        "--root",
-        s(&root),
-        "--tier",
-        "static",
-        "--rules",
-        s(&rules),
-        "--baseline",
-        s(&base),
-        "-o",
-        s(&out),
-        "--report",
-        s(&report),
-    ]);
+    let code = gate(&root, Tier::Static, &out, &report, |r| {
+        r.rules = Some(rules.clone());
+        r.baseline = Some(base.clone());
+    });
     assert_eq!(code, 1, "a flipped rule must make the gate exit 1");
 
     let flipped = GateResults::read(&out).unwrap();
@@ -170,18 +165,16 @@ fn shards_merge_into_the_full_run() {
     let root = repo().join("corpus");
     let dir = scratch("shards");
     let full = dir.join("full.json");
-    gate(&["--root", s(&root), "--tier", "static", "-o", s(&full), "--report", s(&dir.join("full.md"))]);
+    gate(&root, Tier::Static, &full, &dir.join("full.md"), |_| {});
     let mut parts = Vec::new();
     for i in 1..=3 {
         let p = dir.join(format!("shard{i}.json"));
-        gate(&["--root", s(&root), "--tier", "static", "--shard", &format!("{i}/3"), "-o", s(&p), "--report", s(&dir.join("s.md"))]);
+        gate(&root, Tier::Static, &p, &dir.join("s.md"), |r| r.selection.shard = Some((i, 3)));
         parts.push(p);
     }
     let merged = dir.join("merged.json");
-    let mut args = vec!["cake corpus", "merge"];
-    args.extend(parts.iter().map(|p| s(p)));
-    args.extend(["-o", s(&merged), "--baseline", s(&full)]);
-    assert_eq!(cake::corpus::cli::main_from_args(args).unwrap(), 0, "the merged shards match the full run");
+    let req = MergeRequest { inputs: parts, out: merged.clone(), baseline: Some(full.clone()), report: None, root: None };
+    assert!(!run::merge(&req).expect("the shards merge").is_failure(), "the merged shards match the full run");
     let (a, b) = (GateResults::read(&full).unwrap(), GateResults::read(&merged).unwrap());
     let key = |r: &GateResults| r.results.iter().map(|x| (x.id.clone(), x.tier, x.status)).collect::<Vec<_>>();
     assert_eq!(key(&a), key(&b));
@@ -225,9 +218,9 @@ fn bless_rewrites_expectations_in_place() {
     let family = "description = \"demo template\"\ntemplate = \"t.cake.tmpl\"\n# defaults\ntarget = \"sm_90a\"\ntiers = [\"static\"]\n\n[[instance]]\nid = \"good\"\nvars = { RHS = \"1.0\" }\n\n[[instance]]\nid = \"bad\" # the broken one\nvars = { RHS = \"nope\" }\n";
     fs::write(tf.join("family.toml"), family).unwrap();
 
-    let code = gate(&["--root", s(&root), "--tier", "static", "-o", s(&dir.join("r.json")), "--report", s(&dir.join("r.md"))]);
+    let code = gate(&root, Tier::Static, &dir.join("r.json"), &dir.join("r.md"), |_| {});
     assert_eq!(code, 1, "the wrong expectation fails");
-    let code = gate(&["--root", s(&root), "--tier", "static", "--bless", "-o", s(&dir.join("r.json")), "--report", s(&dir.join("r.md"))]);
+    let code = gate(&root, Tier::Static, &dir.join("r.json"), &dir.join("r.md"), |r| r.bless = true);
     assert_eq!(code, 0, "after --bless the run passes");
     let blessed = fs::read_to_string(fam.join("bad.toml")).unwrap();
     assert!(blessed.starts_with("# why this case exists\n"), "comments stay:\n{blessed}");
@@ -241,7 +234,7 @@ fn bless_rewrites_expectations_in_place() {
         bad.contains("expect = { verdict = \"reject\", findings = [ { code = \"E0"),
         "the instance's own expectation is written:\n{fam}"
     );
-    let code = gate(&["--root", s(&root), "--tier", "static", "-o", s(&dir.join("r.json")), "--report", s(&dir.join("r.md"))]);
+    let code = gate(&root, Tier::Static, &dir.join("r.json"), &dir.join("r.md"), |_| {});
     assert_eq!(code, 0, "the blessed expectation holds");
     let _ = fs::remove_dir_all(&dir);
 }

@@ -304,27 +304,40 @@ pub enum ResultRule {
     Cast { x: String, to: String },
 }
 
+/// The result rules a catalog op may declare.
+const RESULT_RULES: &str = "expected one of none, same(x), broadcast(a, b, ...), compare(a, b), select(c, a, b), \
+                            reduce(x, axis), reduce_index(x, axis), cast(x, to)";
+
+/// A catalog op's `result` that does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ResultRuleError {
+    /// `problem` says what is wrong with `text`.
+    #[error("`{text}`: {problem}")]
+    Malformed { text: String, problem: String },
+    #[error("unknown result rule `{head}`: {RESULT_RULES}")]
+    Unknown { head: String },
+}
+
 impl ResultRule {
     /// Parse `none`, `same(x)`, `broadcast(a, b, ...)`, `compare(a, b)`, `select(c, a, b)`,
     /// `reduce(x, axis)`, `reduce_index(x, axis)`, `cast(x, to)`.
-    pub fn parse(text: &str) -> Result<ResultRule, String> {
+    pub fn parse(text: &str) -> Result<ResultRule, ResultRuleError> {
         let text = text.trim();
         if text == "none" {
             return Ok(ResultRule::None);
         }
-        let vocabulary = "expected one of none, same(x), broadcast(a, b, ...), compare(a, b), select(c, a, b), \
-                          reduce(x, axis), reduce_index(x, axis), cast(x, to)";
-        let (head, rest) = text.split_once('(').ok_or_else(|| format!("`{text}`: {vocabulary}"))?;
-        let inner = rest.strip_suffix(')').ok_or_else(|| format!("`{text}`: missing `)`"))?;
+        let fail = |problem: String| ResultRuleError::Malformed { text: text.to_string(), problem };
+        let (head, rest) = text.split_once('(').ok_or_else(|| fail(RESULT_RULES.to_string()))?;
+        let inner = rest.strip_suffix(')').ok_or_else(|| fail("missing `)`".into()))?;
         let args: Vec<String> = inner.split(',').map(|a| a.trim().to_string()).collect();
         if args.iter().any(|a| !is_identifier(a)) {
-            return Err(format!("`{text}`: arguments must be parameter names"));
+            return Err(fail("arguments must be parameter names".into()));
         }
-        let arity = |n: usize| -> Result<(), String> {
+        let arity = |n: usize| -> Result<(), ResultRuleError> {
             if args.len() == n {
                 Ok(())
             } else {
-                Err(format!("`{text}`: `{}` takes {n} argument(s)", head.trim()))
+                Err(fail(format!("`{}` takes {n} argument(s)", head.trim())))
             }
         };
         Ok(match head.trim() {
@@ -334,7 +347,7 @@ impl ResultRule {
             }
             "broadcast" => {
                 if args.len() < 2 {
-                    return Err(format!("`{text}`: `broadcast` takes two or more arguments"));
+                    return Err(fail("`broadcast` takes two or more arguments".into()));
                 }
                 ResultRule::Broadcast(args)
             }
@@ -358,7 +371,7 @@ impl ResultRule {
                 arity(2)?;
                 ResultRule::Cast { x: args[0].clone(), to: args[1].clone() }
             }
-            other => return Err(format!("unknown result rule `{other}`: {vocabulary}")),
+            other => return Err(ResultRuleError::Unknown { head: other.to_string() }),
         })
     }
 
@@ -886,9 +899,19 @@ fn validate_op(raw: RawOp, file: &str, file_class: Option<OpClass>, targets: &Ta
     })
 }
 
+/// Why a catalog constraint (`type_rule`, `requires_when`) is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+enum ConstraintError {
+    #[error("{0}")]
+    Parse(#[from] pred::PredError),
+    /// A param fact (`dtype(x)`, `same_shape(a, b)`) without a param of the op.
+    #[error("{0}")]
+    ParamFact(String),
+}
+
 /// Parse one constraint and check that every param fact names a param of the op.
-fn parse_constraint(text: &str, params: &[ParamDef]) -> Result<PExpr, String> {
-    let e = pred::parse(text).map_err(|e| e.to_string())?;
+fn parse_constraint(text: &str, params: &[ParamDef]) -> Result<PExpr, ConstraintError> {
+    let e = pred::parse(text)?;
     let mut problem = None;
     visit_facts(&e, &mut |name, args| {
         if problem.is_some() || !PARAM_FACTS.contains(&name) {
@@ -906,7 +929,7 @@ fn parse_constraint(text: &str, params: &[ParamDef]) -> Result<PExpr, String> {
         }
     });
     match problem {
-        Some(p) => Err(p),
+        Some(p) => Err(ConstraintError::ParamFact(p)),
         None => Ok(e),
     }
 }

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use crate::catalog::{Catalog, OpDef, OpForm, ParamKind, ResultRule};
 use crate::diag::Diagnostic;
 use crate::ir::*;
-use crate::pred::{self, Facts, Value};
+use crate::pred::{self, EvalError, Facts, Value};
 use crate::span::Span;
 use crate::syntax::ast::{self, AttrValue, BinOp, ExprKind as AK, UnOp};
 use crate::target::{TargetInfo, TargetTable};
@@ -1595,16 +1595,21 @@ struct ArgFacts<'c> {
 }
 
 impl ArgFacts<'_> {
-    fn ty(&self, v: &Value) -> Result<Option<(Handle<Expr>, &Type)>, String> {
-        let Value::Sym(name) = v else { return Err(format!("expected a parameter name, found `{v}`")) };
-        let i = self.op.params.iter().position(|p| p.name == *name).ok_or_else(|| format!("`{}` has no parameter `{name}`", self.op.name))?;
+    fn ty(&self, v: &Value) -> Result<Option<(Handle<Expr>, &Type)>, EvalError> {
+        let Value::Sym(name) = v else { return Err(EvalError::NotAParameter { found: v.clone() }) };
+        let i = self
+            .op
+            .params
+            .iter()
+            .position(|p| p.name == *name)
+            .ok_or_else(|| EvalError::NoParameter { op: self.op.name.clone(), name: name.clone() })?;
         Ok(self.bound[i].map(|(h, _)| (h, &self.m.exprs[h].ty)))
     }
 }
 
 impl Facts for ArgFacts<'_> {
-    fn fact(&self, name: &str, args: &[Value]) -> Result<Value, String> {
-        let Some(first) = args.first() else { return Err(format!("fact `{name}` needs a parameter")) };
+    fn fact(&self, name: &str, args: &[Value]) -> Result<Value, EvalError> {
+        let Some(first) = args.first() else { return Err(EvalError::Arguments { fact: name.to_string(), expects: "a parameter" }) };
         // An omitted optional parameter makes every fact about it undecidable (so the rule passes).
         let Some((h, ty)) = self.ty(first)? else { return Ok(Value::Unknown) };
         let shape = ty.const_shape();
@@ -1623,7 +1628,7 @@ impl Facts for ArgFacts<'_> {
                 t => value_shape(t).map_or(Value::Unknown, |s| Value::Int(s.len() as i64)),
             },
             "dim" => {
-                let Some(i) = args.get(1) else { return Err("`dim` takes a parameter and an axis".into()) };
+                let Some(i) = args.get(1) else { return Err(EvalError::Arguments { fact: name.to_string(), expects: "a parameter and an axis" }) };
                 match ty {
                     Type::Global { shape, .. } => index(i, shape.len()).and_then(|i| shape[i].as_const()).map_or(Value::Unknown, Value::Int),
                     _ => shape.and_then(|s| index(i, s.len()).map(|i| s[i])).map_or(Value::Unknown, Value::Int),
@@ -1656,7 +1661,7 @@ impl Facts for ArgFacts<'_> {
             "box" => {
                 let Type::Global { tensor, .. } = ty else { return Ok(Value::Unknown) };
                 let Some(tma) = &self.m.tensors[*tensor].tma else { return Ok(Value::Unknown) };
-                let Some(i) = args.get(1) else { return Err("`box` takes a parameter and an axis".into()) };
+                let Some(i) = args.get(1) else { return Err(EvalError::Arguments { fact: name.to_string(), expects: "a parameter and an axis" }) };
                 index(i, tma.box_dims.len()).map_or(Value::Unknown, |i| Value::Int(tma.box_dims[i]))
             }
             "has_tma" => match ty {
@@ -1666,14 +1671,14 @@ impl Facts for ArgFacts<'_> {
             "value" => self.m.const_value(h).map_or(Value::Unknown, Value::Int),
             "is_literal" => Value::Bool(matches!(ty, Type::Literal { .. })),
             "same_shape" => {
-                let Some(other) = args.get(1) else { return Err("`same_shape` takes two parameters".into()) };
+                let Some(other) = args.get(1) else { return Err(EvalError::Arguments { fact: name.to_string(), expects: "two parameters" }) };
                 let Some((_, t2)) = self.ty(other)? else { return Ok(Value::Unknown) };
                 match (value_shape(ty), value_shape(t2)) {
                     (Some(a), Some(b)) => Value::Bool(a == b),
                     _ => Value::Unknown,
                 }
             }
-            _ => return Err(format!("unknown fact `{name}`")),
+            _ => return Err(EvalError::UnknownFact { scope: None, name: name.to_string() }),
         })
     }
 }

@@ -76,7 +76,7 @@ impl fmt::Display for Value {
 /// `Value::Sym`). Return `Err` for a fact or argument the engine does not know — a rule
 /// authoring error — and `Ok(Value::Unknown)` for a fact that exists but is undecidable here.
 pub trait Facts {
-    fn fact(&self, name: &str, args: &[Value]) -> Result<Value, String>;
+    fn fact(&self, name: &str, args: &[Value]) -> Result<Value, EvalError>;
 
     /// What a bare word means. `None` (the default) keeps it a literal symbol — a parameter name,
     /// a dtype, a scope — as the op catalog's type rules expect. An engine whose facts are
@@ -85,6 +85,35 @@ pub trait Facts {
         let _ = name;
         None
     }
+}
+
+/// Why a parsed predicate cannot be evaluated: a rule-authoring error (the rule names a fact the
+/// engine lacks, or applies an operator to the wrong kind of value). Fix the rule's text; the
+/// verifier reports it as the rule's own error, the type checker as E0399.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// No fact of this name (for this construct kind, when `scope` names one).
+    #[error("{}", match scope { Some(s) => format!("{s} has no fact `{name}`"), None => format!("unknown fact `{name}`") })]
+    UnknownFact { scope: Option<String>, name: String },
+    #[error("{scope} has no indexed fact `{name}(i)`")]
+    UnknownIndexedFact { scope: String, name: String },
+    /// The fact exists but takes other arguments.
+    #[error("`{fact}` takes {expects}")]
+    Arguments { fact: String, expects: &'static str },
+    #[error("expected a parameter name, found `{found}`")]
+    NotAParameter { found: Value },
+    #[error("`{op}` has no parameter `{name}`")]
+    NoParameter { op: String, name: String },
+    /// An operator applied to values of the wrong kind (`found` lists them, quoted).
+    #[error("`{op}` needs {needs}, found {found}")]
+    Operand { op: &'static str, needs: &'static str, found: String },
+    #[error("a predicate must be true or false, found `{found}`")]
+    NotBoolean { found: Value },
+}
+
+fn operand(op: &'static str, needs: &'static str, values: &[&Value]) -> EvalError {
+    let found = values.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(" and ");
+    EvalError::Operand { op, needs, found }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,6 +129,8 @@ impl fmt::Display for PredError {
     }
 }
 
+impl std::error::Error for PredError {}
+
 /// Parse one predicate or term.
 pub fn parse(text: &str) -> Result<PExpr, PredError> {
     let tokens = tokenize(text)?;
@@ -112,7 +143,7 @@ pub fn parse(text: &str) -> Result<PExpr, PredError> {
 }
 
 /// Evaluate to a value; errors are rule-authoring errors (unknown fact, type mismatch).
-pub fn eval(e: &PExpr, facts: &dyn Facts) -> Result<Value, String> {
+pub fn eval(e: &PExpr, facts: &dyn Facts) -> Result<Value, EvalError> {
     Ok(match e {
         PExpr::Int(i) => Value::Int(*i),
         PExpr::Sym(s) if s == "true" => Value::Bool(true),
@@ -125,12 +156,12 @@ pub fn eval(e: &PExpr, facts: &dyn Facts) -> Result<Value, String> {
         PExpr::Not(x) => match eval(x, facts)? {
             Value::Bool(b) => Value::Bool(!b),
             Value::Unknown => Value::Unknown,
-            v => return Err(format!("`!` needs a boolean, found `{v}`")),
+            v => return Err(operand("!", "a boolean", &[&v])),
         },
         PExpr::Neg(x) => match eval(x, facts)? {
             Value::Int(i) => Value::Int(i.wrapping_neg()),
             Value::Unknown => Value::Unknown,
-            v => return Err(format!("`-` needs an integer, found `{v}`")),
+            v => return Err(operand("-", "an integer", &[&v])),
         },
         PExpr::In { value, set } => {
             let v = eval(value, facts)?;
@@ -155,13 +186,13 @@ pub fn eval(e: &PExpr, facts: &dyn Facts) -> Result<Value, String> {
             (Value::Bool(false), _) | (_, Value::Bool(false)) => Value::Bool(false),
             (Value::Bool(true), Value::Bool(true)) => Value::Bool(true),
             (Value::Unknown, _) | (_, Value::Unknown) => Value::Unknown,
-            (a, b) => return Err(format!("`&&` needs booleans, found `{a}` and `{b}`")),
+            (a, b) => return Err(operand("&&", "booleans", &[&a, &b])),
         },
         PExpr::Bin { op: POp::Or, lhs, rhs } => match (eval(lhs, facts)?, eval(rhs, facts)?) {
             (Value::Bool(true), _) | (_, Value::Bool(true)) => Value::Bool(true),
             (Value::Bool(false), Value::Bool(false)) => Value::Bool(false),
             (Value::Unknown, _) | (_, Value::Unknown) => Value::Unknown,
-            (a, b) => return Err(format!("`||` needs booleans, found `{a}` and `{b}`")),
+            (a, b) => return Err(operand("||", "booleans", &[&a, &b])),
         },
         PExpr::Bin { op, lhs, rhs } => {
             let (a, b) = (eval(lhs, facts)?, eval(rhs, facts)?);
@@ -173,7 +204,7 @@ pub fn eval(e: &PExpr, facts: &dyn Facts) -> Result<Value, String> {
                 POp::Ne => Value::Bool(a != b),
                 _ => {
                     let (Value::Int(x), Value::Int(y)) = (&a, &b) else {
-                        return Err(format!("`{}` needs integers, found `{a}` and `{b}`", op_symbol(*op)));
+                        return Err(operand(op_symbol(*op), "integers", &[&a, &b]));
                     };
                     let (x, y) = (*x, *y);
                     match op {
@@ -248,11 +279,11 @@ pub fn interpolate(template: &str, facts: &dyn Facts) -> String {
 }
 
 /// Evaluate as a predicate: `Some(true/false)`, or `None` when undecidable.
-pub fn holds(e: &PExpr, facts: &dyn Facts) -> Result<Option<bool>, String> {
+pub fn holds(e: &PExpr, facts: &dyn Facts) -> Result<Option<bool>, EvalError> {
     match eval(e, facts)? {
         Value::Bool(b) => Ok(Some(b)),
         Value::Unknown => Ok(None),
-        v => Err(format!("a predicate must be true or false, found `{v}`")),
+        found => Err(EvalError::NotBoolean { found }),
     }
 }
 
@@ -487,12 +518,12 @@ mod tests {
 
     struct Toy;
     impl Facts for Toy {
-        fn fact(&self, name: &str, args: &[Value]) -> Result<Value, String> {
+        fn fact(&self, name: &str, args: &[Value]) -> Result<Value, EvalError> {
             match (name, args) {
                 ("dtype", [Value::Sym(p)]) if p == "a" => Ok(Value::Sym("bf16".into())),
                 ("dim", [Value::Sym(p), Value::Int(i)]) if p == "a" => Ok(Value::Int([64, 256][*i as usize])),
                 ("runtime", _) => Ok(Value::Unknown),
-                _ => Err(format!("unknown fact `{name}`")),
+                _ => Err(EvalError::UnknownFact { scope: None, name: name.to_string() }),
             }
         }
     }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use cake::catalog::{Catalog, OpClass, OpForm, ParamKind, ResultRule};
-use cake::pred::{self, Facts, Value};
+use cake::pred::{self, EvalError, Facts, Value};
 use cake::target::TargetTable;
 
 const EXAMPLES: &[(&str, &str)] = &[
@@ -337,13 +337,15 @@ fn size(dtype: &str) -> i64 {
 struct ArgFacts(BTreeMap<&'static str, Arg>);
 
 impl Facts for ArgFacts {
-    fn fact(&self, name: &str, args: &[Value]) -> Result<Value, String> {
-        let Some(Value::Sym(p)) = args.first() else { return Err(format!("{name}: no param")) };
-        let a = self.0.get(p.as_str()).ok_or_else(|| format!("no arg `{p}`"))?;
-        let index = |v: &[i64]| -> Result<Value, String> {
-            let Some(Value::Int(i)) = args.get(1) else { return Err("index".into()) };
+    fn fact(&self, name: &str, args: &[Value]) -> Result<Value, EvalError> {
+        let takes = |expects| EvalError::Arguments { fact: name.to_string(), expects };
+        let no_arg = |p: &str| EvalError::NoParameter { op: "the test call".into(), name: p.to_string() };
+        let Some(Value::Sym(p)) = args.first() else { return Err(takes("a parameter")) };
+        let a = self.0.get(p.as_str()).ok_or_else(|| no_arg(p))?;
+        let index = |v: &[i64]| -> Result<Value, EvalError> {
+            let Some(Value::Int(i)) = args.get(1) else { return Err(takes("a parameter and an axis")) };
             let i = if *i < 0 { v.len() as i64 + i } else { *i };
-            v.get(i as usize).map(|d| Value::Int(*d)).ok_or_else(|| format!("{name}({p}, {i}) out of range"))
+            v.get(i as usize).map(|d| Value::Int(*d)).ok_or_else(|| takes("an axis in range"))
         };
         let numel: i64 = a.shape.iter().product();
         Ok(match name {
@@ -356,13 +358,13 @@ impl Facts for ArgFacts {
             "swizzle" => Value::Int(a.swizzle),
             "box" if a.box_.is_empty() => Value::Int(0),
             "box" => index(&a.box_)?,
-            "value" => a.value.map(Value::Int).ok_or("not a constant")?,
+            "value" => a.value.map(Value::Int).ok_or_else(|| takes("a constant parameter"))?,
             "has_tma" => Value::Bool(!a.box_.is_empty()),
             "same_shape" => {
-                let Some(Value::Sym(q)) = args.get(1) else { return Err("same_shape: second param".into()) };
-                Value::Bool(self.0.get(q.as_str()).ok_or_else(|| format!("no arg `{q}`"))?.shape == a.shape)
+                let Some(Value::Sym(q)) = args.get(1) else { return Err(takes("two parameters")) };
+                Value::Bool(self.0.get(q.as_str()).ok_or_else(|| no_arg(q))?.shape == a.shape)
             }
-            _ => return Err(format!("unknown fact {name}")),
+            _ => return Err(EvalError::UnknownFact { scope: None, name: name.to_string() }),
         })
     }
 }

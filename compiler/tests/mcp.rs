@@ -221,6 +221,8 @@ fn initialize_list_check_cost_explain_lower_and_corpus_show() {
         l.as_object_mut().unwrap().remove("rules");
     }
     assert_eq!(r["structuredContent"]["findings"], Value::Array(lines));
+    // and the same rule set judged them: the checkout's, named in the answer as in the CLI's lines.
+    assert_eq!(r["structuredContent"]["rules"], json_lines(&stdout)[0]["rules"], "{r}");
 
     // A valid example checks clean.
     let r = c.call("check", json!({ "path": "examples/gemm_bf16_ws.cake" }));

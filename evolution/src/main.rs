@@ -167,6 +167,20 @@ enum Command {
         #[arg(long, short = 'o', value_name = "DIR")]
         out: PathBuf,
     },
+    /// Make an ablated base: a git repository (one commit on `main`) with this checkout's compiler
+    /// data, corpus and calibration less the given rules — their files, negative cases and every
+    /// expected finding. Run `cake --rules DIR/compiler/rules` or `cake-evolve-kernel --rules`
+    /// against it to let the rules' bug class through, then `propose` and `accept` in it.
+    Ablate {
+        #[command(flatten)]
+        repo: RepoArgs,
+        /// A rule to leave out (repeatable).
+        #[arg(long = "rule", value_name = "CODE", required = true)]
+        rules: Vec<String>,
+        /// The new repository's folder (must not exist).
+        #[arg(long, short = 'o', value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Run the seeded failure benchmark (evolution/benchmark/): per class, ablate its rules from
     /// this checkout's data into a scratch repository, propose from its training evidence, accept
     /// what passes the gates, and report classes learned, held-out programs caught, probes
@@ -312,6 +326,20 @@ fn main() -> ExitCode {
                         None => false,
                     };
                     u8::from(failed)
+                }
+                Err(e) => fail(&e),
+            }
+        }
+        Command::Ablate { repo, rules, out } => {
+            let Some(root) = git_workdir(&repo.repo) else { return ExitCode::from(fail(&format!("{} is not inside a git checkout", repo.repo.display()))) };
+            if out.exists() {
+                return ExitCode::from(fail(&format!("{} exists: give a new folder for the ablated repository", out.display())));
+            }
+            match cake_evolve::benchmark::ablate::make_ablated_repo(&root, &out, &rules) {
+                Ok((files, negatives)) => {
+                    println!("ablated {}: {files} rule file(s) and {negatives} negative case(s) removed; the base is {}", rules.join(", "), out.display());
+                    println!("its rules: {}", out.join("compiler/rules").display());
+                    0
                 }
                 Err(e) => fail(&e),
             }

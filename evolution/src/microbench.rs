@@ -525,7 +525,7 @@ pub fn fit_suite(suite: &Suite, text: &str, run: &SavedRun, fitted_on: &str) -> 
     // Judge on the accuracy set, which took no part in the fit.
     let acc = validated(target, &run.accuracy, &mut skipped);
     let load = |t: &str| Calibration::from_toml_str(&file, t).map_err(|e| e.to_string());
-    let (before, after) = cake::cost::accuracy::judge(&load(text)?, &load(&new_text)?, &acc, &mut skipped)?;
+    let (before, after) = cake::cost::accuracy::judge(&load(text)?, &load(&new_text)?, &acc, &mut skipped).map_err(|e| e.to_string())?;
     let new_text = set_meta(&new_text, fitted_on, &after);
     Calibration::from_toml_str(&file, &new_text).map_err(|e| format!("the fitted file does not load: {e}"))?;
     let params = fits.iter().map(|f| format!("{}: {} -> {}", f.param, fmt_num(f.before), fmt_num(f.after))).collect();

@@ -1015,7 +1015,22 @@ pub fn run_mine(args: MineArgs) -> u8 {
             return 2;
         }
     };
-    let mut report = mine_report(&store);
+    // `caught` is judged by the compiler data of the checkout `mine` runs in (what `propose`
+    // there would judge with), else by the built-in rules.
+    let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+    let mut report = match cake::rule_source::find_checkout(&cwd) {
+        Some(root) => match cake_merge_gates::corpus_gate::frontend_for(&cake_merge_gates::Tree::new(&root)) {
+            Ok(fe) => {
+                eprintln!("note: `caught` judged with the compiler data of checkout {}", root.display());
+                mine_report_with(&store, &fe)
+            }
+            Err(e) => {
+                eprintln!("error: the checkout's compiler data at {} does not load: {e}", root.display());
+                return 2;
+            }
+        },
+        None => mine_report(&store),
+    };
     if let Some(n) = args.top {
         report.buckets.truncate(n);
     }

@@ -298,6 +298,34 @@ impl Db {
         }
     }
 
+    /// Bind the database to the rule set its candidates are gated with (by fingerprint): the
+    /// first search records it, a later one under another set is `K206`. A candidate's recorded
+    /// gate verdict stays true only under the rules that gave it, and `resume`/`--replay` re-run
+    /// the search from those verdicts.
+    pub fn bind_rules(&self, fingerprint: &str, describe: &str) -> Result<()> {
+        match self.meta("rules_fingerprint")? {
+            Some(have) if have == fingerprint => Ok(()),
+            Some(have) => Err(KevoError::new(
+                "K206",
+                self.path.display().to_string(),
+                format!(
+                    "the database was searched under another rule set (fingerprint {}, {}), not this one ({}, {describe})",
+                    short(&have),
+                    self.meta("rules_describe")?.unwrap_or_default(),
+                    short(fingerprint)
+                ),
+                "give a new `--db` for a search under these rules, or pass the `--rules` the database was made with",
+            )),
+            None => {
+                let tx = self.conn.unchecked_transaction().map_err(|e| io(&self.path, e))?;
+                for (k, v) in [("rules_fingerprint", fingerprint), ("rules_describe", describe)] {
+                    tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", params![k, v]).map_err(|e| io(&self.path, e))?;
+                }
+                tx.commit().map_err(|e| io(&self.path, e))
+            }
+        }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

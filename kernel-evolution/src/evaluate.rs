@@ -38,6 +38,8 @@ pub struct Evaluator<'c> {
     /// does not change between candidates, and starting one (Python, torch, a Triton JIT) costs
     /// more GPU-machine time than a candidate's own evaluation.
     pub peer_times: std::cell::RefCell<std::collections::BTreeMap<String, Value>>,
+    /// `--rules` for every `cake` call, so the GPU stage verifies with the gates' rule set.
+    pub rules_dir: Option<PathBuf>,
 }
 
 /// The `cake` binary: `CAKE_BIN`, else `cake` (or `cake-device`) beside this executable.
@@ -129,6 +131,9 @@ impl Evaluator<'_> {
             .arg("1")
             .arg("--color")
             .arg("never");
+        if let Some(dir) = &self.rules_dir {
+            c.arg("--rules").arg(dir);
+        }
         c
     }
 

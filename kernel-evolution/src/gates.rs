@@ -6,7 +6,7 @@
 
 use cake::diag::Diagnostic;
 use cake::runtime::workload::check_shape;
-use cake::verify::Validated;
+use cake::verify::{RuleSet, Validated};
 use serde_json::{json, Value};
 
 use crate::contract::{shape_text, Contract};
@@ -66,9 +66,11 @@ impl GateResult {
     }
 }
 
-/// The compiler's staged API decides the first three gates: each stage's error type names it.
-pub fn run(text: &str, contract: &Contract) -> GateResult {
-    let (gate, diagnostics, validated) = match cake::api::validate(text) {
+/// The compiler's staged API decides the first three gates, verifying with `rules`: each stage's
+/// error type names it.
+pub fn run(text: &str, contract: &Contract, rules: &RuleSet) -> GateResult {
+    let validated = cake::api::parse(text).map_err(cake::api::Error::from).and_then(|f| cake::api::check(f).map_err(Into::into)).and_then(|c| cake::api::verify_with(c, rules).map_err(Into::into));
+    let (gate, diagnostics, validated) = match validated {
         Ok(v) => (Gate::Passed, v.findings.clone(), Some(v)),
         Err(e @ cake::api::Error::Parse(_)) => (Gate::Parse, e.diagnostics(), None),
         Err(e @ cake::api::Error::Check(_)) => (Gate::Typecheck, e.diagnostics(), None),

@@ -25,5 +25,6 @@ pub mod report;
 pub mod rng;
 pub mod route;
 pub mod search;
+pub mod split_n;
 pub mod structural;
 pub mod tactic;

@@ -52,6 +52,11 @@ enum Cmd {
         /// Scratch directory of the GPU stage. Default: beside the database.
         #[arg(long)]
         work: Option<PathBuf>,
+        /// Gate candidates (and run them) with the verifier rules under DIR instead of those of
+        /// the checkout around the current directory (or, outside one, the embedded rules). A
+        /// database keeps the rule set it was searched under.
+        #[arg(long, value_name = "DIR")]
+        rules: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
     },
@@ -68,6 +73,8 @@ enum Cmd {
         evidence: PathBuf,
         #[arg(long)]
         work: Option<PathBuf>,
+        #[arg(long, value_name = "DIR")]
+        rules: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
     },
@@ -113,12 +120,12 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<u8, KevoError> {
     match cli.cmd {
-        Cmd::Run { contract, db, seed, budget_evals, wall_seconds, replay, evidence, work, format } => {
+        Cmd::Run { contract, db, seed, budget_evals, wall_seconds, replay, evidence, work, rules, format } => {
             let mode = if replay { Mode::Replay } else { Mode::Run };
-            search(Options { contract, db, seed, budget_evals, wall_seconds, mode, evidence, work }, format)
+            search(Options { contract, db, seed, budget_evals, wall_seconds, mode, evidence, work, rules }, format)
         }
-        Cmd::Resume { contract, db, budget_evals, wall_seconds, evidence, work, format } => {
-            search(Options { contract, db, seed: None, budget_evals, wall_seconds, mode: Mode::Resume, evidence, work }, format)
+        Cmd::Resume { contract, db, budget_evals, wall_seconds, evidence, work, rules, format } => {
+            search(Options { contract, db, seed: None, budget_evals, wall_seconds, mode: Mode::Resume, evidence, work, rules }, format)
         }
         Cmd::Status { db, format } => {
             let db = Db::open_existing(&db)?;
@@ -196,11 +203,17 @@ fn search(opts: Options, format: Format) -> Result<u8, KevoError> {
                 "best": s.best.map(|(seq, ms, measured)| serde_json::json!({ "seq": seq, "ms": ms, "measured": measured })),
                 "stop": s.stop, "order": s.order,
                 "llm": { "calls": s.llm_calls, "tokens": s.llm_tokens, "note": s.llm_note },
+                "rules": s.rules, "rejected_by": s.rejected_by,
             })
         );
     } else {
         println!("database     {}", s.db.display());
+        println!("{}", s.rules_note);
         println!("candidates   {} ({} new), {} rejected by the gates", s.candidates, s.new_candidates, s.gate_rejected);
+        if !s.rejected_by.is_empty() {
+            let by: Vec<String> = s.rejected_by.iter().map(|(code, n)| format!("{code} {n}")).collect();
+            println!("             by code: {}", by.join(", "));
+        }
         println!("GPU stage    {} evaluations ({} new): {} passed, {} timed at the headline only, {} failed, {} skipped", s.evaluations, s.new_evaluations, s.passed, s.timed, s.failed, s.skipped);
         if skipped {
             println!("             SKIPPED: no GPU here; nothing was timed or checked against the oracle");

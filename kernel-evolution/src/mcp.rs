@@ -115,7 +115,9 @@ impl Server {
             "contract_submit" => {
                 let contract = Contract::load(Path::new(&arg("contract")?)).map_err(|e| e.to_string())?;
                 let program = arg("program")?;
-                let g = gates::run(&program, &contract);
+                // The rules of the checkout the server runs in, as `cake check` would use.
+                let rules = cake::rule_source::ActiveRules::resolve(None).map_err(|d| format!("{}: {}", d.code, d.message))?;
+                let g = gates::run(&program, &contract, &rules.set);
                 let findings: Vec<Value> = cake::render::render_json_lines("program.cake", &program, &g.diagnostics)
                     .lines()
                     .filter_map(|l| serde_json::from_str(l).ok())
@@ -130,6 +132,7 @@ impl Server {
                     "findings": findings,
                     "shape_problems": g.shape_problems,
                     "cost": cost,
+                    "rules": rules.to_json(),
                 }))
             }
             other => Err(format!("unknown tool `{other}`; `tools/list` names them (the compiler's tools are `cake mcp`'s)")),

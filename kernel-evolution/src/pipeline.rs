@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
+use cake::rule_source::{ActiveRules, RulesOrigin};
 use serde_json::json;
 
 use crate::contract::{sha256_hex, Contract};
@@ -55,6 +56,8 @@ pub struct Options {
     pub mode: Mode,
     pub evidence: PathBuf,
     pub work: Option<PathBuf>,
+    /// `--rules DIR`: the verifier rules candidates are gated (and run) with.
+    pub rules: Option<PathBuf>,
 }
 
 #[derive(Debug, Default)]
@@ -79,6 +82,11 @@ pub struct Summary {
     pub llm_calls: usize,
     pub llm_tokens: u64,
     pub llm_note: String,
+    /// The rule set the gates used: `{origin, dir, count, fingerprint}`, and its `rules:` line.
+    pub rules: serde_json::Value,
+    pub rules_note: String,
+    /// Candidates rejected by the compiler's gates, per first error code.
+    pub rejected_by: BTreeMap<String, usize>,
 }
 
 pub fn default_db(contract: &Contract) -> PathBuf {
@@ -112,6 +120,7 @@ struct Loop<'a> {
     /// The generations that already have recorded candidates: no live LLM call is made for them
     /// (the recorded order would no longer be the one generated).
     recorded_generations: HashSet<i64>,
+    rules: ActiveRules,
 }
 
 pub fn execute(opts: &Options) -> Result<Summary> {
@@ -124,6 +133,10 @@ pub fn execute(opts: &Options) -> Result<Summary> {
         return Err(KevoError::new("K004", "--wall-seconds", "the budget allows no wall time", "give `--wall-seconds` of at least 1"));
     }
     let contract = Contract::load(&opts.contract)?;
+    let rules = ActiveRules::resolve(opts.rules.as_deref()).map_err(|d| {
+        KevoError::new("K306", opts.rules.as_ref().map_or("compiler/rules".to_string(), |p| p.display().to_string()), d.message.clone(), d.help.clone().unwrap_or_default())
+    })?;
+    let fingerprint = rules_fingerprint(&rules.set);
     let tactics = tactic::load_dir(&contract.tactics_dir())?;
     let db_path = opts.db.clone().unwrap_or_else(|| default_db(&contract));
     if opts.mode != Mode::Run && !db_path.is_file() {
@@ -133,6 +146,7 @@ pub fn execute(opts: &Options) -> Result<Summary> {
     // One writer a database; held until this function returns.
     let _lock = crate::db::lock(&db_path)?;
     let db = Db::open_for(&db_path, &contract.hash, &contract.file.name, &text)?;
+    db.bind_rules(&fingerprint, &rules.describe())?;
     let recorded: BTreeMap<i64, CandidateRow> = db.candidates()?.into_iter().map(|c| (c.seq, c)).collect();
     let llm_calls: BTreeMap<i64, LlmCallRow> = db.llm_calls()?.into_iter().map(|c| (c.generation, c)).collect();
     let recorded_generations: HashSet<i64> = recorded.values().map(|c| c.generation).collect();
@@ -168,7 +182,7 @@ pub fn execute(opts: &Options) -> Result<Summary> {
     let work = opts.work.clone().unwrap_or_else(|| db_path.with_extension("work"));
     let evaluator = match opts.mode {
         Mode::Replay => None,
-        _ => Some(Evaluator { contract: &contract, cake: find_cake()?, work, input_seed: seed, peer_times: Default::default() }),
+        _ => Some(Evaluator { contract: &contract, cake: find_cake()?, work, input_seed: seed, peer_times: Default::default(), rules_dir: rules_dir(&rules) }),
     };
     let router = match opts.mode {
         Mode::Replay => None,
@@ -191,7 +205,19 @@ pub fn execute(opts: &Options) -> Result<Summary> {
         router,
         mode: opts.mode,
         commit: compiler_commit(),
-        summary: Summary { db: db_path, seed, llm_note, ..Summary::default() },
+        summary: Summary {
+            db: db_path,
+            seed,
+            llm_note,
+            rules: {
+                let mut j = rules.to_json();
+                j["fingerprint"] = json!(fingerprint);
+                j
+            },
+            rules_note: rules.describe(),
+            ..Summary::default()
+        },
+        rules,
         seen: HashSet::new(),
         texts: HashMap::new(),
         llm,
@@ -307,6 +333,7 @@ impl Loop<'_> {
                     passed.push((row.seq, row.predicted_ms.unwrap_or(f64::INFINITY), row.cell.clone().unwrap_or_default()));
                 } else {
                     self.summary.gate_rejected += 1;
+                    *self.summary.rejected_by.entry(rejection_code(&row)).or_default() += 1;
                 }
                 seq += 1;
             }
@@ -420,7 +447,7 @@ impl Loop<'_> {
     }
 
     fn gate_and_rank(&mut self, seq: i64, generation: i64, p: &generate::Proposal, parents: Vec<i64>) -> Result<CandidateRow> {
-        let g = gates::run(&p.text, self.contract);
+        let g = gates::run(&p.text, self.contract, &self.rules.set);
         let mut row = CandidateRow {
             seq,
             generation,
@@ -477,6 +504,35 @@ impl Loop<'_> {
         self.summary.new_evaluations += 1;
         Ok(ev.row)
     }
+}
+
+/// The code a candidate was rejected with: its first error finding's, the cost model's, or the
+/// gate's name (a shape rejection).
+fn rejection_code(row: &CandidateRow) -> String {
+    let first_error = row.findings["diagnostics"].as_array().and_then(|ds| ds.iter().find(|d| d["severity"] == "error")).and_then(|d| d["code"].as_str());
+    let cost = row.findings["cost_error"]["code"].as_str();
+    first_error.or(cost).unwrap_or(&row.gate).to_string()
+}
+
+/// A rule set's identity: its codes and predicates. Two sets with the same fingerprint judge
+/// every program alike, whatever directory they were read from.
+pub fn rules_fingerprint(set: &cake::verify::RuleSet) -> String {
+    let mut text = String::new();
+    for r in set.rules() {
+        text.push_str(&format!("{} {:?} {:?} {:?}\n", r.code, r.applies_to, r.when, r.require));
+    }
+    sha256_hex(text.as_bytes())
+}
+
+/// The directory the GPU stage's `cake` calls are given as `--rules`, so they verify as the gates
+/// did; `None` for the embedded set (the child then runs in the same directory, outside a checkout).
+fn rules_dir(rules: &ActiveRules) -> Option<PathBuf> {
+    let dir = match &rules.origin {
+        RulesOrigin::Flag(d) => d.clone(),
+        RulesOrigin::Checkout(root) => root.join("compiler/rules"),
+        RulesOrigin::Embedded => return None,
+    };
+    Some(std::fs::canonicalize(&dir).unwrap_or(dir))
 }
 
 fn short(h: &str) -> &str {

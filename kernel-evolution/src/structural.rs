@@ -23,6 +23,8 @@ use cake::syntax::ast::{self, BinOp, Block, Expr, ExprKind, File, ForIter, Ident
 pub enum Rewrite {
     DeferredRelease,
     SoftwarePipeline,
+    /// Consumers that split the tile's rows split its columns instead (`split_n.rs`).
+    SplitN,
 }
 
 impl Rewrite {
@@ -30,6 +32,7 @@ impl Rewrite {
         match s {
             "deferred-release" => Some(Rewrite::DeferredRelease),
             "software-pipeline" => Some(Rewrite::SoftwarePipeline),
+            "split-n" => Some(Rewrite::SplitN),
             _ => None,
         }
     }
@@ -37,6 +40,9 @@ impl Rewrite {
 
 /// Every rewrite of one matching loop; the `usize` is the loop's index among the matches.
 pub fn moves(file: &File, rw: Rewrite) -> Vec<(usize, File)> {
+    if rw == Rewrite::SplitN {
+        return crate::split_n::moves(file);
+    }
     let stages = |p: &str| {
         file.items.iter().find_map(|it| match &it.kind {
             ItemKind::Pipeline { name, attrs } if name.name == p => Some(
@@ -338,6 +344,7 @@ fn transform(var: &Ident, lo: &Expr, hi: &Expr, body: &Block, rw: Rewrite, stage
             out.push(Stmt { trivia: ast::Trivia::default(), ..after[0].clone() });
             Some(out)
         }
+        Rewrite::SplitN => None,
         Rewrite::SoftwarePipeline => {
             let rel = after.iter().position(|x| is_call(x, "release", Some(&p)))?;
             let (drain, epilogue) = (&after[..=rel], &after[rel + 1..]);

@@ -21,7 +21,8 @@
 //! * `loop-attr`: sets `key` (`unroll`) on every `for` loop whose variable is in `loops` to each
 //!   of `values` (1 removes it).
 //! * `structural`: `rewrite = "software-pipeline"` or `"deferred-release"`, a consumer loop's
-//!   shape (`structural.rs`); one move per loop that matches.
+//!   shape (`structural.rs`), one move per loop that matches; `"split-n"`, consumers that split
+//!   the tile's rows split its columns instead (`split_n.rs`), one move per role that matches.
 //!
 //! Errors: `K101` a tactic file cannot be read or is not TOML of this schema; `K102` a tactic is
 //! invalid (unknown kind, a field its kind needs, an empty parameter set, an unknown hint code or
@@ -173,7 +174,7 @@ impl Tactic {
             }
             "structural" => {
                 let Some(rewrite) = f.rewrite.as_deref().and_then(Rewrite::parse) else {
-                    return Err(bad(path, format!("unknown structural rewrite {:?}", f.rewrite.as_deref().unwrap_or("(none)")), "write `rewrite = \"software-pipeline\"` or `\"deferred-release\"`"));
+                    return Err(bad(path, format!("unknown structural rewrite {:?}", f.rewrite.as_deref().unwrap_or("(none)")), "write `rewrite = \"software-pipeline\"`, `\"deferred-release\"` or `\"split-n\"`"));
                 };
                 Kind::Structural { rewrite }
             }

@@ -57,31 +57,56 @@ fn fmt(a: &Accuracy) -> String {
     format!("Spearman {:.3}, MAPE {:.1}%", a.spearman, a.mape)
 }
 
-fn check_target(proposal: &Tree, base: &Tree, changed: &[ChangedPath], target: &str) -> Result<String, String> {
+/// Why a target's recalibration fails the gate (or cannot be judged).
+#[derive(Debug, thiserror::Error)]
+pub enum AccuracyProblem {
+    #[error("{file}: {message}")]
+    Read { file: String, message: String },
+    #[error("{0}")]
+    Calibration(#[from] cake::cost::CalibrationError),
+    #[error("{file} is missing from the proposal")]
+    Missing { file: String },
+    #[error("the proposal changes {file} but commits no measured runs ({prefix}*.json) to judge it on")]
+    NoRuns { file: String, prefix: String },
+    #[error("{file}: not a calibration run ({RUN_SCHEMA}): {message}")]
+    NotARun { file: String, message: String },
+    #[error("{file}: schema `{schema}` for {target}, expected {RUN_SCHEMA} for {wanted}")]
+    WrongRun { file: String, schema: String, target: String, wanted: String },
+    #[error("{0}")]
+    TooFew(#[from] cake::cost::accuracy::TooFewMeasurements),
+    #[error("{} over {} runs is below the floor (Spearman ≥ {MIN_SPEARMAN}, MAPE ≤ {MAX_MAPE}%)", fmt(.after), .after.n)]
+    BelowFloor { after: Accuracy },
+    #[error("less accurate than the base over {} runs: {} before, {} after", .after.n, fmt(.before), fmt(.after))]
+    LessAccurate { before: Accuracy, after: Accuracy },
+}
+
+fn check_target(proposal: &Tree, base: &Tree, changed: &[ChangedPath], target: &str) -> Result<String, AccuracyProblem> {
     let rel = format!("calibration/{target}.toml");
-    let load = |tree: &Tree| -> Result<Option<Calibration>, String> {
+    let load = |tree: &Tree| -> Result<Option<Calibration>, AccuracyProblem> {
         let path = tree.root.join(&rel);
         if !path.is_file() {
             return Ok(None);
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Calibration::from_toml_str(&rel, &text).map(Some).map_err(|e| e.to_string())
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| AccuracyProblem::Read { file: path.display().to_string(), message: e.to_string() })?;
+        Ok(Some(Calibration::from_toml_str(&rel, &text)?))
     };
-    let new = load(proposal)?.ok_or_else(|| format!("{rel} is missing from the proposal"))?;
+    let new = load(proposal)?.ok_or_else(|| AccuracyProblem::Missing { file: rel.clone() })?;
     let old = load(base)?;
     // The runs the proposal commits for this target.
     let prefix = format!("calibration/runs/{target}-");
     let run_paths: Vec<&ChangedPath> = changed.iter().filter(|c| c.change != Change::Deleted && c.path.starts_with(&prefix) && c.path.ends_with(".json")).collect();
     if run_paths.is_empty() {
-        return Err(format!("the proposal changes {rel} but commits no measured runs ({prefix}*.json) to judge it on"));
+        return Err(AccuracyProblem::NoRuns { file: rel, prefix });
     }
     let mut runs = Vec::new();
     for c in run_paths {
         let path = proposal.root.join(&c.path);
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", c.path))?;
-        let run: SavedRun = serde_json::from_str(&text).map_err(|e| format!("{}: not a calibration run ({RUN_SCHEMA}): {e}", c.path))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| AccuracyProblem::Read { file: c.path.clone(), message: e.to_string() })?;
+        let run: SavedRun =
+            serde_json::from_str(&text).map_err(|e| AccuracyProblem::NotARun { file: c.path.clone(), message: e.to_string() })?;
         if run.schema != RUN_SCHEMA || run.target != target {
-            return Err(format!("{}: schema `{}` for {}, expected {RUN_SCHEMA} for {target}", c.path, run.schema, run.target));
+            return Err(AccuracyProblem::WrongRun { file: c.path.clone(), schema: run.schema, target: run.target, wanted: target.to_string() });
         }
         runs.push(run);
     }
@@ -95,14 +120,14 @@ fn check_target(proposal: &Tree, base: &Tree, changed: &[ChangedPath], target: &
     let (before, after) = judge(&old, &new, &ms, &mut skipped)?;
     floor(&after)?;
     if after.mape > before.mape + MAPE_SLACK || after.spearman < before.spearman - SPEARMAN_SLACK {
-        return Err(format!("less accurate than the base over {} runs: {} before, {} after", after.n, fmt(&before), fmt(&after)));
+        return Err(AccuracyProblem::LessAccurate { before, after });
     }
     Ok(format!("{target}: {} → {} over {} runs", fmt(&before), fmt(&after), after.n))
 }
 
-fn floor(a: &Accuracy) -> Result<(), String> {
+fn floor(a: &Accuracy) -> Result<(), AccuracyProblem> {
     if a.spearman < MIN_SPEARMAN || a.mape > MAX_MAPE {
-        return Err(format!("{} over {} runs is below the floor (Spearman ≥ {MIN_SPEARMAN}, MAPE ≤ {MAX_MAPE}%)", fmt(a), a.n));
+        return Err(AccuracyProblem::BelowFloor { after: a.clone() });
     }
     Ok(())
 }

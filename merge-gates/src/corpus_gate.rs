@@ -20,17 +20,42 @@ use cake::verify::{RuleSet, Validated};
 use crate::report::GateResult;
 use crate::{GateOptions, Tree};
 
+/// A tree's compiler data that does not load: the gates that need it fail, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TreeDataError {
+    #[error("{}: {message}", path.display())]
+    Targets { path: std::path::PathBuf, message: String },
+    #[error("op catalog: {message}")]
+    Catalog { message: String },
+    #[error("verifier rules: {0}")]
+    Rules(#[from] cake::verify::rules::RuleError),
+    #[error("cannot read the corpus at {}: {message}", path.display())]
+    Corpus { path: std::path::PathBuf, message: String },
+    #[error("{}: {message}", path.display())]
+    ReadRule { path: std::path::PathBuf, message: String },
+    /// The tree's rules with one file replaced (the generalization gate's relearned rule).
+    #[error("{0}")]
+    ReplacedRules(cake::verify::rules::RuleError),
+}
+
+// Callers in the evolution engine still carry `String` errors; `?` there keeps the message.
+impl From<TreeDataError> for String {
+    fn from(e: TreeDataError) -> String {
+        e.to_string()
+    }
+}
+
 /// What the corpus gate is, in the gate table.
 pub const TITLE: &str = "corpus gate, every tier this machine has";
 
 /// The front end a tree's data defines: its target table, its op catalog and **all** of its
 /// verifier rules (the tree's `compiler/rules` replaces the rules built into this binary, so a
 /// proposal's added rule, and only the tree's rules, are evaluated).
-pub fn frontend_for(tree: &Tree) -> Result<Frontend, String> {
+pub fn frontend_for(tree: &Tree) -> Result<Frontend, TreeDataError> {
     let mut fe = Frontend::default();
     let targets_path = tree.targets();
     let targets = if targets_path.is_file() {
-        let t = TargetTable::load(&targets_path).map_err(|e| format!("{}: {e}", targets_path.display()))?;
+        let t = TargetTable::load(&targets_path).map_err(|e| TreeDataError::Targets { path: targets_path.clone(), message: e.to_string() })?;
         fe.description.push(format!("targets from {}", targets_path.display()));
         Some(Arc::new(t))
     } else {
@@ -41,13 +66,13 @@ pub fn frontend_for(tree: &Tree) -> Result<Frontend, String> {
             Some(t) => Catalog::load_dir_with(tree.catalog(), t),
             None => Catalog::load_dir(tree.catalog()),
         }
-        .map_err(|e| format!("op catalog: {e}"))?;
+        .map_err(|e| TreeDataError::Catalog { message: e.to_string() })?;
         fe.catalog = Some(Arc::new(c));
         fe.description.push(format!("op catalog from {}", tree.catalog().display()));
     }
     fe.targets = targets;
     if tree.rules().is_dir() {
-        let rules = RuleSet::load_dir(tree.rules()).map_err(|e| format!("verifier rules: {e}"))?;
+        let rules = RuleSet::load_dir(tree.rules())?;
         fe.description.push(format!("verifier rules from {} ({} files)", tree.rules().display(), rules.len()));
         let rules = Arc::new(rules);
         fe.verifier = Some(Arc::new(move |m, t| cake::verify::verify_with(m, t, &rules)));
@@ -56,9 +81,9 @@ pub fn frontend_for(tree: &Tree) -> Result<Frontend, String> {
 }
 
 /// Run the corpus of `tree` with the tree's front end; `Err` when the data does not load.
-pub fn run_corpus(tree: &Tree, opts: &GateOptions) -> Result<GateResults, String> {
+pub fn run_corpus(tree: &Tree, opts: &GateOptions) -> Result<GateResults, TreeDataError> {
     let fe = frontend_for(tree)?;
-    let corpus = Corpus::load(tree.corpus()).map_err(|e| format!("cannot read the corpus at {}: {e}", tree.corpus().display()))?;
+    let corpus = Corpus::load(tree.corpus()).map_err(|e| TreeDataError::Corpus { path: tree.corpus(), message: e.to_string() })?;
     let cfg = GateConfig {
         tiers: opts.tiers.clone(),
         selection: Selection::default(),
@@ -140,7 +165,7 @@ impl CachedCompile {
 }
 
 impl CompileBackend for CachedCompile {
-    fn availability(&self) -> Result<String, String> {
+    fn availability(&self) -> cake::corpus::tiers::Availability {
         self.inner.availability()
     }
 

@@ -80,6 +80,9 @@ impl ConstantSource {
 /// Every constant the tree's data grounds: each integer field of each `[[target]]` of the target
 /// table (limited to `targets`, when given), and each non-zero integer of each catalog op's
 /// constraints. What the synthesis may choose from, and what this gate re-checks against.
+/// Integer fields of `compiler/targets.toml` that identify a target rather than limit it.
+const IDENTIFIER_KEYS: &[&str] = &["sm", "ptx_isa_min"];
+
 pub fn grounded_constants(tree: &Tree, targets: Option<&BTreeSet<String>>) -> Result<Vec<ConstantSource>, String> {
     let mut out = vec![ConstantSource { value: 0, source: Source::None }];
     let path = tree.targets();
@@ -92,6 +95,12 @@ pub fn grounded_constants(tree: &Tree, targets: Option<&BTreeSet<String>>) -> Re
             continue;
         }
         for (key, v) in t {
+            // A compute capability or an ISA version names a target; it bounds no quantity a
+            // kernel's facts measure (a rule `a_inner_bytes >= 90` grounded in `sm = 90` is a
+            // gap constant with a borrowed label).
+            if IDENTIFIER_KEYS.contains(&key.as_str()) {
+                continue;
+            }
             if let Some(value) = v.as_integer() {
                 out.push(ConstantSource { value, source: Source::Target { target: name.to_string(), key: key.clone() } });
             }
@@ -354,18 +363,18 @@ fn source_problem(s: &ConstantSource, grounded: &[ConstantSource], labels: &std:
 }
 
 /// The tree's front end with the rule file at `rule_path` replaced by `text`, and that rule's code.
-fn frontend_with_rule(tree: &Tree, rule_path: &str, text: &str) -> Result<(cake::corpus::tiers::Frontend, String), String> {
+fn frontend_with_rule(tree: &Tree, rule_path: &str, text: &str) -> Result<(cake::corpus::tiers::Frontend, String), corpus_gate::TreeDataError> {
     let mut files = Vec::new();
     collect(&tree.rules(), &mut files);
     let own = tree.root.join(rule_path);
     let mut texts: Vec<(String, String)> = Vec::new();
     for p in files.into_iter().filter(|p| p.extension().is_some_and(|x| x == "toml") && *p != own) {
-        let t = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let t = std::fs::read_to_string(&p).map_err(|e| corpus_gate::TreeDataError::ReadRule { path: p.clone(), message: e.to_string() })?;
         texts.push((p.display().to_string(), t));
     }
     texts.push((own.display().to_string(), text.to_string()));
     let borrowed: Vec<(&str, &str)> = texts.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    let rules = RuleSet::from_files(&borrowed).map_err(|e| e.to_string())?;
+    let rules = RuleSet::from_files(&borrowed).map_err(corpus_gate::TreeDataError::ReplacedRules)?;
     let code = text.parse::<toml::Table>().ok().and_then(|t| t.get("code").and_then(|c| c.as_str()).map(str::to_string)).unwrap_or_default();
     let mut fe = corpus_gate::frontend_for(tree)?;
     let rules = std::sync::Arc::new(rules);

@@ -165,3 +165,13 @@ fn held_out_variants_and_examples() {
     assert_eq!(g.status, GateStatus::Fail);
     assert!(g.details.iter().any(|d| d == "the rule rejects example examples/gemm_bf16_ws.cake, a program that builds and runs"), "{:?}", g.details);
 }
+
+#[test]
+fn a_targets_compute_capability_grounds_no_constant() {
+    // `sm = 90` names sm_90a; a rule `a_inner_bytes >= 90` labelled "target table `sm`" was a gap
+    // constant (a kernel-evolution run learned one from wgmma lowering refusals).
+    let (_tmp, t) = tree("align <= 1024");
+    let constants = grounded_constants(&t, None).unwrap();
+    assert!(!constants.iter().any(|c| matches!(&c.source, Source::Target { key, .. } if key == "sm")), "sm grounded a constant");
+    assert!(constants.iter().any(|c| matches!(&c.source, Source::Target { key, .. } if key == "smem_per_block_max")), "the limits still ground constants");
+}

@@ -14,10 +14,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use toml_edit::{Array, DocumentMut, InlineTable, Item, TableLike, Value};
 
+use super::error::CorpusError;
 use super::results::{CaseResult, Status};
 use super::{Case, FindingSpec, Origin, Tier};
 
@@ -144,7 +145,7 @@ fn findings_value(f: &[FindingSpec]) -> Value {
 
 /// Set `section.key = value` under `root`, creating `section` (a `[section]` table for a plain
 /// manifest, an inline table inside an `[[instance]]`) when needed; the key's decor is kept.
-fn set(root: &mut dyn TableLike, section: &str, key: &str, mut value: Value, inline_section: bool) -> Result<(), String> {
+fn set(root: &mut dyn TableLike, section: &str, key: &str, mut value: Value, inline_section: bool, file: &Path) -> Result<(), CorpusError> {
     if root.get(section).is_none() {
         if inline_section {
             root.insert(section, Item::Value(Value::InlineTable(InlineTable::new())));
@@ -154,7 +155,7 @@ fn set(root: &mut dyn TableLike, section: &str, key: &str, mut value: Value, inl
             root.insert(section, Item::Table(t));
         }
     }
-    let sec = root.get_mut(section).and_then(Item::as_table_like_mut).ok_or_else(|| format!("`{section}` is not a table"))?;
+    let sec = root.get_mut(section).and_then(Item::as_table_like_mut).ok_or_else(|| CorpusError::Bless { path: file.to_path_buf(), message: format!("`{section}` is not a table") })?;
     if let Some(old) = sec.get(key).and_then(Item::as_value) {
         let d = old.decor().clone();
         *value.decor_mut() = d;
@@ -173,7 +174,7 @@ fn set(root: &mut dyn TableLike, section: &str, key: &str, mut value: Value, inl
 
 /// Rewrite the manifests of the given results' cases. Results of unselected tiers, skipped,
 /// spurious and error results are left alone; returns what changed per case and tier.
-pub fn bless(cases: &[&Case], results: &[CaseResult]) -> Result<Vec<Blessed>, String> {
+pub fn bless(cases: &[&Case], results: &[CaseResult]) -> Result<Vec<Blessed>, CorpusError> {
     let by_id: BTreeMap<&str, &Case> = cases.iter().map(|c| (c.id.as_str(), *c)).collect();
     // Group edits per file so each file is read and written once.
     let mut per_file: FileEdits = BTreeMap::new();
@@ -190,8 +191,8 @@ pub fn bless(cases: &[&Case], results: &[CaseResult]) -> Result<Vec<Blessed>, St
     }
     let mut out = Vec::new();
     for (file, items) in per_file {
-        let text = fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        let mut doc: DocumentMut = text.parse().map_err(|e| format!("{}: {e}", file.display()))?;
+        let text = fs::read_to_string(&file).map_err(|e| CorpusError::Bless { path: file.clone(), message: format!("cannot read {}: {e}", file.display()) })?;
+        let mut doc: DocumentMut = text.parse().map_err(|e| CorpusError::Bless { path: file.clone(), message: format!("{}: {e}", file.display()) })?;
         for (case, r, edits) in items {
             let (root, inline): (&mut dyn TableLike, bool) = match &case.origin {
                 Origin::Plain { .. } => (doc.as_table_mut(), false),
@@ -199,21 +200,21 @@ pub fn bless(cases: &[&Case], results: &[CaseResult]) -> Result<Vec<Blessed>, St
                     let arr = doc
                         .get_mut("instance")
                         .and_then(Item::as_array_of_tables_mut)
-                        .ok_or_else(|| format!("{}: no [[instance]] tables", file.display()))?;
-                    let t = arr.get_mut(*index).ok_or_else(|| format!("{}: no [[instance]] #{index}", file.display()))?;
+                        .ok_or_else(|| CorpusError::Bless { path: file.clone(), message: format!("{}: no [[instance]] tables", file.display()) })?;
+                    let t = arr.get_mut(*index).ok_or_else(|| CorpusError::Bless { path: file.clone(), message: format!("{}: no [[instance]] #{index}", file.display()) })?;
                     (t, true)
                 }
             };
             let mut changes = Vec::new();
             for (section, key, value, note) in edits {
-                set(root, section, key, value, inline)?;
+                set(root, section, key, value, inline, &file)?;
                 changes.push(note);
             }
             out.push(Blessed { id: case.id.clone(), tier: r.tier, file: file.clone(), changes });
         }
         let new = doc.to_string();
         if new != text {
-            fs::write(&file, new).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+            fs::write(&file, new).map_err(|e| CorpusError::Bless { path: file.clone(), message: format!("cannot write {}: {e}", file.display()) })?;
         }
     }
     Ok(out)

@@ -257,10 +257,10 @@ pub fn run(corpus: &Corpus, cfg: &GateConfig) -> GateResults {
         },
     );
     if cfg.tiers.contains(&Tier::Compile) {
-        results.environment.insert("compile".into(), cfg.compile.availability().unwrap_or_else(|e| format!("skipped: {e}")));
+        results.environment.insert("compile".into(), cfg.compile.availability().environment());
     }
     if cfg.tiers.contains(&Tier::Gpu) {
-        results.environment.insert("gpu".into(), cfg.gpu.availability().unwrap_or_else(|e| format!("skipped: {e}")));
+        results.environment.insert("gpu".into(), cfg.gpu.availability().environment());
     }
 
     // Load errors of selected cases become error results.

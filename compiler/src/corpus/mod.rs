@@ -17,14 +17,20 @@
 //! warnings, when the manifest lists them), ptxas bounds for the compile tier, and the GPU
 //! workload. The gate ([`gate`]) runs the selected tiers over the selected cases in parallel and
 //! classifies every result against a baseline results file like Crater does ([`report`]);
-//! `--bless` rewrites the expectations of the selected cases in place ([`bless`]).
+//! `--bless` rewrites the expectations of the selected cases in place ([`bless`]). [`run`] is one
+//! gate or merge invocation as a library call (the CLI prints what it returns).
 
 pub mod bless;
-pub mod cli;
+pub mod error;
 pub mod gate;
+pub mod load_error;
 pub mod report;
 pub mod results;
+pub mod run;
 pub mod tiers;
+
+pub use error::CorpusError;
+use load_error::{CaseError, InstanceError, ManifestError, Placeholder};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -358,7 +364,7 @@ impl Corpus {
             ids.insert(id.clone(), path.display().to_string());
             match load_plain(&name, &id, &path) {
                 Ok(case) => self.cases.push(case),
-                Err(message) => self.errors.push(LoadError { id, family: name.clone(), message }),
+                Err(e) => self.errors.push(LoadError { id, family: name.clone(), message: e.to_string() }),
             }
         }
 
@@ -434,7 +440,7 @@ impl Corpus {
                         warnings,
                     });
                 }
-                Err(message) => self.errors.push(err(id, message)),
+                Err(e) => self.errors.push(err(id, e.to_string())),
             }
         }
     }
@@ -453,14 +459,15 @@ fn valid_id(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
-fn load_plain(family: &str, id: &str, path: &Path) -> Result<Case, String> {
-    let text = fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let table: toml::Table = text.parse().map_err(|e| format!("{}: {e}", path.display()))?;
+fn load_plain(family: &str, id: &str, path: &Path) -> Result<Case, CaseError> {
+    let text = fs::read_to_string(path).map_err(|e| CaseError::Read { path: path.to_path_buf(), message: e.to_string() })?;
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| CaseError::Toml { path: path.to_path_buf(), message: e.to_string() })?;
     let (manifest, warnings) = manifest_from_table(table)?;
-    let program = manifest.program.clone().ok_or_else(|| format!("{}: a plain case needs `program = \"FILE.cake\"`", path.display()))?;
+    let program = manifest.program.clone().ok_or_else(|| CaseError::NoProgram { path: path.to_path_buf() })?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let program_path = dir.join(&program);
-    let source = fs::read_to_string(&program_path).map_err(|e| format!("cannot read the program {}: {e}", program_path.display()))?;
+    let source = fs::read_to_string(&program_path)
+        .map_err(|e| CaseError::ReadProgram { path: program_path.clone(), message: e.to_string() })?;
     Ok(Case {
         id: id.to_string(),
         family: family.to_string(),
@@ -472,29 +479,30 @@ fn load_plain(family: &str, id: &str, path: &Path) -> Result<Case, String> {
     })
 }
 
-fn manifest_from_table(table: toml::Table) -> Result<(Manifest, Vec<String>), String> {
-    let manifest: Manifest = toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| e.message().to_string())?;
+fn manifest_from_table(table: toml::Table) -> Result<(Manifest, Vec<String>), ManifestError> {
+    let manifest: Manifest =
+        toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| ManifestError::Schema { message: e.message().to_string() })?;
     let mut warnings = Vec::new();
     for key in manifest.unknown.keys() {
         warnings.push(format!("unknown manifest key `{key}` (ignored)"));
     }
     if manifest.target.is_empty() {
-        return Err("the manifest needs `target = \"sm_..\"`".into());
+        return Err(ManifestError::NoTarget);
     }
     if manifest.tiers.is_empty() {
-        return Err("the manifest needs `tiers = [\"static\", ...]`".into());
+        return Err(ManifestError::NoTiers);
     }
     let mut seen = BTreeSet::new();
     if manifest.tiers.iter().any(|t| !seen.insert(*t)) {
-        return Err("a tier is listed twice in `tiers`".into());
+        return Err(ManifestError::RepeatedTier);
     }
     if manifest.tiers.contains(&Tier::Gpu) && manifest.workload.is_none() {
-        return Err("the gpu tier needs a `[workload]` table".into());
+        return Err(ManifestError::NoWorkload);
     }
     if let Some(w) = &manifest.workload {
         let spec: Result<crate::runtime::workload::WorkloadSpec, _> = toml::Value::Table(w.clone()).try_into();
         if let Err(e) = spec {
-            return Err(format!("[workload] is not a workload spec (compiler/src/runtime/README.md): {}", e.message()));
+            return Err(ManifestError::Workload { message: e.message().to_string() });
         }
     }
     Ok((manifest, warnings))
@@ -508,17 +516,17 @@ const INSTANCE_KEYS: &[&str] = &["id", "vars"];
 
 /// Merge an instance over the family defaults, substitute its variables into the template and
 /// the manifest, and check that every placeholder was filled and every variable used.
-fn expand_instance(defaults: &toml::Table, inst: &toml::Table, template: &str) -> Result<Expanded, String> {
+fn expand_instance(defaults: &toml::Table, inst: &toml::Table, template: &str) -> Result<Expanded, InstanceError> {
     let mut vars: BTreeMap<String, toml::Value> = BTreeMap::new();
     if let Some(v) = inst.get("vars") {
-        let t = v.as_table().ok_or("`vars` must be a table, e.g. `vars = { TM = 128, DT = \"bf16\" }`")?;
+        let t = v.as_table().ok_or(InstanceError::VarsNotTable)?;
         for (k, v) in t {
             if !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(format!("variable name `{k}`: use letters, digits and `_`"));
+                return Err(InstanceError::VarName { name: k.clone() });
             }
             match v {
                 toml::Value::String(_) | toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {}
-                _ => return Err(format!("variable `{k}` must be a string, number or boolean")),
+                _ => return Err(InstanceError::VarType { name: k.clone() }),
             }
             vars.insert(k.clone(), v.clone());
         }
@@ -540,18 +548,18 @@ fn expand_instance(defaults: &toml::Table, inst: &toml::Table, template: &str) -
             continue;
         }
         if k == "program" {
-            return Err("an instance's program is the family template; remove `program`".into());
+            return Err(InstanceError::Program);
         }
         deep_merge(&mut merged, k, v.clone());
     }
 
     let mut used: BTreeSet<String> = BTreeSet::new();
-    let source = substitute(template, &text_vars, &mut used).map_err(|e| format!("template: {e}"))?;
+    let source = substitute(template, &text_vars, &mut used).map_err(InstanceError::Template)?;
     let mut merged = toml::Value::Table(merged);
     substitute_value(&mut merged, &vars, &text_vars, &mut used)?;
-    let unused: Vec<&String> = text_vars.keys().filter(|k| !used.contains(*k)).collect();
+    let unused: Vec<String> = text_vars.keys().filter(|k| !used.contains(*k)).cloned().collect();
     if !unused.is_empty() {
-        return Err(format!("variables {unused:?} are used neither by the template nor by the manifest; an instance must differ by what its variables change"));
+        return Err(InstanceError::Unused { unused });
     }
     let toml::Value::Table(merged) = merged else { unreachable!() };
     let (manifest, warnings) = manifest_from_table(merged)?;
@@ -573,15 +581,15 @@ fn deep_merge(into: &mut toml::Table, key: &str, value: toml::Value) {
 }
 
 /// Replace every `{{NAME}}` by its variable; an unknown name or an unclosed `{{` is an error.
-fn substitute(text: &str, vars: &BTreeMap<String, String>, used: &mut BTreeSet<String>) -> Result<String, String> {
+fn substitute(text: &str, vars: &BTreeMap<String, String>, used: &mut BTreeSet<String>) -> Result<String, Placeholder> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("{{") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after.find("}}").ok_or_else(|| format!("unclosed `{{{{` near `{}`", after.chars().take(20).collect::<String>()))?;
+        let end = after.find("}}").ok_or_else(|| Placeholder::Unclosed { near: after.chars().take(20).collect() })?;
         let name = after[..end].trim();
-        let value = vars.get(name).ok_or_else(|| format!("placeholder `{{{{{name}}}}}` has no value in `vars`"))?;
+        let value = vars.get(name).ok_or_else(|| Placeholder::NoValue { name: name.to_string() })?;
         used.insert(name.to_string());
         out.push_str(value);
         rest = &after[end + 2..];
@@ -597,19 +605,19 @@ fn substitute_value(
     vars: &BTreeMap<String, toml::Value>,
     text: &BTreeMap<String, String>,
     used: &mut BTreeSet<String>,
-) -> Result<(), String> {
+) -> Result<(), InstanceError> {
     match v {
         toml::Value::String(s) => {
             let t = s.trim();
             if let Some(name) = t.strip_prefix("{{").and_then(|r| r.strip_suffix("}}")).map(str::trim) {
                 if !name.contains("{{") && !name.contains("}}") {
-                    let value = vars.get(name).ok_or_else(|| format!("manifest placeholder `{{{{{name}}}}}` has no value in `vars`"))?;
+                    let value = vars.get(name).ok_or_else(|| InstanceError::ManifestValue { name: name.to_string() })?;
                     used.insert(name.to_string());
                     *v = value.clone();
                     return Ok(());
                 }
             }
-            *s = substitute(s, text, used).map_err(|e| format!("manifest: {e}"))?;
+            *s = substitute(s, text, used).map_err(InstanceError::ManifestText)?;
         }
         toml::Value::Array(a) => {
             for x in a {
@@ -671,8 +679,8 @@ mod tests {
         let mut used = BTreeSet::new();
         assert_eq!(substitute("a[{{TM}}, {{ TM }}]", &vars, &mut used).unwrap(), "a[128, 128]");
         assert!(used.contains("TM"));
-        assert!(substitute("{{TN}}", &vars, &mut used).unwrap_err().contains("TN"));
-        assert!(substitute("{{TM", &vars, &mut used).unwrap_err().contains("unclosed"));
+        assert!(substitute("{{TN}}", &vars, &mut used).unwrap_err().to_string().contains("TN"));
+        assert!(substitute("{{TM", &vars, &mut used).unwrap_err().to_string().contains("unclosed"));
     }
 
     #[test]
@@ -714,7 +722,7 @@ mod tests {
         assert_eq!(vars["TM"], "128");
         assert!(warnings.is_empty());
         let unused: toml::Table = "id = \"y\"\nvars = { Q = 1 }".parse().unwrap();
-        assert!(expand_instance(&defaults, &unused, "no vars").unwrap_err().contains("used neither"));
+        assert!(expand_instance(&defaults, &unused, "no vars").unwrap_err().to_string().contains("used neither"));
     }
 
     #[test]
@@ -743,7 +751,7 @@ mod tests {
         let spec: crate::runtime::workload::WorkloadSpec = toml::Value::Table(w).try_into().unwrap();
         assert_eq!(spec.reduce, Some(crate::runtime::oracle::RowReduce::Max));
         let typo: toml::Table = "id = \"y\"\nworkload = { reduction = \"max\" }".parse().unwrap();
-        let e = expand_instance(&defaults, &typo, "t").unwrap_err();
+        let e = expand_instance(&defaults, &typo, "t").unwrap_err().to_string();
         assert!(e.contains("[workload] is not a workload spec") && e.contains("reduction"), "{e}");
     }
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::error::CorpusError;
 use super::{FindingSpec, Tier, Verdict};
 
 /// The schema tag of results files; a reader refuses any other.
@@ -154,27 +155,28 @@ impl GateResults {
         self.results.sort_by(|a, b| (a.id.as_str(), a.tier).cmp(&(b.id.as_str(), b.tier)));
     }
 
-    pub fn read(path: &Path) -> Result<GateResults, String> {
-        let text = fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let r: GateResults = serde_json::from_str(&text).map_err(|e| format!("{} is not a corpus results file: {e}", path.display()))?;
+    pub fn read(path: &Path) -> Result<GateResults, CorpusError> {
+        let text = fs::read_to_string(path).map_err(|e| CorpusError::Read { path: path.to_path_buf(), message: e.to_string() })?;
+        let r: GateResults =
+            serde_json::from_str(&text).map_err(|e| CorpusError::NotResults { path: path.to_path_buf(), message: e.to_string() })?;
         if r.schema != SCHEMA {
-            return Err(format!("{} has schema `{}`, expected `{SCHEMA}`", path.display(), r.schema));
+            return Err(CorpusError::Schema { path: path.to_path_buf(), found: r.schema, expected: SCHEMA });
         }
         Ok(r)
     }
 
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    pub fn write(&self, path: &Path) -> Result<(), CorpusError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            fs::create_dir_all(dir).map_err(|e| CorpusError::write("create", dir, e))?;
         }
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| CorpusError::write("write", path, e))?;
         text.push('\n');
-        fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        fs::write(path, text).map_err(|e| CorpusError::write("write", path, e))
     }
 
     /// Join shard results. The same (case, tier) in two inputs is an error unless both records
     /// agree on status and observation (a case run twice by overlapping shards).
-    pub fn merge(parts: Vec<GateResults>) -> Result<GateResults, String> {
+    pub fn merge(parts: Vec<GateResults>) -> Result<GateResults, CorpusError> {
         let mut tiers: Vec<Tier> = Vec::new();
         let mut out = GateResults::new(Vec::new());
         let mut seen: BTreeMap<(String, Tier), CaseResult> = BTreeMap::new();
@@ -202,12 +204,7 @@ impl GateResults {
             for r in part.results {
                 match seen.get(&r.key()) {
                     Some(prev) if prev.status != r.status || prev.observed != r.observed => {
-                        return Err(format!(
-                            "`{}` ({}) appears in two inputs with different results (input #{}); shards must not overlap",
-                            r.id,
-                            r.tier,
-                            i + 1
-                        ));
+                        return Err(CorpusError::Overlap { id: r.id.clone(), tier: r.tier, input: i + 1 });
                     }
                     Some(_) => {}
                     None => {

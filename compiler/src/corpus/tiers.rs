@@ -222,10 +222,27 @@ pub enum CompileError {
     Timeout(String),
 }
 
+/// Whether a tier's backend can run here: what it uses (recorded in the results' environment),
+/// or why the tier is skipped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Availability {
+    Available { using: String },
+    Unavailable { why: String },
+}
+
+impl Availability {
+    /// The results' `environment` entry: what is used, or `skipped: why`.
+    pub fn environment(&self) -> String {
+        match self {
+            Availability::Available { using } => using.clone(),
+            Availability::Unavailable { why } => format!("skipped: {why}"),
+        }
+    }
+}
+
 /// Lowers and builds a validated program. `availability` says whether it can run here at all.
 pub trait CompileBackend: Send + Sync {
-    /// `Ok(what is used)` or `Err(why the compile tier is skipped here)`.
-    fn availability(&self) -> Result<String, String>;
+    fn availability(&self) -> Availability;
     fn compile(&self, validated: &Validated, case: &Case) -> Result<PtxasFacts, CompileError>;
 }
 
@@ -261,7 +278,7 @@ pub fn judge_compile(bounds: Option<&CompileBounds>, facts: &PtxasFacts) -> Outc
 }
 
 pub fn run_compile(case: &Case, validated: Option<&Validated>, backend: &dyn CompileBackend) -> Outcome {
-    if let Err(why) = backend.availability() {
+    if let Availability::Unavailable { why } = backend.availability() {
         return Outcome::Skipped(why);
     }
     let Some(v) = validated else {
@@ -286,17 +303,19 @@ pub fn run_compile(case: &Case, validated: Option<&Validated>, backend: &dyn Com
 pub struct BuiltinCompile;
 
 impl CompileBackend for BuiltinCompile {
-    fn availability(&self) -> Result<String, String> {
+    fn availability(&self) -> Availability {
         match crate::nvrtc::ensure_nvrtc() {
             // The library's file name only (`libnvrtc.so.13`): results are committed.
-            Ok(()) => Ok(format!(
-                "NVRTC{}",
-                std::env::var(crate::nvrtc::NVRTC_LIB_ENV)
-                    .ok()
-                    .and_then(|p| std::path::Path::new(&p).file_name().map(|n| format!(" ({})", n.to_string_lossy())))
-                    .unwrap_or_default()
-            )),
-            Err(e) => Err(format!("no CUDA toolchain ({e})")),
+            Ok(()) => Availability::Available {
+                using: format!(
+                    "NVRTC{}",
+                    std::env::var(crate::nvrtc::NVRTC_LIB_ENV)
+                        .ok()
+                        .and_then(|p| std::path::Path::new(&p).file_name().map(|n| format!(" ({})", n.to_string_lossy())))
+                        .unwrap_or_default()
+                ),
+            },
+            Err(e) => Availability::Unavailable { why: format!("no CUDA toolchain ({e})") },
         }
     }
 
@@ -351,13 +370,12 @@ pub enum GpuError {
 }
 
 pub trait GpuBackend: Send + Sync {
-    /// `Ok(the device)` or `Err(why the gpu tier is skipped here)`.
-    fn availability(&self) -> Result<String, String>;
+    fn availability(&self) -> Availability;
     fn run(&self, validated: &Validated, case: &Case, workload: &Workload) -> Result<GpuOutcome, GpuError>;
 }
 
 pub fn run_gpu(case: &Case, validated: Option<&Validated>, backend: &dyn GpuBackend) -> Outcome {
-    if let Err(why) = backend.availability() {
+    if let Availability::Unavailable { why } = backend.availability() {
         return Outcome::Skipped(why);
     }
     let Some(w) = &case.manifest.workload else { return Outcome::Error("the gpu tier needs a [workload]".into()) };
@@ -420,13 +438,13 @@ impl Default for BuiltinGpu {
 }
 
 impl GpuBackend for BuiltinGpu {
-    fn availability(&self) -> Result<String, String> {
+    fn availability(&self) -> Availability {
         if !gpu_present() {
-            return Err("no GPU".to_string());
+            return Availability::Unavailable { why: "no GPU".to_string() };
         }
         // The executable's name only: results are committed, and hold no machine's paths.
         let exe = self.exe.file_name().map_or_else(|| "this executable".to_string(), |n| n.to_string_lossy().into_owned());
-        Ok(format!("GPU through cake::runtime (children of `{exe}`)"))
+        Availability::Available { using: format!("GPU through cake::runtime (children of `{exe}`)") }
     }
 
     fn run(&self, _validated: &Validated, case: &Case, workload: &Workload) -> Result<GpuOutcome, GpuError> {

@@ -125,9 +125,25 @@ pub fn predictions(cal: &Calibration, ms: &[(Validated, &Measurement)]) -> Vec<O
     ms.iter().map(|(v, m)| crate::cost::estimate(v, cal, &m.dims).ok().map(|e| e.predicted_ms)).collect()
 }
 
+/// The fewest measurements a calibration is judged on: a rank correlation of fewer says nothing.
+pub const MIN_JUDGED: usize = 3;
+
+/// Too few accuracy measurements that both calibrations predict to judge one against the other.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{predicted} accuracy measurement(s) the model predicts; judging a calibration needs at least {needed}")]
+pub struct TooFewMeasurements {
+    pub predicted: usize,
+    pub needed: usize,
+}
+
 /// Accuracy of the old and the new calibration on the same measurements (those both predict);
-/// the others are added to `skipped`. Needs at least 3.
-pub fn judge(old: &Calibration, new: &Calibration, acc: &[(Validated, &Measurement)], skipped: &mut Vec<String>) -> Result<(Accuracy, Accuracy), String> {
+/// the others are added to `skipped`. Needs at least [`MIN_JUDGED`].
+pub fn judge(
+    old: &Calibration,
+    new: &Calibration,
+    acc: &[(Validated, &Measurement)],
+    skipped: &mut Vec<String>,
+) -> Result<(Accuracy, Accuracy), TooFewMeasurements> {
     let (a, b) = (predictions(old, acc), predictions(new, acc));
     let mut pb = Vec::new();
     let mut pa = Vec::new();
@@ -142,8 +158,8 @@ pub fn judge(old: &Calibration, new: &Calibration, acc: &[(Validated, &Measureme
             _ => skipped.push(format!("{}: the cost model cannot predict it at these dims", m.name)),
         }
     }
-    if meas.len() < 3 {
-        return Err(format!("{} accuracy measurement(s) the model predicts; judging a calibration needs at least 3", meas.len()));
+    if meas.len() < MIN_JUDGED {
+        return Err(TooFewMeasurements { predicted: meas.len(), needed: MIN_JUDGED });
     }
     Ok((accuracy(&pb, &meas), accuracy(&pa, &meas)))
 }

@@ -51,7 +51,6 @@
 
 pub mod accuracy;
 pub mod calibration;
-pub mod cli;
 mod hints;
 mod model;
 pub mod report;

@@ -55,17 +55,18 @@ impl SizeExpr {
     }
 
     /// Evaluate with the dims' values (by name).
-    pub fn eval(&self, dims: &BTreeMap<String, i64>) -> Result<i64, String> {
+    pub fn eval(&self, dims: &BTreeMap<String, i64>) -> Result<i64, SizeError> {
+        let overflow = || SizeError::Overflow { expr: self.to_string() };
         Ok(match self {
             SizeExpr::Const(c) => *c,
-            SizeExpr::Dim(d) => *dims.get(d).ok_or_else(|| format!("no value for dim `{d}`"))?,
-            SizeExpr::Add(a, b) => a.eval(dims)?.checked_add(b.eval(dims)?).ok_or("overflow")?,
-            SizeExpr::Sub(a, b) => a.eval(dims)?.checked_sub(b.eval(dims)?).ok_or("overflow")?,
-            SizeExpr::Mul(a, b) => a.eval(dims)?.checked_mul(b.eval(dims)?).ok_or("overflow")?,
+            SizeExpr::Dim(d) => *dims.get(d).ok_or_else(|| SizeError::MissingDim { dim: d.clone() })?,
+            SizeExpr::Add(a, b) => a.eval(dims)?.checked_add(b.eval(dims)?).ok_or_else(overflow)?,
+            SizeExpr::Sub(a, b) => a.eval(dims)?.checked_sub(b.eval(dims)?).ok_or_else(overflow)?,
+            SizeExpr::Mul(a, b) => a.eval(dims)?.checked_mul(b.eval(dims)?).ok_or_else(overflow)?,
             SizeExpr::Div(a, b) => {
                 let d = b.eval(dims)?;
                 if d == 0 {
-                    return Err(format!("division by zero in `{self}`"));
+                    return Err(SizeError::DivisionByZero { expr: self.to_string() });
                 }
                 a.eval(dims)? / d
             }
@@ -175,13 +176,27 @@ pub struct GridAxisSpec {
 
 impl GridSpec {
     /// `gridDim.x` for the given dims and device multiprocessor count.
-    pub fn blocks(&self, dims: &BTreeMap<String, i64>, sm_count: u32) -> Result<u32, String> {
+    pub fn blocks(&self, dims: &BTreeMap<String, i64>, sm_count: u32) -> Result<u32, SizeError> {
         if self.persistent {
             return Ok(sm_count);
         }
         let t = self.tiles.eval(dims)?;
-        u32::try_from(t).map_err(|_| format!("grid of {t} blocks is out of range"))
+        u32::try_from(t).map_err(|_| SizeError::GridOutOfRange { blocks: t })
     }
+}
+
+/// Why a launch-time size has no value at the given dims; a run reports it as a `shape` error
+/// (pass dims the program declares, small enough for 64-bit sizes and a `u32` grid).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("no value for dim `{dim}`")]
+    MissingDim { dim: String },
+    #[error("`{expr}` overflows 64 bits")]
+    Overflow { expr: String },
+    #[error("division by zero in `{expr}`")]
+    DivisionByZero { expr: String },
+    #[error("grid of {blocks} blocks is out of range")]
+    GridOutOfRange { blocks: i64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

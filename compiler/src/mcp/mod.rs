@@ -9,7 +9,8 @@
 //! - `server`: the protocol side (rmcp), the tool list and argument schemas;
 //! - `transport`: stdio lines, where a malformed line gets an error and the session goes on.
 //!
-//! Stdout carries only protocol messages; anything else the server says goes to stderr.
+//! The output stream carries only protocol messages; `cake mcp` (`compiler/src/bin/cake/mcp.rs`)
+//! gives it stdout and reports a failed start on stderr.
 
 mod child;
 pub mod input;
@@ -19,38 +20,27 @@ mod transport;
 
 pub use server::CakeServer;
 
-/// Serve MCP on stdin/stdout until the client closes the connection; returns the exit status
-/// (0 when the client closed it, 2 when the server could not start or the transport failed).
-pub fn main() -> u8 {
-    let workspace = match input::Workspace::current() {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("error: cake mcp: cannot resolve the working directory: {e}");
-            return 2;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cake mcp: cannot start the async runtime: {e}");
-            return 2;
-        }
-    };
+/// Serve MCP on `input` / `output` in `workspace` until the client closes the connection, on a
+/// current-thread runtime.
+pub fn serve(workspace: input::Workspace, input: impl std::io::Read + Send + 'static, output: impl std::io::Write + Send + 'static) -> Result<(), ServeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| ServeError::Runtime(e.to_string()))?;
     runtime.block_on(async move {
         use rmcp::ServiceExt;
-        let service = match CakeServer::new(workspace).serve(transport::StdioLines::new()).await {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: cake mcp: the MCP session did not start: {e}");
-                return 2;
-            }
-        };
-        match service.waiting().await {
-            Ok(_) => 0,
-            Err(e) => {
-                eprintln!("error: cake mcp: the MCP session ended with an error: {e}");
-                2
-            }
-        }
+        let service = CakeServer::new(workspace)
+            .serve(transport::StdioLines::new(input, output))
+            .await
+            .map_err(|e| ServeError::Start(e.to_string()))?;
+        service.waiting().await.map(drop).map_err(|e| ServeError::Session(e.to_string()))
     })
+}
+
+/// Why the server stopped other than by the client closing the connection.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(String),
+    #[error("the MCP session did not start: {0}")]
+    Start(String),
+    #[error("the MCP session ended with an error: {0}")]
+    Session(String),
 }

@@ -244,7 +244,7 @@ impl CakeServer {
         CakeServer { workspace, tool_router: Self::tool_router() }
     }
 
-    #[tool(annotations(read_only_hint = true), description = "Parse, type-check and verify a Cake IR program (`cake check`). Returns every finding as the CLI's JSON (code, severity, message, primary span with line/column, secondary spans, notes, help) and the error/warning counts.")]
+    #[tool(annotations(read_only_hint = true), description = "Parse, type-check and verify a Cake IR program (`cake check`). Returns every finding as the CLI's JSON (code, severity, message, primary span with line/column, secondary spans, notes, help), the error/warning counts, and `rules`: the rule set that judged them (the checkout's `compiler/rules`, as `cake check` uses).")]
     async fn check(&self, Parameters(a): Parameters<ProgramArgs>) -> Result<CallToolResult, ErrorData> {
         let ws = self.workspace.clone();
         answer(move || tools::check(&ws, a.program.as_deref(), a.path.as_deref())).await

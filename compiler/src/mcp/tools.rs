@@ -69,17 +69,25 @@ pub(super) fn blocked(p: &Program, diags: &[Diagnostic], what: &str) -> Reply {
     }))
 }
 
-/// `check`: parse, type-check and verify; every finding, with the counts `cake check` sums up.
+/// `check`: parse, type-check and verify with the checkout's rules (as `cake check` does); every
+/// finding, with the counts `cake check` sums up and the rule set that judged them.
 pub fn check(ws: &Workspace, program: Option<&str>, path: Option<&str>) -> Reply {
     let p = match ws.program(program, path) {
         Ok(p) => p,
         Err(e) => return e.into(),
     };
-    let diags = crate::check::check_source(&p.source).diagnostics;
+    // The rules `cake check` run in the server's directory would use (the checkout's, so an
+    // accepted rule takes effect without a restart), resolved per call and named in the answer.
+    let rules = match crate::rule_source::ActiveRules::resolve_from(None, ws.root()) {
+        Ok(r) => r,
+        Err(d) => return refusal("compiler/rules", &d),
+    };
+    let diags = crate::check::check_source_with(&p.source, &rules.set).diagnostics;
     let errors = count(&diags, Severity::Error);
     Reply::ok(json!({
         "status": if errors == 0 { "clean" } else { "findings" },
         "file": p.name,
+        "rules": rules.to_json(),
         "errors": errors,
         "warnings": count(&diags, Severity::Warning),
         "hints": count(&diags, Severity::Hint),
@@ -268,7 +276,7 @@ pub fn corpus_show(id: &str) -> Reply {
         Ok(i) => i.trim(),
         Err(e) => return e.into(),
     };
-    let root = crate::corpus::cli::default_root();
+    let root = crate::corpus::run::default_root();
     let corpus = match crate::corpus::Corpus::load(&root) {
         Ok(c) => c,
         Err(e) => {

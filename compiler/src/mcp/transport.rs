@@ -1,4 +1,5 @@
-//! The stdio transport of `cake mcp`: one JSON-RPC message per line on stdin and stdout.
+//! The line transport of `cake mcp`: one JSON-RPC message per line, read from the input stream and
+//! written to the output stream it is given (the CLI passes stdin and stdout).
 //!
 //! rmcp's own stdio transport ends the session at the first line it cannot parse. This one
 //! answers such a line with a JSON-RPC error (`-32700` not JSON, `-32600` not a message this
@@ -18,21 +19,24 @@ use tokio::sync::mpsc;
 /// and workload with JSON escaping; anything longer is refused unread.
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
-/// Lines from stdin (parsed on a reader thread), messages to stdout (one line each, flushed).
+/// The output side, shared by the session and the reader thread's error replies.
+type Output = Arc<Mutex<Box<dyn Write + Send>>>;
+
+/// Lines from `input` (parsed on a reader thread), messages to `output` (one line each, flushed).
 pub struct StdioLines {
     incoming: mpsc::UnboundedReceiver<ClientJsonRpcMessage>,
-    out: Arc<Mutex<io::Stdout>>,
+    out: Output,
 }
 
 impl StdioLines {
-    pub fn new() -> StdioLines {
+    pub fn new(input: impl io::Read + Send + 'static, output: impl Write + Send + 'static) -> StdioLines {
         let (tx, incoming) = mpsc::unbounded_channel();
-        let out = Arc::new(Mutex::new(io::stdout()));
+        let out: Output = Arc::new(Mutex::new(Box::new(output)));
         let errors = out.clone();
         std::thread::spawn(move || {
-            let mut stdin = io::stdin().lock();
+            let mut input = io::BufReader::new(input);
             // Ends at end of input (the client closed the session) or when the session is gone.
-            while let Ok(Some(line)) = read_line(&mut stdin, MAX_MESSAGE_BYTES) {
+            while let Ok(Some(line)) = read_line(&mut input, MAX_MESSAGE_BYTES) {
                 match line {
                     Line::TooLong(len) => drop(write_line(
                         &errors,
@@ -56,12 +60,6 @@ impl StdioLines {
             }
         });
         StdioLines { incoming, out }
-    }
-}
-
-impl Default for StdioLines {
-    fn default() -> Self {
-        StdioLines::new()
     }
 }
 
@@ -149,8 +147,8 @@ fn error_response(id: Value, code: i64, message: String, help: &str) -> Value {
     })
 }
 
-/// Write one message line; a closed stdout (the client left) is not worth a panic.
-fn write_line(out: &Mutex<io::Stdout>, value: &impl serde::Serialize) -> io::Result<()> {
+/// Write one message line; a closed output (the client left) is not worth a panic.
+fn write_line(out: &Mutex<Box<dyn Write + Send>>, value: &impl serde::Serialize) -> io::Result<()> {
     let mut text = serde_json::to_string(value).map_err(io::Error::other)?;
     text.push('\n');
     let mut out = out.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -254,20 +254,20 @@ pub fn probe_gpu(exe: &Path, timeout: Duration) -> Result<GpuInfo, RunError> {
     }
 }
 
+/// What `cake __probe-gpu` answers, as one JSON line on stdout.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct ProbeAnswer {
-    gpu: Option<GpuInfo>,
-    error: Option<RunError>,
+pub struct ProbeAnswer {
+    pub gpu: Option<GpuInfo>,
+    pub error: Option<RunError>,
 }
 
-/// The hidden `cake __probe-gpu` entry point: one JSON line on stdout.
-pub fn probe_main() -> i32 {
-    let answer = match super::gpu::Gpu::open() {
+/// Open this machine's GPU in this process (the hidden `cake __probe-gpu` does, so that a driver
+/// that hangs or crashes takes the child down, not the caller).
+pub fn probe_here() -> ProbeAnswer {
+    match super::gpu::Gpu::open() {
         Ok(g) => ProbeAnswer { gpu: Some(g.info.clone()), error: None },
         Err(e) => ProbeAnswer { gpu: None, error: Some(e) },
-    };
-    println!("{}", serde_json::to_string(&answer).unwrap_or_default());
-    0
+    }
 }
 
 /// A fresh, private work directory for one harness invocation.

@@ -211,51 +211,52 @@ pub fn verdict_of_error(e: &RunError) -> Verdict {
 /// The line prefix the parent reads to learn a hung child's last stage.
 pub const STAGE_PREFIX: &str = "cake-child: stage ";
 
-fn stage(res: &mut JobResult, name: &str) {
+fn stage(res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>), name: &str) {
     res.stage = name.to_string();
-    eprintln!("{STAGE_PREFIX}{name}");
+    on(ChildEvent::Stage(name));
 }
 
-/// The hidden `cake __run-child --job FILE` entry point. Returns the process exit code.
-pub fn child_main(job_path: &Path) -> i32 {
-    let job: Job = match std::fs::read_to_string(job_path)
+/// What a running job reports as it goes: the child prints each on stderr, where the parent reads
+/// a hung child's last stage ([`STAGE_PREFIX`]) and a failure's log line.
+#[derive(Clone, Copy, Debug)]
+pub enum ChildEvent<'a> {
+    /// A stage starts.
+    Stage(&'a str),
+    /// The run failed with this error during this stage (the result records it too).
+    Failed(&'a RunError, &'a str),
+}
+
+/// Why a job file could not be read or a result written (the child then exits 2 and the parent
+/// reports `child_crashed` with the child's stderr).
+#[derive(Debug, thiserror::Error)]
+pub enum JobFileError {
+    #[error("cannot read job {}: {message}", path.display())]
+    ReadJob { path: PathBuf, message: String },
+    #[error("cannot write {}: {message}", path.display())]
+    WriteResult { path: PathBuf, message: String },
+    #[error("cannot rename to {}: {message}", path.display())]
+    RenameResult { path: PathBuf, message: String },
+}
+
+/// The job file the parent wrote.
+pub fn read_job(path: &Path) -> Result<Job, JobFileError> {
+    std::fs::read_to_string(path)
         .map_err(|e| e.to_string())
         .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-    {
-        Ok(j) => j,
-        Err(e) => {
-            eprintln!("cake __run-child: cannot read job {}: {e}", job_path.display());
-            return 2;
-        }
-    };
-    if let Some(f) = &job.fake {
-        match f {
-            Fake::Sleep { seconds } => {
-                eprintln!("{STAGE_PREFIX}launch (correctness)");
-                std::thread::sleep(Duration::from_secs_f64(*seconds));
-                return 0;
-            }
-            Fake::Exit { code } => return *code,
-            Fake::Abort => std::process::abort(),
-            Fake::Answer { result } => {
-                return match write_result(&job.result, result) {
-                    Ok(()) => 0,
-                    Err(e) => {
-                        eprintln!("cake __run-child: {e}");
-                        2
-                    }
-                }
-            }
-        }
-    }
+        .map_err(|message| JobFileError::ReadJob { path: path.to_path_buf(), message })
+}
+
+/// Run one (real) job in this process: open the GPU, build the inputs, launch, check, time. A
+/// runtime panic becomes an `internal` error of the result, never an unwinding child.
+pub fn execute(job: &Job, on: &mut dyn FnMut(ChildEvent<'_>)) -> JobResult {
     let mut res = JobResult::empty();
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(&job, &mut res)));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(job, &mut res, on)));
     match outcome {
         Ok(Ok(())) => {
             res.verdict = if res.checks.iter().all(|c| c.passed) { Verdict::Pass } else { Verdict::Mismatch };
         }
         Ok(Err(e)) => {
-            eprintln!("cake-child: {} during {}: {}", e.class, res.stage, e.message);
+            on(ChildEvent::Failed(&e, &res.stage));
             res.verdict = verdict_of_error(&e);
             res.error = Some(e);
         }
@@ -269,41 +270,15 @@ pub fn child_main(job_path: &Path) -> i32 {
             res.error = Some(RunError::internal(format!("the runtime panicked during {}: {msg}", res.stage)));
         }
     }
-    if let Err(e) = write_result(&job.result, &res) {
-        eprintln!("cake __run-child: {e}");
-        return 2;
-    }
-    if super::gpu::is_poisoned() {
-        // The GPU is hung or its context dead; the driver's exit handlers may block on it. The
-        // result is written: leave without them (the parent kills the group if even this hangs).
-        fast_exit(0);
-    }
-    0
-}
-
-#[cfg(unix)]
-fn fast_exit(code: i32) -> ! {
-    extern "C" {
-        fn _exit(code: i32) -> !;
-    }
-    use std::io::Write;
-    let _ = std::io::stderr().flush();
-    let _ = std::io::stdout().flush();
-    // SAFETY: _exit(2) ends the process without running atexit handlers.
-    unsafe { _exit(code) }
-}
-
-#[cfg(not(unix))]
-fn fast_exit(code: i32) -> ! {
-    std::process::exit(code)
+    res
 }
 
 /// Write atomically: a reader never sees half a result.
-pub fn write_result(path: &Path, res: &JobResult) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(res).map_err(|e| e.to_string())?;
+pub fn write_result(path: &Path, res: &JobResult) -> Result<(), JobFileError> {
+    let text = serde_json::to_string_pretty(res).map_err(|e| JobFileError::WriteResult { path: path.to_path_buf(), message: e.to_string() })?;
     let tmp = path.with_extension("json.partial");
-    std::fs::write(&tmp, text + "\n").map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename to {}: {e}", path.display()))
+    std::fs::write(&tmp, text + "\n").map_err(|e| JobFileError::WriteResult { path: tmp.clone(), message: e.to_string() })?;
+    std::fs::rename(&tmp, path).map_err(|e| JobFileError::RenameResult { path: path.to_path_buf(), message: e.to_string() })
 }
 
 /// One tensor of the kernel, concrete.
@@ -515,17 +490,17 @@ fn param_bytes<T: Copy>(v: &T) -> Box<ParamSlot> {
     slot
 }
 
-fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
+fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -> Result<(), RunError> {
     if job.format != JOB_FORMAT {
         return Err(RunError::internal(format!("job format {} (this binary reads {JOB_FORMAT})", job.format)));
     }
-    stage(res, "open GPU");
+    stage(res, on, "open GPU");
     let gpu = Gpu::open()?;
     res.gpu = Some(gpu.info.clone());
     let timeout = Duration::from_secs_f64(job.kernel_timeout_s.max(0.1));
 
     // ---- tensors, in ABI order
-    stage(res, "prepare tensors");
+    stage(res, on, "prepare tensors");
     let mut tensors: Vec<Tensor> = concrete_tensors(&job.launch, &job.shape)?
         .into_iter()
         .map(|(name, dtype, shape, access)| Tensor { name, dtype, shape, access, buf: None, host: None })
@@ -548,7 +523,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         let dist = job.dist.or(spec.map(|s| s.dist)).unwrap_or(Dist::Normal);
         let scale = spec.and_then(|s| s.scale).unwrap_or(1.0);
         let offset = spec.and_then(|s| s.offset).unwrap_or(0.0);
-        stage(res, &format!("generate `{}` ({dist})", t.name));
+        stage(res, on, &format!("generate `{}` ({dist})", t.name));
         let bytes = generate_shifted(t.dtype, t.elems() as usize, dist, scale, offset, seed, ti as u64);
         t.host = Some(convert::decode_all_f32(t.dtype, &bytes));
         let buf = gpu.alloc(bytes.len(), &t.name)?;
@@ -561,7 +536,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         res.tensors.push(t.facts("input", fill));
     }
     for (name, d) in &derived {
-        stage(res, &format!("derive `{name}`"));
+        stage(res, on, &format!("derive `{name}`"));
         let src = match d.source() {
             None => None,
             Some(of) => {
@@ -601,7 +576,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     gpu.sync_all("uploading inputs")?;
 
     // ---- tensor maps and parameters
-    stage(res, "encode tensor maps");
+    stage(res, on, "encode tensor maps");
     let map_specs = concrete_tensor_maps(&job.launch, &job.shape)?;
     let mut maps: Vec<TensorMapArg> = Vec::new();
     for spec in &map_specs {
@@ -646,7 +621,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     let mut ptrs: Vec<*mut c_void> = slots.iter_mut().map(|s| s.0.as_mut_ptr() as *mut c_void).collect();
 
     // ---- grid and kernel
-    stage(res, "load kernel");
+    stage(res, on, "load kernel");
     let l = &job.launch;
     let mut blocks =
         l.grid.blocks(&job.shape, gpu.info.sm_count).map_err(|e| RunError::new("shape", format!("grid: {e}")))?;
@@ -694,12 +669,12 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
     });
 
     // ---- correctness launch
-    stage(res, "launch (correctness)");
+    stage(res, on, "launch (correctness)");
     // SAFETY: ptrs point into `slots`, laid out in the launch spec's ABI order.
     unsafe { gpu.launch(&kernel, &dims, &mut ptrs)? };
     gpu.wait("launch (correctness)", timeout)?;
 
-    stage(res, "check");
+    stage(res, on, "check");
     let mut rng = Rng::stream(seed, 0xC0FFEE, 0);
     let find = |name: &str| tensors.iter().find(|t| t.name == name);
     let tol = wl.tolerance(wl.oracle.output_role().and_then(|r| find(&wl.role(r))).map(|t| t.dtype));
@@ -729,7 +704,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
             });
             let same = a.dtype == b.dtype && b.dtype == c.dtype;
             if job.cublas_check && same {
-                stage(res, "check against cuBLAS");
+                stage(res, on, "check against cuBLAS");
                 match Cublas::new(gpu.stream) {
                     Ok(cb) => {
                         let cref = gpu.alloc(c.bytes() as usize, "cuBLAS C")?;
@@ -866,7 +841,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
 
     // ---- timing
     if job.repeats > 0 {
-        stage(res, "timing");
+        stage(res, on, "timing");
         let flush = gpu.alloc(job.l2_flush_bytes as usize, "L2 flush buffer")?;
         let samples = time_samples(&gpu, &flush, job.warmup, job.repeats, timeout, "kernel", |g| {
             // SAFETY: as for the correctness launch.
@@ -874,7 +849,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
         })?;
         res.times = Times::from_samples(samples, job.warmup, job.l2_flush_bytes);
         if job.baseline == Baseline::Cublas {
-            stage(res, "timing cuBLAS");
+            stage(res, on, "timing cuBLAS");
             // The peer GEMM: the workload's own (matmul), or kmeans assign's distance GEMM
             // X·Cᵀ alone — B GEMMs of N×K×D in one strided-batched call, no argmin: a ceiling.
             let peer = match wl.oracle {
@@ -913,7 +888,7 @@ fn run_job(job: &Job, res: &mut JobResult) -> Result<(), RunError> {
             }
         }
     }
-    stage(res, "done");
+    stage(res, on, "done");
     Ok(())
 }
 

@@ -2,7 +2,8 @@
 //! times it, and writes run records (evidence). See `README.md` beside this file for the
 //! workload schema, the run-record format and the child-process protocol.
 //!
-//! - [`workload`]: the `*.workload.toml` spec (oracle, distributions, shapes, tolerance);
+//! - [`workload`]: the `*.workload.toml` spec (oracle, distributions, shapes, tolerance), its
+//!   small parsers' and shape checks' errors in [`workload_errors`];
 //! - [`rng`], [`convert`]: deterministic inputs and host-side number formats;
 //! - [`tma`]: tensor-map description and validation;
 //! - [`gpu`], [`cublas`]: the CUDA driver API and cuBLAS through cudarc (dynamically loaded);
@@ -11,7 +12,6 @@
 //! - [`job`]: one run in a child process; [`isolate`]: spawning it with a timeout;
 //! - [`record`]: content-addressed run records; [`harness`]: `cake run` / `cake bench`.
 
-pub mod cli;
 pub mod convert;
 pub mod cublas;
 pub mod error;
@@ -25,3 +25,4 @@ pub mod record;
 pub mod rng;
 pub mod tma;
 pub mod workload;
+pub mod workload_errors;

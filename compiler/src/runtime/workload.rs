@@ -15,6 +15,7 @@ use crate::ir::{DType, Module};
 use crate::syntax::ast::Access;
 
 /// A shape: a value for every `dim` of the program.
+pub use super::workload_errors::{DeriveError, DimExprError, ElementExprError, ShapeError};
 pub use crate::shape::Shape;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -297,25 +298,22 @@ pub enum Derive {
 impl Derive {
     pub const KNOWN: &'static str = "row_sqnorm(T), inv_row_sum(T), one_hot()";
 
-    pub fn parse(text: &str) -> Result<Derive, String> {
+    pub fn parse(text: &str) -> Result<Derive, DeriveError> {
         let t = text.trim();
-        let (f, rest) = t.split_once('(').ok_or_else(|| format!("`{t}`: expected `FUNCTION(TENSOR)` or `FUNCTION()`"))?;
-        let arg = rest.strip_suffix(')').ok_or_else(|| format!("`{t}`: missing `)`"))?.trim();
+        let text = || t.to_string();
+        let (f, rest) = t.split_once('(').ok_or_else(|| DeriveError::NoCall { text: text() })?;
+        let arg = rest.strip_suffix(')').ok_or_else(|| DeriveError::Unclosed { text: text() })?.trim();
         let f = f.trim();
         if f == "one_hot" {
-            return if arg.is_empty() {
-                Ok(Derive::OneHot)
-            } else {
-                Err(format!("`{t}`: one_hot() takes no argument (it draws from the seed)"))
-            };
+            return if arg.is_empty() { Ok(Derive::OneHot) } else { Err(DeriveError::OneHotArgument { text: text() }) };
         }
         if arg.is_empty() || !arg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!("`{t}`: the argument must be one tensor name"));
+            return Err(DeriveError::BadArgument { text: text() });
         }
         match f {
             "row_sqnorm" => Ok(Derive::RowSqnorm { of: arg.to_string() }),
             "inv_row_sum" => Ok(Derive::InvRowSum { of: arg.to_string() }),
-            other => Err(format!("`{t}`: unknown function `{other}` (known: {})", Derive::KNOWN)),
+            other => Err(DeriveError::UnknownFunction { text: text(), function: other.to_string(), known: Derive::KNOWN }),
         }
     }
 
@@ -852,7 +850,7 @@ impl WorkloadSpec {
     /// output has the input's shape; `transpose`: A[R, C] and B[C, R]; `softmax`, `rmsnorm`,
     /// `layernorm`: Y has X's shape [R, C] and W, B are [C]; `row_reduce`: Out is [R];
     /// `elementwise`: Y and Z have X's shape [R, C] and W is [C].
-    fn check_oracle_shapes(&self, m: &Module, shape: &Shape) -> Result<(), String> {
+    fn check_oracle_shapes(&self, m: &Module, shape: &Shape) -> Result<(), ShapeError> {
         if matches!(
             self.oracle,
             OracleName::MatmulAbt
@@ -873,9 +871,9 @@ impl WorkloadSpec {
             _ => return Ok(()),
         };
         let dims: Vec<i64> = m.dims.iter().map(|(_, d)| shape.get(&d.name).copied().unwrap_or(0)).collect();
-        let concrete = |name: &str| -> Result<Vec<i64>, String> {
-            let t = m.tensors.iter().map(|(_, t)| t).find(|t| t.name == name).ok_or(format!("no tensor `{name}`"))?;
-            t.shape.iter().map(|s| s.eval(&dims).ok_or(format!("the shape of `{name}` overflows"))).collect()
+        let concrete = |name: &str| -> Result<Vec<i64>, ShapeError> {
+            let t = m.tensors.iter().map(|(_, t)| t).find(|t| t.name == name).ok_or_else(|| ShapeError::NoTensor { tensor: name.to_string() })?;
+            t.shape.iter().map(|s| s.eval(&dims).ok_or_else(|| ShapeError::Overflow { tensor: name.to_string() })).collect()
         };
         // "input `A`" for the data movers, "`X` (role `x`)" for the others.
         let label = |role: &str, name: &str| {
@@ -897,12 +895,14 @@ impl WorkloadSpec {
                 _ => a.clone(),
             };
             if b != want {
-                return Err(format!(
-                    "oracle `{}`: {} is {a:?}, so {} must be {want:?}, but it is {b:?}",
-                    self.oracle.name(),
-                    label(from, &input),
-                    label(role, &name)
-                ));
+                return Err(ShapeError::Relation {
+                    oracle: self.oracle.name(),
+                    from: label(from, &input),
+                    from_shape: a,
+                    to: label(role, &name),
+                    want: format!("{want:?}"),
+                    got: b,
+                });
             }
         }
         Ok(())
@@ -911,26 +911,30 @@ impl WorkloadSpec {
     /// The shapes of the product oracles at one shape: `matmul_abt`: A [M, K], B [N, K], C [M, N]
     /// (or all three with one leading batch dim); `grouped_matmul_abt`: A [G·MG, K], B [G, N, K],
     /// C [G·MG, N]; `attention`: Q [BH, SQ, HD], K [BH, SK, HD], VT [BH, HD, SK], O [BH, SQ, HD].
-    fn check_product_shapes(&self, m: &Module, shape: &Shape) -> Result<(), String> {
+    fn check_product_shapes(&self, m: &Module, shape: &Shape) -> Result<(), ShapeError> {
         let o = self.oracle.name();
         let dims: Vec<i64> = m.dims.iter().map(|(_, d)| shape.get(&d.name).copied().unwrap_or(0)).collect();
-        let concrete = |role: &str| -> Result<(String, Vec<i64>), String> {
+        let concrete = |role: &str| -> Result<(String, Vec<i64>), ShapeError> {
             let name = self.role(role);
-            let t = m.tensors.iter().map(|(_, t)| t).find(|t| t.name == name).ok_or(format!("no tensor `{name}`"))?;
-            let s = t.shape.iter().map(|s| s.eval(&dims).ok_or(format!("the shape of `{name}` overflows"))).collect::<Result<_, _>>()?;
+            let t = m.tensors.iter().map(|(_, t)| t).find(|t| t.name == name).ok_or_else(|| ShapeError::NoTensor { tensor: name.clone() })?;
+            let s = t.shape.iter().map(|s| s.eval(&dims).ok_or_else(|| ShapeError::Overflow { tensor: name.clone() })).collect::<Result<_, _>>()?;
             Ok((name, s))
         };
         // `want` with `None` for a free extent (shown as `_`).
-        let expect = |from: &str, role: &str, want: &[Option<i64>]| -> Result<Vec<i64>, String> {
+        let expect = |from: &str, role: &str, want: &[Option<i64>]| -> Result<Vec<i64>, ShapeError> {
             let (fname, fshape) = concrete(from)?;
             let (name, got) = concrete(role)?;
             let fits = got.len() == want.len() && got.iter().zip(want).all(|(g, w)| w.is_none_or(|w| *g == w));
             if !fits {
                 let shown: Vec<String> = want.iter().map(|w| w.map_or_else(|| "_".to_string(), |v| v.to_string())).collect();
-                return Err(format!(
-                    "oracle `{o}`: `{fname}` (role `{from}`) is {fshape:?}, so `{name}` (role `{role}`) must be [{}], but it is {got:?}",
-                    shown.join(", ")
-                ));
+                return Err(ShapeError::Relation {
+                    oracle: o,
+                    from: format!("`{fname}` (role `{from}`)"),
+                    from_shape: fshape,
+                    to: format!("`{name}` (role `{role}`)"),
+                    want: format!("[{}]", shown.join(", ")),
+                    got,
+                });
             }
             Ok(got)
         };
@@ -938,7 +942,7 @@ impl WorkloadSpec {
             OracleName::MatmulAbt => {
                 let (_, a) = concrete("a")?;
                 let (lead, mk) = a.split_at(a.len().saturating_sub(2));
-                let [mm, k] = mk[..] else { return Err(format!("oracle `{o}`: A is {a:?}")) };
+                let [mm, k] = mk[..] else { return Err(ShapeError::Rank { oracle: o, what: "A", shape: a }) };
                 let with = |x: &[Option<i64>]| lead.iter().map(|&v| Some(v)).chain(x.iter().copied()).collect::<Vec<_>>();
                 let b = expect("a", "b", &with(&[None, Some(k)]))?;
                 let n = b[b.len() - 2];
@@ -951,12 +955,13 @@ impl WorkloadSpec {
                 expect("a", "b", &[None, None, Some(k)])?;
                 let (g, n) = (b[0], b[1]);
                 if g <= 0 || rows % g != 0 {
-                    return Err(format!(
-                        "oracle `{o}`: `{bname}` (role `b`) holds G = {g} groups, so the {rows} rows of `{}` (role `a`) must split into {g} equal groups",
+                    let why = format!(
+                        "`{bname}` (role `b`) holds G = {g} groups, so the {rows} rows of `{}` (role `a`) must split into {g} equal groups",
                         self.role("a")
-                    ));
+                    );
+                    return Err(ShapeError::Split { oracle: o, why });
                 }
-                expect("b", "c", &[Some(rows), Some(n)]).map_err(|e| format!("{e} (C has A's rows and B's N)"))?;
+                expect("b", "c", &[Some(rows), Some(n)]).map_err(|e| ShapeError::Because { inner: Box::new(e), why: "C has A's rows and B's N" })?;
             }
             OracleName::Attention => {
                 let (_, q) = concrete("q")?;
@@ -975,11 +980,12 @@ impl WorkloadSpec {
                 let dist = expect("q", "dist", &[Some(b), Some(nq), None])?;
                 let tiles = dist[2];
                 if tiles <= 0 || k % tiles != 0 {
-                    return Err(format!(
-                        "oracle `{o}`: `{}` (role `dist`) holds {tiles} tiles per query, which must split the K = {k} vectors of `{}` (role `c`) into equal tiles",
+                    let why = format!(
+                        "`{}` (role `dist`) holds {tiles} tiles per query, which must split the K = {k} vectors of `{}` (role `c`) into equal tiles",
                         self.role("dist"),
                         self.role("c")
-                    ));
+                    );
+                    return Err(ShapeError::Split { oracle: o, why });
                 }
                 expect("dist", "idx", &[Some(b), Some(nq), Some(tiles)])?;
             }
@@ -989,7 +995,7 @@ impl WorkloadSpec {
                 let oh = expect("xt", "oh", &[Some(b), None, Some(n)])?;
                 let k = oh[1];
                 expect("oh", "icnt", &[Some(b), Some(k)])?;
-                expect("oh", "ct", &[Some(b), Some(d), Some(k)]).map_err(|e| format!("{e} (CT has XT's D and OH's K)"))?;
+                expect("oh", "ct", &[Some(b), Some(d), Some(k)]).map_err(|e| ShapeError::Because { inner: Box::new(e), why: "CT has XT's D and OH's K" })?;
             }
             _ => {}
         }
@@ -1016,9 +1022,9 @@ impl WorkloadSpec {
 
     /// The `elementwise` oracle's expression, parsed: an error when the spec has no `expr` or it
     /// does not parse.
-    pub fn element_expr(&self) -> Result<ElementExpr, String> {
-        let text = self.expr.as_deref().ok_or("the workload has no `expr`")?;
-        ElementExpr::parse(text).map_err(|e| e.to_string())
+    pub fn element_expr(&self) -> Result<ElementExpr, ElementExprError> {
+        let text = self.expr.as_deref().ok_or(ElementExprError::Missing)?;
+        Ok(ElementExpr::parse(text)?)
     }
 
     pub fn flops_at(&self, shape: &Shape) -> Option<f64> {
@@ -1046,28 +1052,26 @@ impl Baseline {
 
 /// A shape must bind every dim of the program (and nothing else) to a positive value that
 /// respects its `multiple_of`.
-pub fn check_shape(m: &Module, shape: &Shape) -> Result<(), String> {
+pub fn check_shape(m: &Module, shape: &Shape) -> Result<(), ShapeError> {
     for (_, d) in m.dims.iter() {
-        let v = *shape.get(&d.name).ok_or_else(|| format!("no value for dim `{}`", d.name))?;
-        if v <= 0 {
-            return Err(format!("dim `{}` = {v} must be positive", d.name));
+        let dim = || d.name.clone();
+        let value = *shape.get(&d.name).ok_or_else(|| ShapeError::MissingDim { dim: dim() })?;
+        if value <= 0 {
+            return Err(ShapeError::NotPositive { dim: dim(), value });
         }
-        if v > i64::from(i32::MAX) {
-            return Err(format!("dim `{}` = {v} does not fit the kernel's i32 dim parameter", d.name));
+        if value > i64::from(i32::MAX) {
+            return Err(ShapeError::TooLarge { dim: dim(), value });
         }
-        if let Some(k) = d.multiple_of {
-            if k > 0 && v % k != 0 {
-                return Err(format!(
-                    "dim `{}` = {v} is not a multiple of {k} (`dim {} multiple_of {k}`)",
-                    d.name, d.name
-                ));
+        if let Some(multiple) = d.multiple_of {
+            if multiple > 0 && value % multiple != 0 {
+                return Err(ShapeError::NotMultiple { dim: dim(), value, multiple });
             }
         }
     }
     for k in shape.keys() {
         if !m.dims.iter().any(|(_, d)| d.name == *k) {
-            let names: Vec<&str> = m.dims.iter().map(|(_, d)| d.name.as_str()).collect();
-            return Err(format!("the program has no dim `{k}` (dims: {})", names.join(", ")));
+            let known = m.dims.iter().map(|(_, d)| d.name.clone()).collect();
+            return Err(ShapeError::UnknownDim { dim: k.clone(), known });
         }
     }
     Ok(())
@@ -1081,7 +1085,7 @@ pub fn shape_label(shape: &Shape) -> String {
 }
 
 /// Evaluate an arithmetic expression over dims: integers, names, `+ - * /`, parentheses.
-pub fn eval_expr(text: &str, vars: &Shape) -> Result<f64, String> {
+pub fn eval_expr(text: &str, vars: &Shape) -> Result<f64, DimExprError> {
     #[derive(Debug, Clone, PartialEq)]
     enum Tok {
         Num(f64),
@@ -1101,7 +1105,7 @@ pub fn eval_expr(text: &str, vars: &Shape) -> Result<f64, String> {
                 i += 1;
             }
             let s: String = cs[start..i].iter().filter(|c| **c != '_').collect();
-            toks.push(Tok::Num(s.parse().map_err(|_| format!("bad number `{s}`"))?));
+            toks.push(Tok::Num(s.parse().map_err(|_| DimExprError::BadNumber { text: s.clone() })?));
         } else if c.is_ascii_alphabetic() || c == '_' {
             let start = i;
             while i < cs.len() && (cs[i].is_ascii_alphanumeric() || cs[i] == '_') {
@@ -1112,7 +1116,7 @@ pub fn eval_expr(text: &str, vars: &Shape) -> Result<f64, String> {
             toks.push(Tok::Op(c));
             i += 1;
         } else {
-            return Err(format!("unexpected `{c}` in `{text}`"));
+            return Err(DimExprError::UnexpectedChar { found: c, text: text.to_string() });
         }
     }
     struct P<'a> {
@@ -1124,7 +1128,7 @@ pub fn eval_expr(text: &str, vars: &Shape) -> Result<f64, String> {
         fn peek(&self) -> Option<&Tok> {
             self.t.get(self.i)
         }
-        fn sum(&mut self) -> Result<f64, String> {
+        fn sum(&mut self) -> Result<f64, DimExprError> {
             let mut v = self.prod()?;
             while let Some(Tok::Op(c @ ('+' | '-'))) = self.peek().cloned() {
                 self.i += 1;
@@ -1133,7 +1137,7 @@ pub fn eval_expr(text: &str, vars: &Shape) -> Result<f64, String> {
             }
             Ok(v)
         }
-        fn prod(&mut self) -> Result<f64, String> {
+        fn prod(&mut self) -> Result<f64, DimExprError> {
             let mut v = self.atom()?;
             while let Some(Tok::Op(c @ ('*' | '/'))) = self.peek().cloned() {
                 self.i += 1;
@@ -1142,12 +1146,12 @@ pub fn eval_expr(text: &str, vars: &Shape) -> Result<f64, String> {
             }
             Ok(v)
         }
-        fn atom(&mut self) -> Result<f64, String> {
+        fn atom(&mut self) -> Result<f64, DimExprError> {
             let t = self.peek().cloned();
             self.i += 1;
             match t {
                 Some(Tok::Num(n)) => Ok(n),
-                Some(Tok::Name(n)) => self.vars.get(&n).map(|v| *v as f64).ok_or_else(|| format!("unknown dim `{n}`")),
+                Some(Tok::Name(n)) => self.vars.get(&n).map(|v| *v as f64).ok_or(DimExprError::UnknownDim { dim: n }),
                 Some(Tok::Op('(')) => {
                     let v = self.sum()?;
                     match self.peek() {
@@ -1155,18 +1159,18 @@ pub fn eval_expr(text: &str, vars: &Shape) -> Result<f64, String> {
                             self.i += 1;
                             Ok(v)
                         }
-                        _ => Err("missing `)`".into()),
+                        _ => Err(DimExprError::Unclosed),
                     }
                 }
                 Some(Tok::Op('-')) => Ok(-self.atom()?),
-                other => Err(format!("unexpected {other:?}")),
+                other => Err(DimExprError::UnexpectedToken { found: format!("{other:?}") }),
             }
         }
     }
     let mut p = P { t: toks, i: 0, vars };
     let v = p.sum()?;
     if p.i != p.t.len() {
-        return Err(format!("trailing input in `{text}`"));
+        return Err(DimExprError::Trailing { text: text.to_string() });
     }
     Ok(v)
 }
@@ -1854,11 +1858,11 @@ mod kmeans_update_oracle_tests {
         assert_eq!(Derive::parse("inv_row_sum(OH)").unwrap(), Derive::InvRowSum { of: "OH".into() });
         assert_eq!(Derive::parse("inv_row_sum(OH)").unwrap().to_string(), "inv_row_sum(OH)");
         assert_eq!(Derive::OneHot.source(), None);
-        let m = Derive::parse("one_hot(X)").unwrap_err();
+        let m = Derive::parse("one_hot(X)").unwrap_err().to_string();
         assert!(m.contains("one_hot() takes no argument"), "{m}");
-        let m = Derive::parse("inv_row_sum()").unwrap_err();
+        let m = Derive::parse("inv_row_sum()").unwrap_err().to_string();
         assert!(m.contains("the argument must be one tensor name"), "{m}");
-        let m = Derive::parse("count(OH)").unwrap_err();
+        let m = Derive::parse("count(OH)").unwrap_err().to_string();
         assert!(m.contains("unknown function `count` (known: row_sqnorm(T), inv_row_sum(T), one_hot())"), "{m}");
         // one_hot() needs rank ≥ 2; inv_row_sum drops the innermost axis and needs a float.
         let m = spec("", "OH = \"one_hot()\"\nICNT = \"inv_row_sum(OH)\"\nIC1 = \"one_hot()\"").unwrap_err().0;

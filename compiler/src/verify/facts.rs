@@ -24,7 +24,7 @@ use crate::ir::*;
 use super::coverage::Coverage;
 use super::indexing::TensorIndexing;
 use crate::layout::{gcd, known_multiple, size_multiple, smem_window, tma_smem_align, KernelLayout, RegionSlot, TxDerivation, ALIGN_MAX, TX_COUNT_MAX};
-use crate::pred::{Facts, Value};
+use crate::pred::{EvalError, Facts, Value};
 use crate::span::Span;
 use crate::syntax::ast::{BinOp, UnOp};
 use crate::target::{TargetInfo, TargetTable};
@@ -315,12 +315,12 @@ impl Scope<'_> {
 }
 
 impl Facts for Scope<'_> {
-    fn fact(&self, name: &str, args: &[Value]) -> Result<Value, String> {
+    fn fact(&self, name: &str, args: &[Value]) -> Result<Value, EvalError> {
         match args {
             [] => match self.lookup(name) {
                 Some(v) => Ok(v),
                 None if self.lenient() => Ok(Value::Unknown),
-                None => Err(format!("{} has no fact `{name}`", self.own.kind.as_str())),
+                None => Err(EvalError::UnknownFact { scope: Some(self.own.kind.as_str().to_string()), name: name.to_string() }),
             },
             [Value::Sym(f)] if name == "has" => Ok(Value::Bool(self.facts.features.contains(f))),
             [Value::Unknown] => Ok(Value::Unknown),
@@ -330,10 +330,10 @@ impl Facts for Scope<'_> {
                 match own.or(kernel) {
                     Some(v) => Ok(v),
                     None if self.lenient() => Ok(Value::Unknown),
-                    None => Err(format!("{} has no indexed fact `{name}(i)`", self.own.kind.as_str())),
+                    None => Err(EvalError::UnknownIndexedFact { scope: self.own.kind.as_str().to_string(), name: name.to_string() }),
                 }
             }
-            _ => Err(format!("`{name}` takes no arguments or one integer index")),
+            _ => Err(EvalError::Arguments { fact: name.to_string(), expects: "no arguments or one integer index" }),
         }
     }
 

@@ -16,6 +16,7 @@ pub mod fills;
 pub mod indexing;
 pub mod int_range;
 pub mod protocol;
+pub mod rule_text_error;
 pub mod rules;
 pub mod visibility;
 

@@ -50,6 +50,7 @@ use crate::span::Span;
 use crate::target::TargetTable;
 
 use super::facts::{self, ConstructKind, FactSet, ModuleFacts};
+use super::rule_text_error::{RuleTextError, WordError};
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded_rules.rs"));
@@ -309,7 +310,7 @@ impl RuleSet {
     pub fn load_dir(path: impl AsRef<Path>) -> Result<RuleSet, RuleError> {
         let root = path.as_ref();
         let mut files = Vec::new();
-        collect_toml(root, &mut files).map_err(|e| RuleError { file: root.display().to_string(), code: None, message: e })?;
+        collect_toml(root, &mut files).map_err(|e| RuleError { file: root.display().to_string(), code: None, message: e.to_string() })?;
         files.sort();
         let mut texts = Vec::new();
         for p in &files {
@@ -387,10 +388,11 @@ impl RuleSet {
     }
 }
 
-fn collect_toml(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read the directory: {e}"))?;
+fn collect_toml(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), RuleTextError> {
+    let unreadable = |e: std::io::Error| RuleTextError::ReadDir { message: e.to_string() };
+    let entries = std::fs::read_dir(dir).map_err(unreadable)?;
     for e in entries {
-        let p = e.map_err(|e| format!("cannot read the directory: {e}"))?.path();
+        let p = e.map_err(unreadable)?.path();
         if p.is_dir() {
             collect_toml(&p, out)?;
         } else if p.extension().is_some_and(|x| x == "toml") {
@@ -472,7 +474,7 @@ fn coverage(rule: &Rule, c: &FactSet, facts: &ModuleFacts, expr: &PExpr, what: &
     d
 }
 
-fn eval_error(rule: &Rule, c: &FactSet, err: &str) -> Diagnostic {
+fn eval_error(rule: &Rule, c: &FactSet, err: &pred::EvalError) -> Diagnostic {
     Diagnostic::error(
         EVAL_ERROR_CODE,
         format!("verifier rule {} ({}) cannot be evaluated on `{}`: {err}", rule.code, rule.name, c.name),
@@ -658,13 +660,13 @@ fn parse_rule(file: &str, text: &str, catalog: &Catalog) -> Result<Rule, RuleErr
     }
 
     let applies_text = raw.applies_to.as_deref().ok_or_else(|| err("missing `applies_to`".into()))?;
-    let applies = parse_applies(applies_text, catalog).map_err(err)?;
+    let applies = parse_applies(applies_text, catalog).map_err(|e| err(e.to_string()))?;
     let vocab = Vocab::new(&applies, catalog);
     let require_text = raw.require.as_deref().ok_or_else(|| err("missing `require` (or say `kind = \"analysis\"`)".into()))?;
-    let require = vocab.predicate("require", require_text).map_err(&err)?;
+    let require = vocab.predicate("require", require_text).map_err(|e| err(e.to_string()))?;
     let when = match raw.when.as_deref() {
         None => None,
-        Some(t) => Some(vocab.predicate("when", t).map_err(&err)?),
+        Some(t) => Some(vocab.predicate("when", t).map_err(|e| err(e.to_string()))?),
     };
     let message = raw.message.ok_or_else(|| err("missing `message`".into()))?;
     let label = raw.label.unwrap_or_else(|| "here".to_string());
@@ -673,16 +675,16 @@ fn parse_rule(file: &str, text: &str, catalog: &Catalog) -> Result<Rule, RuleErr
         .chain(raw.notes.iter().map(|n| ("notes", Some(n))))
     {
         if let Some(t) = t {
-            vocab.placeholders(field, t).map_err(&err)?;
+            vocab.placeholders(field, t).map_err(|e| err(e.to_string()))?;
         }
     }
     for s in &secondary {
-        vocab.placeholders("secondary label", &s.label).map_err(&err)?;
+        vocab.placeholders("secondary label", &s.label).map_err(|e| err(e.to_string()))?;
     }
     let primary = raw.primary.unwrap_or_else(|| "decl".to_string());
-    vocab.span_key("primary", &primary).map_err(&err)?;
+    vocab.span_key("primary", &primary).map_err(|e| err(e.to_string()))?;
     for s in &secondary {
-        vocab.span_key("secondary", &s.span).map_err(&err)?;
+        vocab.span_key("secondary", &s.span).map_err(|e| err(e.to_string()))?;
     }
     Ok(Rule {
         code,
@@ -715,26 +717,22 @@ fn default_label(key: &str) -> String {
     }
 }
 
-fn parse_applies(text: &str, catalog: &Catalog) -> Result<AppliesTo, String> {
+fn parse_applies(text: &str, catalog: &Catalog) -> Result<AppliesTo, RuleTextError> {
     let (kind, op) = match text.split_once(':') {
         Some((k, op)) => (k, Some(op)),
         None => (text, None),
     };
-    let kind = ConstructKind::parse(kind).ok_or_else(|| {
-        format!(
-            "unknown `applies_to = \"{text}\"`; use one of: kernel, grid, smem, view, tensor, role, pipeline, barrier, call:<op>, call:*, arg:<op>, arg:*"
-        )
-    })?;
+    let kind = ConstructKind::parse(kind).ok_or_else(|| RuleTextError::UnknownKind { text: text.to_string() })?;
     let op = match (kind, op) {
         (ConstructKind::Call | ConstructKind::Arg, None | Some("*")) => None,
         (ConstructKind::Call | ConstructKind::Arg, Some(op)) => {
             if catalog.get(op).is_none() {
-                return Err(format!("`applies_to = \"{text}\"` names `{op}`, which is not in the op catalog"));
+                return Err(RuleTextError::UnknownOp { text: text.to_string(), op: op.to_string() });
             }
             Some(op.to_string())
         }
         (_, None) => None,
-        (_, Some(_)) => return Err(format!("`applies_to = \"{text}\"`: only call and arg take `:<op>`")),
+        (_, Some(_)) => return Err(RuleTextError::OpOnKind { text: text.to_string() }),
     };
     Ok(AppliesTo { kind, op })
 }
@@ -772,19 +770,19 @@ impl<'c> Vocab<'c> {
         Vocab { applies: applies.clone(), catalog, facts, literals }
     }
 
-    fn predicate(&self, field: &str, text: &str) -> Result<Predicate, String> {
-        let expr = pred::parse(text).map_err(|e| format!("`{field}` does not parse: {e}\n  {field} = \"{text}\""))?;
-        self.check_expr(&expr, false).map_err(|m| format!("`{field}`: {m}"))?;
+    fn predicate(&self, field: &str, text: &str) -> Result<Predicate, RuleTextError> {
+        let expr = pred::parse(text).map_err(|error| RuleTextError::Parse { field: field.into(), text: text.into(), error })?;
+        self.check_expr(&expr, false).map_err(|word| RuleTextError::Word { field: field.into(), word })?;
         Ok(Predicate { text: text.to_string(), expr })
     }
 
     /// `facts_only`: bare words must be facts (message placeholders).
-    fn check_expr(&self, e: &PExpr, facts_only: bool) -> Result<(), String> {
+    fn check_expr(&self, e: &PExpr, facts_only: bool) -> Result<(), WordError> {
         match e {
             PExpr::Int(_) => Ok(()),
             PExpr::Sym(s) => match self.facts.get(s) {
                 Some(false) => Ok(()),
-                Some(true) => Err(format!("`{s}` is an indexed fact: write `{s}(i)`")),
+                Some(true) => Err(WordError::NeedsIndex(s.clone())),
                 None if s == "name" && facts_only => Ok(()),
                 None if !facts_only && self.literals.contains(s) => Ok(()),
                 None => Err(self.unknown_word(s)),
@@ -792,16 +790,16 @@ impl<'c> Vocab<'c> {
             PExpr::Fact { name, args } => {
                 match self.facts.get(name) {
                     Some(true) => {}
-                    Some(false) => return Err(format!("`{name}` takes no index: write `{name}`")),
+                    Some(false) => return Err(WordError::TakesNoIndex(name.clone())),
                     None => return Err(self.unknown_word(name)),
                 }
                 if args.len() != 1 {
-                    return Err(format!("`{name}(...)` takes exactly one argument"));
+                    return Err(WordError::OneArgument(name.clone()));
                 }
                 if name == "has" || name.ends_with("_has") {
                     return match &args[0] {
                         PExpr::Sym(f) if TargetTable::builtin().is_feature(f) => Ok(()),
-                        a => Err(format!("`has({a})` needs a feature name of targets.toml")),
+                        a => Err(WordError::NotAFeature(a.to_string())),
                     };
                 }
                 self.check_expr(&args[0], false)
@@ -818,16 +816,12 @@ impl<'c> Vocab<'c> {
         }
     }
 
-    fn unknown_word(&self, s: &str) -> String {
-        let near = crate::diag::closest(s, self.facts.keys().map(String::as_str));
-        let mut m = format!("`{s}` is neither a fact of `{}` nor a known literal", self.applies);
-        if let Some(n) = near {
-            m.push_str(&format!(" (did you mean `{n}`?)"));
-        }
-        m
+    fn unknown_word(&self, s: &str) -> WordError {
+        let near = crate::diag::closest(s, self.facts.keys().map(String::as_str)).map(str::to_string);
+        WordError::Unknown { word: s.to_string(), applies: self.applies.to_string(), near }
     }
 
-    fn placeholders(&self, field: &str, text: &str) -> Result<(), String> {
+    fn placeholders(&self, field: &str, text: &str) -> Result<(), RuleTextError> {
         let mut rest = text;
         while let Some(i) = rest.find('{') {
             if rest[i + 1..].starts_with('{') {
@@ -835,17 +829,19 @@ impl<'c> Vocab<'c> {
                 continue;
             }
             let Some(j) = rest[i..].find('}') else {
-                return Err(format!("`{field}` has an unclosed `{{` (write `{{{{` for a brace)"));
+                return Err(RuleTextError::UnclosedPlaceholder { field: field.into() });
             };
             let inner = &rest[i + 1..i + j];
-            let e = pred::parse(inner).map_err(|e| format!("`{field}`: placeholder `{{{inner}}}` does not parse: {e}"))?;
-            self.check_expr(&e, true).map_err(|m| format!("`{field}`: placeholder `{{{inner}}}`: {m}"))?;
+            let e = pred::parse(inner)
+                .map_err(|error| RuleTextError::PlaceholderParse { field: field.into(), inner: inner.into(), error })?;
+            self.check_expr(&e, true)
+                .map_err(|word| RuleTextError::PlaceholderWord { field: field.into(), inner: inner.into(), word })?;
             rest = &rest[i + j + 1..];
         }
         Ok(())
     }
 
-    fn span_key(&self, field: &str, key: &str) -> Result<(), String> {
+    fn span_key(&self, field: &str, key: &str) -> Result<(), RuleTextError> {
         let kind = self.applies.kind;
         if kind.span_keys().contains(&key) {
             return Ok(());
@@ -864,7 +860,7 @@ impl<'c> Vocab<'c> {
                 if ok {
                     return Ok(());
                 }
-                return Err(format!("`{field} = \"{key}\"`: no parameter `{p}` on `{}`", self.applies));
+                return Err(RuleTextError::SpanParam { field: field.into(), key: key.into(), param: p.into(), applies: self.applies.to_string() });
             }
         }
         let mut keys: Vec<String> = kind.span_keys().iter().map(|s| s.to_string()).collect();
@@ -875,7 +871,7 @@ impl<'c> Vocab<'c> {
             keys.push("arg:<param>".into());
             keys.push("root:<param>".into());
         }
-        Err(format!("`{field} = \"{key}\"` is not a span of `{}`; its spans: {}", self.applies, keys.join(", ")))
+        Err(RuleTextError::SpanKey { field: field.into(), key: key.into(), applies: self.applies.to_string(), spans: keys })
     }
 }
 

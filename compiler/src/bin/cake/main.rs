@@ -1,5 +1,7 @@
 //! The `cake` command line: `cake check`, `cake fmt`, `cake explain` here; the other
-//! subcommands (`cost`, `lower`, `build`, `run`, `bench`, `corpus`, `mcp`) in their modules.
+//! subcommands (`cost`, `lower`, `build`, `run`, `bench`, `corpus`, `mcp`, the hidden child) in
+//! the modules beside this file. This binary is the only place that prints or picks an exit
+//! status: the `cake` library returns reports and typed errors.
 //!
 //! Exit status: 0 clean; 1 findings (an error-severity diagnostic, or `fmt --check` found a file
 //! to reformat); 2 usage or I/O error (bad arguments, a file missing, unreadable, not UTF-8, not
@@ -15,6 +17,12 @@ use cake::diag::{Diagnostic, Severity};
 use cake::render;
 use cake::span::{line_col, Span};
 use clap::{Parser, Subcommand, ValueEnum};
+
+mod child;
+mod corpus;
+mod cost;
+mod mcp;
+mod run;
 
 #[derive(Parser)]
 #[command(
@@ -71,21 +79,21 @@ enum Command {
     },
     /// The kernel corpus: `gate` (run tiers, classify against a baseline), `merge` (join shard
     /// results), `list`, `show`.
-    Corpus(cake::corpus::cli::CorpusArgs),
+    Corpus(corpus::CorpusArgs),
     /// Predict a program's time at a shape and name its bottleneck (`cake cost FILE --shape
     /// M=8192,N=8192,K=8192`); the target must be calibrated (`calibration/<target>.toml`).
-    Cost(cake::cost::cli::CostArgs),
+    Cost(cost::CostArgs),
     /// Run a program on the GPU over shapes × input distributions, check every output against
     /// its workload's oracle, time it, and write a run record per run (`.cake/evidence/runs/`).
     /// Exit: 0 all passed, 1 a run failed or the program has errors, 2 usage, 3 no GPU (skipped).
-    Run(cake::runtime::cli::RunArgs),
+    Run(run::RunArgs),
     /// Time a program at its workload's headline shape against a baseline (cuBLAS for GEMM)
     /// measured in the same run; checks the output too and writes run records.
-    Bench(cake::runtime::cli::BenchArgs),
+    Bench(run::BenchArgs),
     /// Print the CUDA C++ (with inline PTX) a program lowers to.
-    Lower(cake::runtime::cli::LowerArgs),
+    Lower(run::LowerArgs),
     /// Lower and compile with NVRTC: write kernel.cu, kernel.cubin, launch.json and ptxas.json.
-    Build(cake::runtime::cli::BuildArgs),
+    Build(run::BuildArgs),
     /// Serve the compiler to agents over the Model Context Protocol (stdio, JSON-RPC).
     ///
     /// `cake mcp` reads newline-delimited JSON-RPC messages on standard input and answers on
@@ -104,7 +112,7 @@ enum Command {
     Mcp,
     /// (internal) Execute one run job in this process; `cake run` / `cake bench` spawn it.
     #[command(name = "__run-child", hide = true)]
-    RunChild(cake::runtime::cli::RunChildArgs),
+    RunChild(child::RunChildArgs),
     /// (internal) Print this machine's GPU as JSON.
     #[command(name = "__probe-gpu", hide = true)]
     ProbeGpu,
@@ -152,16 +160,16 @@ fn main() -> ExitCode {
                 explain(cli.message_format, code.as_deref(), list)
             }
         }
-        Command::Lower(args) => return ExitCode::from(cake::runtime::cli::lower(args, color)),
-        Command::Build(args) => return ExitCode::from(cake::runtime::cli::build(args, color)),
-        Command::Run(args) => return ExitCode::from(cake::runtime::cli::run(args, color)),
-        Command::Bench(args) => return ExitCode::from(cake::runtime::cli::bench(args, color)),
-        Command::RunChild(args) => return ExitCode::from(cake::runtime::cli::run_child(args)),
-        Command::ProbeGpu => return ExitCode::from(cake::runtime::cli::probe_gpu()),
-        Command::Mcp => return ExitCode::from(cake::mcp::main()),
-        Command::Corpus(args) => return ExitCode::from(cake::corpus::cli::main(args)),
+        Command::Lower(args) => return ExitCode::from(run::lower(args, color)),
+        Command::Build(args) => return ExitCode::from(run::build(args, color)),
+        Command::Run(args) => return ExitCode::from(run::run(args, color)),
+        Command::Bench(args) => return ExitCode::from(run::bench(args, color)),
+        Command::RunChild(args) => return ExitCode::from(child::run_child(args)),
+        Command::ProbeGpu => return ExitCode::from(child::probe_gpu()),
+        Command::Mcp => return ExitCode::from(mcp::main()),
+        Command::Corpus(args) => return ExitCode::from(corpus::main(args)),
         Command::Cost(args) => {
-            return ExitCode::from(cake::cost::cli::main(args, cli.message_format == MessageFormat::Json, color))
+            return ExitCode::from(cost::main(args, cli.message_format == MessageFormat::Json, color))
         }
     };
     ExitCode::from(status as u8)

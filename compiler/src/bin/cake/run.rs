@@ -1,4 +1,5 @@
-//! The `cake run`, `cake bench` and hidden `cake __run-child` / `cake __probe-gpu` commands.
+//! The `cake run`, `cake bench`, `cake lower` and `cake build` commands: flags to library calls
+//! (`cake::runtime::harness`, `cake::lower`, `cake::nvrtc`), their reports printed here.
 //!
 //! Exit status of `run` / `bench`: 0 every run passed; 1 a run failed (mismatch, error, timeout),
 //! the program has errors, or the verifier rejected it; 2 usage or I/O error (bad arguments,
@@ -9,10 +10,10 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use super::harness::{self, HarnessError, Mode, Options, Outcome, Prelude};
-use super::rng::Dist;
-use super::workload::{self, Baseline};
-use crate::rule_source::ActiveRules;
+use cake::runtime::harness::{self, HarnessError, Mode, Options, Outcome, Prelude};
+use cake::runtime::rng::Dist;
+use cake::runtime::workload::{self, Baseline};
+use cake::rule_source::ActiveRules;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum DistArg {
@@ -106,13 +107,6 @@ pub struct BenchArgs {
     pub baseline: Option<BaselineArg>,
 }
 
-#[derive(Args, Debug, Clone)]
-pub struct RunChildArgs {
-    /// The job file written by the parent.
-    #[arg(long, value_name = "FILE")]
-    pub job: PathBuf,
-}
-
 pub fn run(args: RunArgs, color: bool) -> u8 {
     drive(Mode::Run, args.common, None, color)
 }
@@ -125,13 +119,6 @@ pub fn bench(args: BenchArgs, color: bool) -> u8 {
     drive(Mode::Bench, args.common, b, color)
 }
 
-pub fn run_child(args: RunChildArgs) -> u8 {
-    super::job::child_main(&args.job).clamp(0, 255) as u8
-}
-
-pub fn probe_gpu() -> u8 {
-    super::isolate::probe_main() as u8
-}
 
 fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> u8 {
     let mut shapes = Vec::new();
@@ -175,7 +162,7 @@ fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> 
     let mut header_done = false;
     let mut on_prelude = |p: &Prelude| {
         if !p.diagnostics.is_empty() {
-            eprint!("{}", crate::render::render_human(&name, &p.source, &p.diagnostics, color));
+            eprint!("{}", cake::render::render_human(&name, &p.source, &p.diagnostics, color));
         }
         match (&p.gpu, &p.gpu_problem) {
             (Some(g), _) => eprintln!(
@@ -208,14 +195,14 @@ fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> 
     };
     match harness::run(&opts, &mut on_prelude, &mut on_run) {
         Ok(outcomes) => {
-            let evidence = super::record::runs_dir(&opts.evidence);
-            let tally = super::record::tally(&outcomes.iter().map(|o| o.record.clone()).collect::<Vec<_>>());
+            let evidence = cake::runtime::record::runs_dir(&opts.evidence);
+            let tally = cake::runtime::record::tally(&outcomes.iter().map(|o| o.record.clone()).collect::<Vec<_>>());
             let parts: Vec<String> = tally.iter().map(|(k, v)| format!("{v} {k}")).collect();
             eprintln!("{} run(s): {}; records in {}", outcomes.len(), parts.join(", "), evidence.display());
             harness::exit_status(&outcomes)
         }
         Err(HarnessError::Findings { text: source, diagnostics }) => {
-            eprint!("{}", crate::render::render_human(&name, &source, &diagnostics, color));
+            eprint!("{}", cake::render::render_human(&name, &source, &diagnostics, color));
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
             eprintln!(
                 "error: {name} has {errors} error finding(s); nothing ran (use --unsafe-skip-verify to run a program the verifier rejects)"
@@ -223,7 +210,7 @@ fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> 
             1
         }
         Err(HarnessError::Build { error, text: source, record }) => {
-            eprint!("{}", crate::render::render_human(&name, &source, &error.to_diagnostics(), color));
+            eprint!("{}", cake::render::render_human(&name, &source, &error.to_diagnostics(), color));
             eprintln!(
                 "error: the build failed [{}]{}",
                 error.code(),
@@ -284,7 +271,7 @@ fn active_rules(flag: Option<&std::path::Path>, color: bool) -> Result<ActiveRul
             Ok(a)
         }
         Err(d) => {
-            eprint!("{}", crate::render::render_human_unlocated(&d, color));
+            eprint!("{}", cake::render::render_human_unlocated(&d, color));
             Err(2)
         }
     }
@@ -297,20 +284,20 @@ fn checked(
     unsafe_skip_verify: bool,
     rules: Option<&std::path::Path>,
     color: bool,
-) -> Result<(String, crate::verify::Validated), u8> {
+) -> Result<(String, cake::verify::Validated), u8> {
     let name = file.display().to_string();
     let source = std::fs::read_to_string(file).map_err(|e| {
         eprintln!("error: cannot read {name}: {e}");
         2u8
     })?;
     let rules = active_rules(rules, color)?;
-    let out = crate::check::check_source_with(&source, &rules.set);
+    let out = cake::check::check_source_with(&source, &rules.set);
     if !out.diagnostics.is_empty() {
-        eprint!("{}", crate::render::render_human(&name, &source, &out.diagnostics, color));
+        eprint!("{}", cake::render::render_human(&name, &source, &out.diagnostics, color));
     }
     match (out.validated, out.module) {
         (Some(v), _) => Ok((source, v)),
-        (None, Some(m)) if unsafe_skip_verify => Ok((source, crate::verify::Validated::assume_verified_unsafe(m))),
+        (None, Some(m)) if unsafe_skip_verify => Ok((source, cake::verify::Validated::assume_verified_unsafe(m))),
         _ => {
             eprintln!("error: {name} has error findings (use --unsafe-skip-verify to go on past the verifier)");
             Err(1)
@@ -325,16 +312,16 @@ pub fn lower(args: LowerArgs, color: bool) -> u8 {
         Err(code) => return code,
     };
     let file_name = args.file.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
-    let mut opts = crate::lower::LowerOptions::with_source(&file_name, &source);
+    let mut opts = cake::lower::LowerOptions::with_source(&file_name, &source);
     opts.line_directives = args.line_directives;
-    match crate::lower::lower_with(&v, &opts) {
+    match cake::lower::lower_with(&v, &opts) {
         Ok(l) => {
             print!("{}", l.cuda);
             0
         }
         Err(e) => {
             let name = args.file.display().to_string();
-            eprint!("{}", crate::render::render_human(&name, &source, &[e.to_diagnostic()], color));
+            eprint!("{}", cake::render::render_human(&name, &source, &[e.to_diagnostic()], color));
             1
         }
     }
@@ -347,7 +334,7 @@ pub fn build(args: BuildArgs, color: bool) -> u8 {
         Err(code) => return code,
     };
     let name = args.file.display().to_string();
-    let Some(target) = crate::target::TargetTable::builtin().get(&v.module().target) else {
+    let Some(target) = cake::target::TargetTable::builtin().get(&v.module().target) else {
         eprintln!("error: unknown target `{}`", v.module().target);
         return 2;
     };
@@ -356,12 +343,12 @@ pub fn build(args: BuildArgs, color: bool) -> u8 {
         target.arch = a.clone();
     }
     let file_name = args.file.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
-    match crate::nvrtc::build_with(&v, &target, &crate::lower::LowerOptions::with_source(&file_name, &source)) {
+    match cake::nvrtc::build_with(&v, &target, &cake::lower::LowerOptions::with_source(&file_name, &source)) {
         Ok(b) => {
             if !b.diagnostics.is_empty() {
-                eprint!("{}", crate::render::render_human(&name, &source, &b.diagnostics, color));
+                eprint!("{}", cake::render::render_human(&name, &source, &b.diagnostics, color));
             }
-            if let Err(e) = crate::nvrtc::write_build_dir(&b, &args.out) {
+            if let Err(e) = cake::nvrtc::write_build_dir(&b, &args.out) {
                 eprintln!("error: cannot write {}: {e}", args.out.display());
                 return 2;
             }
@@ -381,7 +368,7 @@ pub fn build(args: BuildArgs, color: bool) -> u8 {
             0
         }
         Err(e) => {
-            eprint!("{}", crate::render::render_human(&name, &source, &e.to_diagnostics(), color));
+            eprint!("{}", cake::render::render_human(&name, &source, &e.to_diagnostics(), color));
             eprintln!("error: the build failed [{}]", e.code());
             1
         }

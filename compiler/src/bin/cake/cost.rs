@@ -7,12 +7,12 @@
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
-use crate::diag::Diagnostic;
-use crate::render;
-use crate::span::Span;
+use cake::diag::Diagnostic;
+use cake::render;
+use cake::span::Span;
 
-use super::report;
-use crate::api::Error;
+use cake::cost::report;
+use cake::api::Error;
 
 #[derive(clap::Args, Debug)]
 pub struct CostArgs {
@@ -62,7 +62,7 @@ pub fn main(args: CostArgs, json: bool, color: bool) -> u8 {
             return 2;
         }
     };
-    let dims = match crate::shape::parse_all(&args.shape) {
+    let dims = match cake::shape::parse_all(&args.shape) {
         Ok(d) => d,
         Err(e) => {
             let d = Diagnostic::error("C101", format!("bad `--shape`: {e}"), Span::default(), "")
@@ -71,7 +71,7 @@ pub fn main(args: CostArgs, json: bool, color: bool) -> u8 {
             return 2;
         }
     };
-    match crate::api::cost_source(&source, &dims, args.calibration.as_deref()) {
+    match cake::api::cost_source(&source, &dims, args.calibration.as_deref()) {
         Ok(est) => {
             let out = if json {
                 format!("{}\n", report::json(&est, &name, &source))
