@@ -3,14 +3,14 @@
 //! the queue can be rebuilt from branches alone. Kept apart from the `propose` pipeline
 //! (`queue.rs`), which fills it.
 //!
-//! Nothing read from a record is trusted: an id must be `[rpc]-<8 hex digits>` (what
+//! Nothing read from a record is trusted: an id must be `[rpca]-<8 hex digits>` (what
 //! [`proposal_id`] makes), a record must sit in the file its id names, and its branch must be
 //! `evolve/<kind>/<id>…`. A record breaking this is reported by name and skipped; the others
 //! are still served. Records are replaced atomically ([`crate::durable::write_atomic`]).
 //!
 //! # Errors
 //! Every problem is a [`QueueError`] with a stable code, the file and a help line:
-//! * `Q001` a proposal id that is not `[rpc]-<8 hex digits>` (in a record or on the command line);
+//! * `Q001` a proposal id that is not `[rpca]-<8 hex digits>` (in a record or on the command line);
 //! * `Q002` a record file that cannot be read or is not a proposal record;
 //! * `Q003` a record whose id does not match its file name, or whose branch or commits are not
 //!   its own;
@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::calibrate::CalibrationDraft;
-use crate::synth::{PrimitiveDraft, RuleDraft};
+use crate::synth::{AnalysisDraft, PrimitiveDraft, RuleDraft};
 use crate::{durable, git, sanitize};
 
 // ─── Errors ──────────────────────────────────────────────────────────────────────────────────────
@@ -71,6 +71,8 @@ pub enum Kind {
     Rule,
     Primitive,
     Calibration,
+    /// A new verifier fact or analysis: no predicate over today's facts separates the bucket.
+    Analysis,
 }
 
 impl Kind {
@@ -79,6 +81,7 @@ impl Kind {
             Kind::Rule => "rule",
             Kind::Primitive => "primitive",
             Kind::Calibration => "calibration",
+            Kind::Analysis => "analysis",
         }
     }
     fn prefix(self) -> &'static str {
@@ -86,6 +89,7 @@ impl Kind {
             Kind::Rule => "r",
             Kind::Primitive => "p",
             Kind::Calibration => "c",
+            Kind::Analysis => "a",
         }
     }
 }
@@ -164,6 +168,9 @@ pub struct Record {
     pub primitive: Option<PrimitiveDraft>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<CalibrationDraft>,
+    /// A proposal for a new fact: what is missing and what it must separate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<AnalysisDraft>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gates: Vec<GateResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -190,11 +197,11 @@ pub fn proposal_id(kind: Kind, key: &str) -> String {
     format!("{}-{hex}", kind.prefix())
 }
 
-/// Whether `id` is exactly what [`proposal_id`] makes: `r-`, `p-` or `c-` and 8 lower-case hex
+/// Whether `id` is exactly what [`proposal_id`] makes: `r-`, `p-`, `c-` or `a-` and 8 lower-case hex
 /// digits.
 pub fn is_valid_id(id: &str) -> bool {
     let b = id.as_bytes();
-    b.len() == 10 && matches!(b[0], b'r' | b'p' | b'c') && b[1] == b'-' && b[2..].iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+    b.len() == 10 && matches!(b[0], b'r' | b'p' | b'c' | b'a') && b[1] == b'-' && b[2..].iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
 }
 
 /// The file of record `id` in `dir`; an id that is not valid is `Q001` (it would name a file

@@ -195,3 +195,35 @@ fn a_primitive_with_an_llm_draft_commits_it_and_fails_the_build_gates() {
     let rust = cake_evolve::git::read_text(&repo, head, "compiler/src/lower/evolved/prefetch_l2.rs").unwrap().unwrap();
     assert!(rust.contains("drafted by an LLM") && rust.contains("fn prefetch_l2"));
 }
+
+const ANALYSIS_ANSWER: &str = "{\"doc\": \"the input the activation of a gated elementwise graph is applied to\", \"rust\": \"pub fn gated_input(m: &cake::ir::Module) -> cake::pred::Value { cake::pred::Value::Unknown }\"}";
+
+#[test]
+fn a_fact_proposal_with_an_llm_draft_commits_it_for_review() {
+    // A bucket no predicate separates (propose_analysis.rs has it without an LLM): with one
+    // configured, the analysis is drafted and committed beside the skeleton, and still fails.
+    let (base, seen) = responder(ANALYSIS_ANSWER, 2);
+    let tmp = tempfile::tempdir().unwrap();
+    let repo_dir = tmp.path().join("repo");
+    let evidence = tmp.path().join("evidence");
+    make_repo(&repo_dir);
+    unexpressible_evidence(&repo_dir, &evidence);
+    let mut o = ProposeOptions::new(&repo_dir, &evidence);
+    o.gate = GateOptions::static_only();
+    o.progress = false;
+    o.quiet = true;
+    o.llm = Some(cfg(&base));
+    let s = queue::propose(&o).unwrap();
+    let a = queue::load_all(&repo_dir.join("proposals")).unwrap().into_iter().find(|r| r.kind == Kind::Analysis).unwrap_or_else(|| panic!("a proposal for a fact: {:?}", s.outcomes));
+    let asked = seen.lock().unwrap();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].2.contains("no predicate over today") || asked[0].2.contains("No fact of"), "{}", asked[0].2);
+    let d = a.analysis.as_ref().unwrap();
+    assert!(a.notes.iter().any(|n| n.contains("analysis drafted by the LLM")), "{:?}", a.notes);
+    let repo = git2::Repository::open(&repo_dir).unwrap();
+    let head = cake_evolve::git::branch_target(&repo, &a.branch).unwrap();
+    let drafted = cake_evolve::git::read_text(&repo, head, &format!("compiler/src/verify/evolved/{}-llm.rs", d.fact)).unwrap().unwrap();
+    assert!(drafted.contains("drafted by an LLM") && drafted.contains("fn gated_input"), "{drafted}");
+    assert_eq!(a.gates.iter().find(|g| g.gate == "analysis").unwrap().status, GateStatus::Fail);
+    assert_eq!(a.status, Status::Queued);
+}
