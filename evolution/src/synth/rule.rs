@@ -408,6 +408,7 @@ fn draft_for_construct(
         return Err(SynthError::NoAcceptedInstances(construct));
     }
     input.reported = reported_facts(&bucket.signature, kind);
+    input.operand_facts = matches!(kind, ConstructKind::Call | ConstructKind::Arg);
     // Constants of the failing programs' targets; variants as the real compiler labelled them.
     let targets: BTreeSet<&str> = failing_used.iter().map(|pm| pm.1.target.as_str()).collect();
     input.grounding = base.grounding.iter().filter(|g| !matches!(&g.source, cake_merge_gates::generalization_gate::Source::Target { target, .. } if !targets.contains(target.as_str()))).cloned().collect();

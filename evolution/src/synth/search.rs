@@ -112,6 +112,9 @@ pub struct SearchInput {
     /// states the cause, where a simpler one over another fact only happens to separate the
     /// training programs.
     pub reported: Vec<String>,
+    /// The construct is an op's call or argument: a catalog constant grounds only the facts its
+    /// constraint compares it with (`dim(a, 0) == 64` grounds `dim(0)` of `a`, not `dim(-1)`).
+    pub operand_facts: bool,
 }
 
 /// One labelled variant program: its instances of the construct searched.
@@ -174,6 +177,7 @@ struct Table {
     fits: RefCell<Vec<ConstantSource>>,
     /// The facts of [`SearchInput::reported`] the table has.
     reported: Vec<usize>,
+    operand_facts: bool,
 }
 
 impl Table {
@@ -275,7 +279,7 @@ impl Table {
         let failing = input.failing.iter().map(|p| p.iter().map(|m| row(m, &mut syms)).collect()).collect();
         let variants = input.labelled.iter().map(|l| l.variant.clone()).collect();
         let reported = input.reported.iter().filter_map(|r| names.iter().position(|n| n == r)).collect();
-        Table { names, types: tys, order, syms, accepted, failing, acc_variant, lab_fail, variants, grounding: input.grounding.clone(), fits: RefCell::new(Vec::new()), reported }
+        Table { names, types: tys, order, syms, accepted, failing, acc_variant, lab_fail, variants, grounding: input.grounding.clone(), fits: RefCell::new(Vec::new()), reported, operand_facts: input.operand_facts }
     }
 
     /// The source of an atom's constant.
@@ -288,7 +292,16 @@ impl Table {
 
     /// A grounded constant in `[lo, hi]`: a target-table value before a catalog value, then the
     /// highest (`high`) or lowest value.
-    fn grounded_in(&self, lo: i64, hi: i64, high: bool) -> Option<(i64, Src)> {
+    /// Whether grounded constant `g` may bound fact `f`: a target value any, a catalog value on an
+    /// operand only the facts its constraint compares it with.
+    fn may_ground(&self, g: &ConstantSource, f: usize) -> bool {
+        match &g.source {
+            Source::Catalog { rule, .. } if self.operand_facts => cake_merge_gates::generalization_gate::catalog_compares(rule, g.value, &self.names[f]),
+            _ => true,
+        }
+    }
+
+    fn grounded_in(&self, f: usize, lo: i64, hi: i64, high: bool) -> Option<(i64, Src)> {
         let class = |s: &ConstantSource| match s.source {
             Source::None | Source::Target { .. } => 0,
             Source::Catalog { .. } => 1,
@@ -297,7 +310,7 @@ impl Table {
         self.grounding
             .iter()
             .enumerate()
-            .filter(|(_, g)| g.value >= lo && g.value <= hi && class(g) < 2)
+            .filter(|(_, g)| g.value >= lo && g.value <= hi && class(g) < 2 && self.may_ground(g, f))
             // Nearest the wanted end first (a target value that is smaller only by coincidence —
             // `max_cluster_size` 8 for a register floor — must not win over a closer one), then
             // target before catalog.
@@ -612,9 +625,9 @@ impl<'t> View<'t> {
             let le = match hi {
                 // Every accepted instance counts none: the bound is zero (a count that must be
                 // empty), not a target or catalog number that happens to lie in the gap.
-                Some(_) if min_a == 0 && max_a == 0 => self.t.grounded_in(0, 0, true),
-                Some(h) => self.t.grounded_in(max_a, h - 1, true),
-                None => self.t.grounded_in(max_a, i64::MAX, false),
+                Some(_) if min_a == 0 && max_a == 0 => self.t.grounded_in(f, 0, 0, true),
+                Some(h) => self.t.grounded_in(f, max_a, h - 1, true),
+                None => self.t.grounded_in(f, max_a, i64::MAX, false),
             }
             .or_else(|| {
                 let (h, fail_ids) = lab_hi.filter(|(h, _)| hi == Some(*h))?;
@@ -622,8 +635,8 @@ impl<'t> View<'t> {
                 Some((max_a, self.t.fit(max_a, max_a, h, pass_ids.into_iter().chain(fail_ids).collect())))
             });
             let ge = match lo {
-                Some(l) => self.t.grounded_in(l + 1, min_a, false),
-                None => self.t.grounded_in(i64::MIN, min_a, true),
+                Some(l) => self.t.grounded_in(f, l + 1, min_a, false),
+                None => self.t.grounded_in(f, i64::MIN, min_a, true),
             }
             .or_else(|| {
                 let (l, fail_ids) = lab_lo.filter(|(l, _)| lo == Some(*l))?;
@@ -641,7 +654,7 @@ impl<'t> View<'t> {
             if acc.iter().any(|x| *x != 0) {
                 let mut divides: Vec<(i64, Src)> = Vec::new();
                 for (i, g) in self.t.grounding.iter().enumerate() {
-                    if g.value >= 2 && acc.iter().all(|x| x % g.value == 0) && !divides.iter().any(|(c, _)| *c == g.value) {
+                    if g.value >= 2 && acc.iter().all(|x| x % g.value == 0) && !divides.iter().any(|(c, _)| *c == g.value) && self.t.may_ground(g, f) {
                         divides.push((g.value, Src::G(i as u32)));
                     }
                 }
@@ -652,7 +665,7 @@ impl<'t> View<'t> {
                 }
             }
             if constant {
-                if let Some((c, src)) = self.t.grounded_in(min_a, min_a, true) {
+                if let Some((c, src)) = self.t.grounded_in(f, min_a, min_a, true) {
                     out.push(Atom::Eq { f, c, src });
                 }
             }
@@ -920,7 +933,7 @@ mod tests {
     }
 
     fn input(accepted: Vec<FactMap>, failing: Vec<Vec<FactMap>>) -> SearchInput {
-        SearchInput { accepted, failing, labelled: vec![], grounding: grounding(), reported: vec![] }
+        SearchInput { accepted, failing, labelled: vec![], grounding: grounding(), reported: vec![], operand_facts: false }
     }
 
     #[test]
@@ -937,11 +950,11 @@ mod tests {
         // blacklist of the failing value either.
         let acc: Vec<FactMap> = (0..4).map(|i| fm(&[("box", Value::Int(64 << (i % 2)))])).collect();
         let failing = vec![vec![fm(&[("box", Value::Int(512))])]];
-        let none = SearchInput { accepted: acc.clone(), failing: failing.clone(), labelled: vec![], grounding: vec![], reported: vec![] };
+        let none = SearchInput { accepted: acc.clone(), failing: failing.clone(), labelled: vec![], grounding: vec![], reported: vec![], operand_facts: false };
         assert_eq!(search(&none, 0, 8), vec![]);
         // Labelled variants fit the boundary: 300 passes, 320 fails.
         let lab = |v: &str, fails: bool, x: i64| Labelled { variant: v.into(), fails, instances: vec![fm(&[("box", Value::Int(x))])] };
-        let fitted = SearchInput { accepted: acc, failing, labelled: vec![lab("v-pass", false, 300), lab("v-fail", true, 320)], grounding: vec![], reported: vec![] };
+        let fitted = SearchInput { accepted: acc, failing, labelled: vec![lab("v-pass", false, 300), lab("v-fail", true, 320)], grounding: vec![], reported: vec![], operand_facts: false };
         let c = search(&fitted, 0, 8);
         assert_eq!(c[0].require, "box <= 300", "{c:?}");
         assert_eq!(c[0].constants, vec![ConstantSource { value: 300, source: Source::Fitted { pass: 300, fail: 320, variants: vec!["v-pass".into(), "v-fail".into()] } }]);
@@ -973,7 +986,7 @@ mod tests {
         };
         let acc = vec![row(true, Some(0), 0), row(false, None, 0), row(true, Some(0), 0)];
         let failing = vec![vec![row(true, Some(4096), 1)], vec![row(true, Some(64), 2)], vec![row(true, Some(2048), 1)]];
-        let base = SearchInput { accepted: acc, failing, labelled: vec![], grounding: vec![zero], reported: vec![] };
+        let base = SearchInput { accepted: acc, failing, labelled: vec![], grounding: vec![zero], reported: vec![], operand_facts: false };
         assert_eq!(search(&base, 0, 1)[0].require, "kernel_inexact_divisions <= 0");
         let c = search(&SearchInput { reported: vec!["unwritten_elements".into()], ..base }, 0, 1);
         assert_eq!((c[0].when.as_deref(), c[0].require.as_str()), (Some("stored"), "unwritten_elements <= 0"), "{c:?}");
@@ -989,7 +1002,7 @@ mod tests {
         let failing = vec![vec![fm(&[("unwritten_elements", Value::Int(4096))])], vec![fm(&[("unwritten_elements", Value::Int(2048))])]];
         let mut grounding = grounding();
         grounding.insert(0, zero.clone());
-        let c = search(&SearchInput { accepted: acc, failing, labelled: vec![], grounding, reported: vec![] }, 0, 4);
+        let c = search(&SearchInput { accepted: acc, failing, labelled: vec![], grounding, reported: vec![], operand_facts: false }, 0, 4);
         assert_eq!(c[0].require, "unwritten_elements <= 0", "{c:?}");
         assert_eq!(c[0].constants, vec![zero]);
     }
@@ -1087,7 +1100,7 @@ mod tests {
         let row = |a: i64, b: i64, c: i64| fm(&[("a", Value::Int(a)), ("b", Value::Int(b)), ("c", Value::Int(c))]);
         let accepted = vec![row(1, 1, 2), row(2, 2, 1), row(1, 2, 2), row(2, 1, 1)];
         let failing = vec![vec![row(9, 1, 2)], vec![row(9, 2, 1)], vec![row(1, 9, 2)], vec![row(2, 9, 1)], vec![row(1, 9, 1)], vec![row(2, 1, 9)]];
-        let input = SearchInput { accepted, failing, labelled: vec![], grounding: vec![catalog(2)], reported: vec![] };
+        let input = SearchInput { accepted, failing, labelled: vec![], grounding: vec![catalog(2)], reported: vec![], operand_facts: false };
         assert!(search(&input, 0, 8).is_empty(), "{:?}", search(&input, 0, 8));
         let r = search_subset(&input, 0, 8, 2).expect("a part separates");
         assert_eq!(r.explained, vec![0, 1, 2, 3, 4], "{r:?}");
@@ -1119,7 +1132,7 @@ mod guarded_range_tests {
             ConstantSource { value: 32, source: Source::Catalog { file: "c.toml".into(), op: "x".into(), rule: "a % 32 == 0".into() } },
             ConstantSource { value: 256, source: Source::Catalog { file: "c.toml".into(), op: "x".into(), rule: "a <= 256".into() } },
         ];
-        let c = search(&SearchInput { accepted, failing, labelled: vec![], grounding, reported: vec![] }, 0, 4);
+        let c = search(&SearchInput { accepted, failing, labelled: vec![], grounding, reported: vec![], operand_facts: false }, 0, 4);
         assert!(!c.is_empty());
         assert_eq!(c[0].when.as_deref(), Some("has_regs"), "{c:?}");
         assert!(c[0].require.contains("regs >= 32") && c[0].require.contains("regs <= 256"), "{c:?}");
