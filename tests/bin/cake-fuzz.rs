@@ -1,18 +1,19 @@
 //! `cake-fuzz`: a fuzz campaign of the front end and the cost model (see `tests/fuzz/README.md`).
 //!
 //! ```text
-//! cargo run --release -p cake-tests --bin cake-fuzz -- [--seed N] [--inputs N] [--seconds S]
-//!     [--timeout S] [--memory-mib M] [--save DIR]
+//! cargo run --profile fuzz -p cake-tests --bin cake-fuzz -- [--seed N] [--inputs N] [--seconds S]
+//!     [--timeout S] [--memory-mib M] [--save DIR] [--corpus DIR]
 //! ```
 //! Exits 0 when the replay and the campaign found nothing, 1 when they found something (saved
-//! under `--save`, default `tests/fuzz/corpus/`), 2 on bad arguments.
+//! under `--save`, default `tests/fuzz/corpus/`), 2 on bad arguments. `--corpus` replays another
+//! folder first instead of `tests/fuzz/corpus/` (to re-run what a campaign saved).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cake_tests::fuzz::{self, Config};
 
-const USAGE: &str = "usage: cake-fuzz [--seed N] [--inputs N] [--seconds S] [--timeout S] [--memory-mib M] [--save DIR]";
+const USAGE: &str = "usage: cake-fuzz [--seed N] [--inputs N] [--seconds S] [--timeout S] [--memory-mib M] [--save DIR] [--corpus DIR]";
 
 fn parse_args(cfg: &mut Config) -> Result<(), String> {
     let mut args = std::env::args().skip(1);
@@ -30,6 +31,7 @@ fn parse_args(cfg: &mut Config) -> Result<(), String> {
             "--timeout" => cfg.timeout = Duration::from_secs(num(&value)?),
             "--memory-mib" => cfg.memory_cap_kib = num(&value)? * 1024,
             "--save" => cfg.save_dir = PathBuf::from(value),
+            "--corpus" => cfg.corpus_dir = PathBuf::from(value),
             _ => return Err(format!("unknown flag `{flag}`")),
         }
     }

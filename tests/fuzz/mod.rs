@@ -9,7 +9,7 @@
 //! asked about are a function of the input's bytes, so a saved input replays the same way.
 //!
 //! Each input runs on a worker thread under `catch_unwind`, watched by the calling thread: past
-//! `timeout` it is a hang (the worker is abandoned, a new one started), past `memory_cap` of
+//! `timeout` of CPU time (or six times that of wall-clock time, for an input that blocks) it is a hang (the worker is abandoned, a new one started), past `memory_cap` of
 //! resident memory (VmHWM of `/proc/self/status`, reset before each input through
 //! `/proc/self/clear_refs`) it is a memory finding. Findings are saved to `save_dir`, panics
 //! minimized first (lines, then bytes, while the panic keeps its location).
@@ -34,7 +34,7 @@ pub struct Config {
     pub inputs: u64,
     /// Stop early after this long (the replay is always complete).
     pub budget: Option<Duration>,
-    /// An input running longer than this is a hang (issue 15: 10 s).
+    /// An input using more CPU time than this is a hang (issue 15: 10 s).
     pub timeout: Duration,
     /// Resident memory past this while an input runs is a finding (issue 15: 1 GB).
     pub memory_cap_kib: u64,

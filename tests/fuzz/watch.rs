@@ -1,7 +1,10 @@
 //! Runs inputs on a worker thread under `catch_unwind`, with a watchdog and a memory check.
 //!
 //! A thread cannot be killed, so a hung worker is abandoned (its channel dropped) and a fresh one
-//! started; the campaign stops after a few. Memory is the process's resident set: VmHWM is reset
+//! started; the campaign stops after a few. The timeout is on the worker thread's CPU time
+//! (`/proc/self/task/TID/stat`), so a machine shared with other work does not turn slow inputs
+//! into hangs; an input blocked without using the CPU (a FIFO, a lock) is a hang after six times
+//! the timeout of wall-clock time. Memory is the process's resident set: VmHWM is reset
 //! before each input (writing `5` to `/proc/self/clear_refs`) and read after it, and VmRSS is
 //! polled while it runs so a runaway input is stopped before it exhausts the machine.
 
@@ -57,14 +60,19 @@ type Job = (Vec<u8>, Sender<Result<Result<Reached, String>, String>>);
 /// What a worker runs on each input: [`stages::drive`] in a campaign.
 pub type Drive = fn(&[u8], &mut Rng) -> Result<Reached, String>;
 
-fn spawn(drive: Drive) -> Sender<Job> {
+/// The worker's channel and its thread id (None where /proc does not say).
+fn spawn(drive: Drive) -> (Sender<Job>, Option<u32>) {
     let (tx, rx): (Sender<Job>, Receiver<Job>) = mpsc::channel();
+    let (tid_tx, tid_rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("fuzz-worker".into())
         // Deeply nested mutants recurse in the parser and checker; a main-thread-sized stack
         // keeps a stack overflow (an abort, not a panic) for inputs the CLI would also die on.
         .stack_size(8 << 20)
         .spawn(move || {
+            // `/proc/thread-self` links to `PID/task/TID`.
+            let tid = std::fs::read_link("/proc/thread-self").ok().and_then(|p| p.file_name()?.to_str()?.parse::<u32>().ok());
+            let _ = tid_tx.send(tid);
             IN_WORKER.with(|w| w.set(true));
             for (input, reply) in rx {
                 let mut rng = Rng::new(fnv(&input));
@@ -76,14 +84,27 @@ fn spawn(drive: Drive) -> Sender<Job> {
             }
         })
         .expect("spawning a thread");
-    tx
+    (tx, tid_rx.recv().ok().flatten())
 }
+
+/// CPU time (user + system) of thread `tid` of this process, in clock ticks (1/100 s on Linux).
+fn thread_ticks(tid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // Fields after the command name (which is in parentheses and may hold spaces): state is
+    // field 3, utime 14 and stime 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+const TICKS_PER_SECOND: f64 = 100.0;
 
 pub struct Watch {
     drive: Drive,
     timeout: Duration,
     cap_kib: u64,
     worker: Sender<Job>,
+    tid: Option<u32>,
     abandoned: usize,
     peak_kib: u64,
 }
@@ -95,7 +116,8 @@ impl Watch {
 
     pub fn with_drive(drive: Drive, timeout: Duration, cap_kib: u64) -> Watch {
         install_hook();
-        Watch { drive, timeout, cap_kib, worker: spawn(drive), abandoned: 0, peak_kib: 0 }
+        let (worker, tid) = spawn(drive);
+        Watch { drive, timeout, cap_kib, worker, tid, abandoned: 0, peak_kib: 0 }
     }
 
     pub fn abandoned(&self) -> usize {
@@ -111,10 +133,11 @@ impl Watch {
         let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
         let (tx, rx) = mpsc::channel();
         if self.worker.send((input.to_vec(), tx)).is_err() {
-            self.worker = spawn(self.drive);
+            self.respawn();
             return Verdict::Panic("the worker thread died".into());
         }
         let start = Instant::now();
+        let ticks0 = self.tid.and_then(thread_ticks);
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(r) => {
@@ -128,7 +151,7 @@ impl Watch {
                     };
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    self.worker = spawn(self.drive);
+                    self.respawn();
                     return Verdict::Panic("the worker thread died".into());
                 }
                 Err(RecvTimeoutError::Timeout) => {
@@ -138,7 +161,12 @@ impl Watch {
                         self.abandon();
                         return Verdict::MemoryRunaway(rss);
                     }
-                    if start.elapsed() >= self.timeout {
+                    let cpu = match (ticks0, self.tid.and_then(thread_ticks)) {
+                        (Some(a), Some(b)) => Duration::from_secs_f64(b.saturating_sub(a) as f64 / TICKS_PER_SECOND),
+                        // Without /proc the wall clock is all there is.
+                        _ => start.elapsed(),
+                    };
+                    if cpu >= self.timeout || start.elapsed() >= self.timeout * 6 {
                         self.abandon();
                         return Verdict::Hang;
                     }
@@ -149,7 +177,11 @@ impl Watch {
 
     fn abandon(&mut self) {
         self.abandoned += 1;
-        self.worker = spawn(self.drive);
+        self.respawn();
+    }
+
+    fn respawn(&mut self) {
+        (self.worker, self.tid) = spawn(self.drive);
     }
 }
 
@@ -168,7 +200,12 @@ mod tests {
         match input {
             b"panic" => panic!("boom"),
             b"hang" => {
-                std::thread::sleep(Duration::from_secs(3));
+                // Busy for 3 s of CPU time.
+                let t = Instant::now();
+                let mut x = 0u64;
+                while t.elapsed() < Duration::from_secs(3) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
                 Ok(Reached::Parse)
             }
             b"grow" => {
