@@ -17,7 +17,10 @@
 //! * `Q004` a record cannot be written (file or branch);
 //! * `Q005` the queue lock is held by another run (see `lock.rs`);
 //! * `Q006` a name from evidence, a draft or an LLM that cannot be used in a path or a branch;
-//! * `Q007` no such proposal, or an ambiguous prefix.
+//! * `Q007` no such proposal, or an ambiguous prefix;
+//! * `Q008` (a note) a record missing or unreadable, re-created from its branch;
+//! * `Q009` (a note) a bucket whose failure text holds control characters;
+//! * `Q010` `accept` cannot re-apply a proposal on main: both changed the same file (named).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -64,6 +67,10 @@ impl From<QueueError> for String {
 }
 
 // ─── Records ─────────────────────────────────────────────────────────────────────────────────────
+
+/// The read limit of a record file: the largest in `proposals/` is 23 KB, and what a record
+/// quotes from drafts is bounded (notes 4,000 characters, code 64 KiB), so 4 MiB is ample.
+pub const MAX_RECORD_BYTES: u64 = 4 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -306,11 +313,9 @@ pub fn load_all(dir: &Path) -> Result<Vec<Record>, String> {
 /// One record file, checked ([`validate`]).
 pub fn load(path: &Path) -> Result<Record, QueueError> {
     let unreadable = |m: String| QueueError::new("Q002", path, m, "the record is skipped; fix or delete the file, or run `cake-evolve-compiler queue rebuild` to restore it from its branch");
-    let meta = std::fs::metadata(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
-    if !meta.is_file() {
-        return Err(unreadable("not a regular file".into()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
+    // Only a regular file within the limit: not a symlink out of the queue, not a FIFO (it would block).
+    let bytes = cake::store::read_regular(path, MAX_RECORD_BYTES).map_err(|e| unreadable(e.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8 text".into()))?;
     let r = parse(&text).map_err(|e| unreadable(format!("not a proposal record: {e}")))?;
     let file_id = path.file_stem().map(|s| s.to_string_lossy().into_owned());
     validate(&r, path, file_id.as_deref())?;

@@ -245,11 +245,13 @@ pub fn accept_with_lock_timeout(repo_path: &Path, id: &str, note: &str, main: Op
         let tree = match git::rebase_tree(&repo, base, branch_head, main_head, &resolve)? {
             Ok(t) => t,
             Err(conflicts) => {
-                return Err(format!(
-                    "the proposal conflicts with `{main}` (changed on both since {}): {}; reject it and run `propose` again",
-                    synth::short(&r.base),
-                    conflicts.join(", ")
-                ))
+                return Err(crate::records::QueueError::new(
+                    "Q010",
+                    repo_path.join(&conflicts[0]),
+                    format!("the proposal and `{main}` both changed {} since {}: nothing was merged", conflicts.join(", "), synth::short(&r.base)),
+                    format!("reject {} (`cake-evolve-compiler reject {} --why ...`) and run `propose` again on current `{main}`", r.id, r.id),
+                )
+                .into())
             }
         };
         let sig = git::user_signature(&repo);
