@@ -87,7 +87,7 @@ pub struct Extras<'a> {
     /// SVG figures (already drawn) with a caption each.
     pub plots: &'a [(String, String)],
     /// For a rule: the values of the facts it reads.
-    pub facts: &'a [FactValues],
+    pub facts: Option<&'a FactValues>,
 }
 
 /// One proposal: what it is, the command to decide it, the gate table, what was synthesized, the
@@ -121,7 +121,7 @@ pub fn proposal(r: &Record, x: &Extras<'_>) -> String {
             d.accepted_instances,
             d.accepted_programs
         );
-        facts(&mut b, x.facts, d.failing_programs.len());
+        facts(&mut b, x.facts);
         constants(&mut b, d);
     }
     if let Some(p) = &r.primitive {
@@ -209,19 +209,16 @@ fn gates(b: &mut String, r: &Record) {
     let _ = writeln!(b, "</table>");
 }
 
-/// The facts the rule reads: their values where it fires on the failing programs shown, and
-/// their range over the accepted corpus.
-fn facts(b: &mut String, facts: &[FactValues], failing: usize) {
-    if facts.is_empty() {
-        return;
+/// The facts the rule reads: their values on each instance where it fires in the failing
+/// programs shown, and their range over the accepted corpus.
+fn facts(b: &mut String, v: Option<&FactValues>) {
+    let Some(v) = v.filter(|v| !v.facts.is_empty()) else { return };
+    let _ = writeln!(b, "<h3>Values</h3><table id=\"facts\"><tr><th></th>{}</tr>", v.facts.iter().map(|f| format!("<th><code>{}</code></th>", esc(f))).collect::<String>());
+    for (who, vals) in &v.failing {
+        let _ = writeln!(b, "<tr><th>fails: {}</th>{}</tr>", esc(who), vals.iter().map(|x| format!("<td class=\"FAIL\">{}</td>", esc(x))).collect::<String>());
     }
-    let _ = writeln!(b, "<h3>Values</h3><table id=\"facts\"><tr><th>fact</th><th>on the failing programs (where the rule fires; {} shown at most of {failing})</th><th>accepted corpus programs: range</th><th>instances</th></tr>", super::evidence::MAX_PROGRAMS);
-    for f in facts {
-        let range = f.accepted.map_or("—".to_string(), |(lo, hi)| if lo == hi { lo.to_string() } else { format!("{lo} … {hi}") });
-        let fail = if f.failing.is_empty() { "—".to_string() } else { f.failing.join(", ") };
-        let _ = writeln!(b, "<tr><td><code>{}</code></td><td class=\"FAIL\">{}</td><td class=\"pass\">{}</td><td>{}</td></tr>", esc(&f.fact), esc(&fail), esc(&range), f.accepted_instances);
-    }
-    let _ = writeln!(b, "</table>");
+    let range = |r: &Option<(i64, i64)>| r.map_or("—".to_string(), |(lo, hi)| if lo == hi { lo.to_string() } else { format!("{lo} … {hi}") });
+    let _ = writeln!(b, "<tr><th>accepted: {} corpus instance(s)</th>{}</tr></table>", v.accepted_instances, v.accepted.iter().map(|r| format!("<td class=\"pass\">{}</td>", esc(&range(r)))).collect::<String>());
 }
 
 /// Each constant of the rule beside the values that bound it: for a fitted one, the largest

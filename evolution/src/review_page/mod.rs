@@ -64,17 +64,17 @@ impl Site {
         let store = self.evidence.as_ref().and_then(|d| EvidenceStore::open_existing(d).ok());
         let mut ev = evidence::gather(repo, store.as_ref(), r);
         let plots = figures::figures(r);
-        let mut facts = Vec::new();
+        let mut facts = None;
         if let Some(d) = &r.rule {
             let base = self.base.get_or_init(|| crate::synth::rule::Base::load(git::workdir(repo)?));
             // The lines the rule's own findings marked, per failing program shown.
             let lines: Vec<Vec<usize>> = ev.programs.iter().map(|m| m.findings.iter().filter(|f| f.code == d.code).map(|f| f.line).collect()).collect();
             match base.as_ref().map_err(String::clone).and_then(|b| values::fact_values(b, d, &lines)) {
-                Ok(v) => facts = v,
+                Ok(v) => facts = Some(v),
                 Err(e) => ev.notes.push(format!("the facts around the rule are not shown: {e}")),
             }
         }
-        Ok(html::proposal(r, &html::Extras { diff: &diff, evidence: &ev, plots: &plots, facts: &facts }))
+        Ok(html::proposal(r, &html::Extras { diff: &diff, evidence: &ev, plots: &plots, facts: facts.as_ref() }))
     }
 
     /// Write `index.html` and `proposal/<id>.html` for every record under `dir`; returns the
