@@ -69,10 +69,21 @@ fn get(addr: std::net::SocketAddr, request: &str) -> String {
 #[test]
 fn review_pages_static_and_served_show_the_proposal_and_refuse_what_is_not_a_page() {
     let (tmp, repo, evidence, r) = setup();
+    // A committed calibration record too (its commits are not in this repository).
+    let calibration = "c-6da83d6e";
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../proposals/{calibration}.toml"));
+    std::fs::copy(&committed, repo.join(format!("proposals/{calibration}.toml"))).unwrap();
     let site = Site::new(&repo, Some(&evidence)).unwrap();
     let out = tmp.path().join("html");
     let files = site.write_static(&out).unwrap();
-    assert_eq!(files.len(), 2, "{files:?}");
+    assert_eq!(files.len(), 3, "{files:?}");
+    let c = std::fs::read_to_string(out.join(format!("proposal/{calibration}.html"))).unwrap();
+    // Its figures: accuracy before/after as bars, each fitted bench's error before against after.
+    assert!(c.contains("<figure><svg") && c.contains("cost-model accuracy on") && c.contains("mean |log error| per fitted bench"), "the figures");
+    let record = queue::load(&committed).unwrap();
+    let fits = record.calibration.as_ref().unwrap().fits.len();
+    assert_eq!(c.matches("<circle").count(), fits + 1, "a point per fitted bench and the legend's");
+    assert!(c.contains("the diff is not shown") && c.contains("calibration run"), "what is missing is said; the measurements are listed");
     let index = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(index.contains(&format!("<a href=\"proposal/{id}.html\">{id}</a>", id = r.id)), "{index}");
     let page = std::fs::read_to_string(out.join("proposal").join(format!("{}.html", r.id))).unwrap();

@@ -237,6 +237,8 @@ fn draw_bars(area: &DrawingArea<SVGBackend<'_>, Shift>, b: &Bars) -> Result<(), 
     let n = b.groups.len().max(1);
     let k = b.series.len().max(1);
     let (y0, y1) = range(b.series.iter().flat_map(|s| s.values.iter().copied()).chain(b.reference), true);
+    // Headroom above the tallest bar for the legend in the upper right.
+    let y1 = y0 + (y1 - y0) * 1.25;
     let groups = b.groups.clone();
     let mut chart = ChartBuilder::on(area)
         .caption(&b.title, ("sans-serif", 15))

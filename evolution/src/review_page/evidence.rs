@@ -49,32 +49,36 @@ pub struct Evidence {
 pub fn gather(repo: &git2::Repository, store: Option<&EvidenceStore>, r: &Record) -> Evidence {
     let mut e = Evidence::default();
     let mut spans: Vec<(String, Finding)> = Vec::new(); // (program sha256, the evidence's span)
-    match store {
-        None => e.notes.push("no evidence store here (`--evidence DIR`): the records are listed by id only".into()),
-        Some(s) => {
-            for id in r.evidence.iter().take(MAX_RECORDS) {
-                match s.get(id) {
-                    Ok(st) => {
-                        let row = match &st.record {
-                            store::Record::Failure(f) => {
-                                if let Some(sp) = f.span.as_ref().filter(|sp| sp.kind == SpanKind::Cake) {
-                                    spans.push((f.program.sha256.clone(), Finding { code: f.error_class.clone(), line: sp.line as usize, message: f.message.clone() }));
-                                }
-                                EvidenceRow { id: st.id.as_str().to_string(), stage: f.stage.as_str().into(), tool: f.tool.clone(), class: f.error_class.clone(), message: f.message.clone() }
-                            }
-                            store::Record::Run(run) => EvidenceRow {
-                                id: st.id.as_str().to_string(),
-                                stage: run.stage.clone(),
-                                tool: "cake run".into(),
-                                class: run.error.as_ref().map_or_else(|| run.verdict.name().to_string(), |x| x.class.clone()),
-                                message: run.error.as_ref().map(|x| x.message.clone()).unwrap_or_default(),
-                            },
-                        };
-                        e.records.push(row);
+    for id in r.evidence.iter().take(MAX_RECORDS) {
+        // A calibration's evidence names its measurements (`bench @ shape`), not store records.
+        if store::Id::parse(id).is_none() {
+            e.records.push(EvidenceRow { id: id.clone(), stage: "-".into(), tool: "calibration run".into(), class: "measurement".into(), message: String::new() });
+            continue;
+        }
+        let Some(s) = store else {
+            e.records.push(EvidenceRow { id: id.clone(), stage: "-".into(), tool: "-".into(), class: "-".into(), message: "no evidence store here (`--evidence DIR`)".into() });
+            continue;
+        };
+        match s.get(id) {
+            Ok(st) => {
+                let row = match &st.record {
+                    store::Record::Failure(f) => {
+                        if let Some(sp) = f.span.as_ref().filter(|sp| sp.kind == SpanKind::Cake) {
+                            spans.push((f.program.sha256.clone(), Finding { code: f.error_class.clone(), line: sp.line as usize, message: f.message.clone() }));
+                        }
+                        EvidenceRow { id: st.id.as_str().to_string(), stage: f.stage.as_str().into(), tool: f.tool.clone(), class: f.error_class.clone(), message: f.message.clone() }
                     }
-                    Err(err) => e.notes.push(format!("evidence {id}: {err}")),
-                }
+                    store::Record::Run(run) => EvidenceRow {
+                        id: st.id.as_str().to_string(),
+                        stage: run.stage.clone(),
+                        tool: "cake run".into(),
+                        class: run.error.as_ref().map_or_else(|| run.verdict.name().to_string(), |x| x.class.clone()),
+                        message: run.error.as_ref().map(|x| x.message.clone()).unwrap_or_default(),
+                    },
+                };
+                e.records.push(row);
             }
+            Err(err) => e.notes.push(format!("evidence {id}: {err}")),
         }
     }
     if r.evidence.len() > MAX_RECORDS {

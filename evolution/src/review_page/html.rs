@@ -164,6 +164,7 @@ pub fn proposal(r: &Record, x: &Extras<'_>) -> String {
     for (caption, svg) in x.plots {
         let _ = writeln!(b, "<figure>{svg}<figcaption>{}</figcaption></figure>", esc(caption));
     }
+    evidence(&mut b, r, x.evidence);
     if !r.notes.is_empty() {
         let _ = writeln!(b, "<h2>Notes</h2><ul>");
         for n in &r.notes {
@@ -171,7 +172,6 @@ pub fn proposal(r: &Record, x: &Extras<'_>) -> String {
         }
         let _ = writeln!(b, "</ul>");
     }
-    evidence(&mut b, r, x.evidence);
     diff(&mut b, x.diff);
     page(&format!("{} — {}", r.id, r.title), &b)
 }

@@ -59,10 +59,17 @@ impl Site {
     }
 
     fn render(&self, repo: &git2::Repository, r: &Record) -> Result<String, String> {
-        let oid = |s: &str| git2::Oid::from_str(s).map_err(|e| format!("proposal {}: `{s}` is not a commit id: {}", r.id, e.message()));
-        let diff = git::diff(repo, oid(&r.base)?, oid(&r.commit)?)?;
+        let oid = |s: &str| git2::Oid::from_str(s).map_err(|e| format!("`{s}` is not a commit id: {}", e.message()));
         let store = self.evidence.as_ref().and_then(|d| EvidenceStore::open_existing(d).ok());
         let mut ev = evidence::gather(repo, store.as_ref(), r);
+        // A record whose commits this clone lacks (a copied record, a pruned branch) still shows.
+        let diff = match oid(&r.base).and_then(|b| Ok((b, oid(&r.commit)?))).and_then(|(b, c)| git::diff(repo, b, c)) {
+            Ok(d) => d,
+            Err(e) => {
+                ev.notes.push(format!("the diff is not shown: {e}"));
+                Vec::new()
+            }
+        };
         let plots = figures::figures(r);
         let mut facts = None;
         if let Some(d) = &r.rule {
