@@ -175,3 +175,31 @@ fn needs_chromium_review_page_renders_in_headless_chromium_and_is_screenshotted(
     assert!(png.len() > 40_000, "the screenshot is {} bytes: nearly blank?", png.len());
     println!("review page screenshot: {} ({} bytes)", shot.display(), png.len());
 }
+
+/// The predicted-vs-measured figure of a calibration page: the cost model on both parameter files
+/// of the diff over the runs it commits. The runs are the real H200 accuracy runs committed in
+/// `calibration/runs/`; the "before" file is today's with the DRAM bandwidth halved (synthetic, so
+/// that the two series differ).
+#[test]
+fn review_figures_draw_predicted_against_measured_time_before_and_after() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let record = queue::load(&root.join("proposals/c-6da83d6e.toml")).unwrap();
+    let now = std::fs::read_to_string(root.join("calibration/sm_90a.toml")).unwrap();
+    let before = now.replacen("[param.dram_bytes_per_s]\nvalue = 4192300000000", "[param.dram_bytes_per_s]\nvalue = 2096150000000", 1);
+    assert_ne!(before, now, "the DRAM bandwidth parameter is where the test expects it");
+    let run = std::fs::read(root.join("calibration/runs/sm_90a-226d53dcef6a.json")).unwrap();
+    let diff = vec![
+        cake_evolve::git::FileDiff { path: "calibration/sm_90a.toml".into(), change: cake_merge_gates::Change::Modified, old: Some(before.into_bytes()), new: Some(now.into_bytes()) },
+        cake_evolve::git::FileDiff { path: "calibration/runs/sm_90a-226d53dcef6a.json".into(), change: cake_merge_gates::Change::Added, old: None, new: Some(run) },
+    ];
+    let figures = cake_evolve::review_page::figures::figures(&record, &diff);
+    let (caption, svg) = &figures[0];
+    assert!(caption.contains("predicted against measured"), "{caption}");
+    assert!(svg.contains("predicted vs measured, 109 accuracy run(s)") && svg.contains("y = x"), "all 109 committed runs validate");
+    // A point per run and calibration (before, after), and the two legend markers.
+    assert_eq!(svg.matches("<circle").count(), 2 * 109 + 2);
+    // Without runs in the diff there is nothing to draw, and the summary figures remain.
+    let figures = cake_evolve::review_page::figures::figures(&record, &diff[..1]);
+    assert_eq!(figures.len(), 1);
+    assert!(figures[0].0.contains("accuracy before and after"), "{}", figures[0].0);
+}

@@ -70,7 +70,7 @@ impl Site {
                 Vec::new()
             }
         };
-        let plots = figures::figures(r);
+        let plots = figures::figures(r, &diff);
         let mut facts = None;
         if let Some(d) = &r.rule {
             let base = self.base.get_or_init(|| crate::synth::rule::Base::load(git::workdir(repo)?));
