@@ -205,6 +205,7 @@ fn draw_line(area: &DrawingArea<SVGBackend<'_>, Shift>, l: &Line) -> Result<(), 
 fn draw_scatter(area: &DrawingArea<SVGBackend<'_>, Shift>, s: &Scatter) -> Result<(), PlotError> {
     let all = || s.series.iter().flat_map(|x| x.points.iter()).flat_map(|p| [p.0, p.1]);
     // One range for both axes: the y = x line is the diagonal, and distance from it is error.
+    // Points are translucent: a later series does not hide an earlier one where they agree.
     let (lo, hi) = if s.log {
         let (a, b) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
         (a / 1.5, b * 1.5)
@@ -220,7 +221,7 @@ fn draw_scatter(area: &DrawingArea<SVGBackend<'_>, Shift>, s: &Scatter) -> Resul
             chart.draw_series(LineSeries::new(vec![(lo, lo), (hi, hi)], BLACK.mix(0.5))).map_err(backend)?.label("y = x").legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.mix(0.5)));
             for (i, ser) in s.series.iter().enumerate() {
                 let c = colour(i);
-                chart.draw_series(ser.points.iter().map(|p| Circle::new(*p, 4, c.filled()))).map_err(backend)?.label(&ser.name).legend(move |(x, y)| Circle::new((x + 8, y), 4, c.filled()));
+                chart.draw_series(ser.points.iter().map(|p| Circle::new(*p, 4, c.mix(0.6).filled()))).map_err(backend)?.label(&ser.name).legend(move |(x, y)| Circle::new((x + 8, y), 4, c.filled()));
             }
             chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).position(SeriesLabelPosition::UpperLeft).draw().map_err(backend)?;
         }};
