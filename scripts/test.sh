@@ -8,14 +8,17 @@
 #
 # Tests that need something a machine may lack say so in their names: `needs_gpu_*` (a GPU, and
 # the toolchain), `needs_toolchain_*` (ptxas and NVRTC), `needs_no_gpu_*` (a machine without a
-# GPU). This script leaves out, by name (`--skip`), those whose resource it does not find here, so
-# the runner counts them skipped; a test that does run without its resource fails. It prints one
-# line saying what it left out and why, then the closing counts line.
+# GPU), `needs_chromium_*` (headless Chromium: the review page's browser test; installed from
+# Debian's packages when absent and apt-get is usable). This script leaves out, by name (`--skip`),
+# those whose resource it does not find here, so the runner counts them skipped; a test that does
+# run without its resource fails. It prints one line saying what it left out and why, then the
+# closing counts line.
 #
 # Environment: CAKE_SKIP_TOOLCHAIN=1 runs without the CUDA toolchain (the needs_toolchain_ and
 # needs_gpu_ tests are then skipped). CAKE_TEST_GPU=1 or 0 says whether this machine has a GPU
-# (default: whether `nvidia-smi -L` lists one); it is exported to the tests. CI=true adds --locked
-# (Cargo.lock must be up to date).
+# (default: whether `nvidia-smi -L` lists one); it is exported to the tests. CAKE_SKIP_CHROMIUM=1
+# does not install Chromium (the needs_chromium_ tests are then skipped unless it is there).
+# CI=true adds --locked (Cargo.lock must be up to date).
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -30,6 +33,21 @@ else
     echo "         set CAKE_SKIP_TOOLCHAIN=1 (the tests that need it are then skipped)." >&2
     exit 1
   }
+fi
+
+# The browser test drives Debian's headless Chromium: install it when it is absent and apt-get
+# can (root, or passwordless sudo). A failed install is not a failed run: the test is skipped.
+install_chromium() {
+  local sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo -n)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 \
+    || { "${sudo[@]}" apt-get update >/dev/null 2>&1 && "${sudo[@]}" apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; }
+}
+if [ -z "${CAKE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && [ "${CAKE_SKIP_CHROMIUM:-0}" != 1 ] \
+  && command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; }; then
+  echo "setup: installing chromium (apt-get) for the review page's browser test"
+  install_chromium || echo "setup: apt-get could not install chromium; the needs_chromium_ tests are skipped"
 fi
 
 # What this machine has, and so which tests it leaves out (test names, matched as substrings).
@@ -49,6 +67,9 @@ elif [ "$CAKE_TEST_GPU" != 1 ]; then
 fi
 if [ "$CAKE_TEST_GPU" = 1 ]; then
   left_out+=("needs_no_gpu_|need a machine without a GPU (this one has one)")
+fi
+if [ -z "${CAKE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+  left_out+=("needs_chromium_|need headless Chromium (not installed, and apt-get could not install it or CAKE_SKIP_CHROMIUM=1)")
 fi
 # The runner's arguments: the caller's, then `--skip PATTERN` for each left-out name (after the
 # caller's `--` if there is one). Both runners intersect them with the caller's own filters.

@@ -65,6 +65,11 @@ fn tier_matches_the_baseline(tier: Tier) -> GateResults {
         report.display()
     );
     let md = fs::read_to_string(&report).unwrap_or_default();
+    // The per-family figure (cake-plot) beside the report, embedded in it, with every family.
+    let svg = fs::read_to_string(dir.join("report-families.svg")).expect("the gate drew report-families.svg beside report.md");
+    assert!(md.contains("![results per family](report-families.svg)"), "the report embeds its figure:\n{md}");
+    let families: std::collections::BTreeSet<&str> = results.results.iter().map(|r| r.family.as_str()).collect();
+    assert!(svg.starts_with("<svg") && families.iter().all(|f| svg.contains(&format!("\n{f}\n"))), "every family labels a bar group");
     assert_eq!(
         code, 0,
         "the corpus gate found regressions against corpus/results/baseline.json (the lines above list them; full report below).\n\

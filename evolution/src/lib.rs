@@ -18,6 +18,7 @@ pub mod queue;
 pub mod records;
 pub mod rederive;
 pub mod review;
+pub mod review_page;
 pub mod sanitize;
 pub mod stale;
 pub mod store;

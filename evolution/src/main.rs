@@ -227,6 +227,23 @@ enum Command {
         #[arg(long)]
         no_diff: bool,
     },
+    /// The queue in a browser: serve its pages on 127.0.0.1 (read-only; prints the URL), or
+    /// write them as static HTML with --html DIR. Each proposal page shows its gate table, the
+    /// evidence with the failing lines marked, the values around each constant, figures and the
+    /// side-by-side diff, and the `accept` / `reject` commands to run.
+    Review {
+        #[command(flatten)]
+        repo: RepoArgs,
+        /// The evidence store whose records and programs the pages show.
+        #[arg(long, value_name = "DIR", default_value = cake_evolve::store::DEFAULT_STORE_DIR)]
+        evidence: PathBuf,
+        /// Write the pages here (index.html, proposal/<id>.html) instead of serving them.
+        #[arg(long, value_name = "DIR")]
+        html: Option<PathBuf>,
+        /// The port on 127.0.0.1 (default: any free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
     /// Re-run the gates on current main merged with the proposal (as bors does); if they pass,
     /// merge it into main and record the acceptance.
     Accept {
@@ -407,6 +424,7 @@ fn main() -> ExitCode {
             },
             Err(e) => fail(&e),
         },
+        Command::Review { repo, evidence, html, port } => review_pages(&repo, &evidence, html.as_deref(), port),
         Command::Accept { id, repo, note, gates, lock } => match review::accept_with_lock_timeout(&repo.repo, &id, &note, repo.main.as_deref(), gates.options(), lock.timeout()) {
             Ok(Accepted::Merged { commit, how }) => {
                 println!("accepted {}: merged into main ({how}) as {commit}", sanitize::line(&id));
@@ -593,6 +611,35 @@ fn git_workdir(p: &std::path::Path) -> Option<PathBuf> {
 }
 
 /// The good records of the queue; each unreadable one is named on standard error and skipped.
+/// `review`: write the pages to `html`, or serve them on 127.0.0.1:`port` until interrupted.
+fn review_pages(repo: &RepoArgs, evidence: &std::path::Path, html: Option<&std::path::Path>, port: u16) -> u8 {
+    let site = match cake_evolve::review_page::Site::new(&repo.repo, Some(evidence)) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    if let Some(dir) = html {
+        return match site.write_static(dir) {
+            Ok(files) => {
+                println!("wrote {} page(s); open {}", files.len(), dir.join("index.html").display());
+                0
+            }
+            Err(e) => fail(&e),
+        };
+    }
+    let listener = match std::net::TcpListener::bind(("127.0.0.1", port)) {
+        Ok(l) => l,
+        Err(e) => return fail(&format!("cannot listen on 127.0.0.1:{port}: {e}; give another `--port`, or 0 for any free one")),
+    };
+    match listener.local_addr() {
+        Ok(a) => println!("review pages on http://{a}/ (read-only; Ctrl-C stops)"),
+        Err(e) => return fail(&format!("cannot read the listening address: {e}")),
+    }
+    match cake_evolve::review_page::server::serve(&site, &listener, None) {
+        Ok(()) => 0,
+        Err(e) => fail(&format!("the review server stopped: {e}")),
+    }
+}
+
 fn scan_reporting(dir: &std::path::Path) -> Vec<queue::Record> {
     let scan = queue::scan(dir);
     for w in scan.warnings() {

@@ -230,35 +230,31 @@ impl Data {
     }
 }
 
-/// The best-so-far trajectory as an SVG: over GPU evaluations and over GPU seconds. When nothing
-/// was timed the curve is the cost model's prediction of the skipped evaluations, and the title
-/// says so.
+/// The best-so-far trajectory as an SVG (`cake-plot`): over GPU evaluations and over GPU
+/// seconds. When nothing was timed the curve is the cost model's prediction of the skipped
+/// evaluations, and the title says so.
 pub fn write_svg(path: &std::path::Path, points: &[TrajectoryPoint]) -> Result<()> {
-    use plotters::prelude::*;
+    use cake_plot::{Chart, Line, Series};
     let fail = |e: String| crate::error::KevoError::new("K204", path.display().to_string(), format!("cannot draw the trajectory: {e}"), "give a writable `--svg` path");
     let measured = points.iter().any(|p| p.3);
     let pts: Vec<&TrajectoryPoint> = points.iter().filter(|p| p.3 == measured).collect();
     let what = if measured { "measured" } else { "predicted (GPU stage skipped: nothing timed)" };
-    let ymax = pts.iter().map(|p| p.2).fold(0.0, f64::max).max(1e-3) * 1.1;
-    let root = SVGBackend::new(path, (1100, 420)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
-    let (left, right) = root.split_horizontally(550);
     type Axis = fn(&TrajectoryPoint) -> f64;
-    let panels: [(_, &str, Axis); 2] = [(&left, "GPU evaluations", |p| p.0 as f64), (&right, "GPU seconds", |p| p.1)];
-    for (area, xdesc, x) in panels {
-        let xmax = pts.iter().map(|p| x(p)).fold(0.0, f64::max).max(1.0);
-        let mut chart = ChartBuilder::on(area)
-            .caption(format!("best so far, {what}"), ("sans-serif", 15))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..xmax, 0.0..ymax)
-            .map_err(|e| fail(e.to_string()))?;
-        chart.configure_mesh().x_desc(xdesc).y_desc("ms at the headline shape").draw().map_err(|e| fail(e.to_string()))?;
-        chart.draw_series(LineSeries::new(pts.iter().map(|p| (x(p), p.2)), &BLUE)).map_err(|e| fail(e.to_string()))?;
-    }
-    root.present().map_err(|e| fail(e.to_string()))?;
-    Ok(())
+    let panels: [(&str, Axis); 2] = [("GPU evaluations", |p| p.0 as f64), ("GPU seconds", |p| p.1)];
+    let charts: Vec<Chart> = panels
+        .iter()
+        .map(|(xdesc, x)| {
+            Chart::Line(Line {
+                title: format!("best so far, {what}"),
+                x_label: xdesc.to_string(),
+                y_label: "ms at the headline shape".into(),
+                series: vec![Series::new("best so far", pts.iter().map(|p| (x(p), p.2)).collect())],
+                step: true,
+            })
+        })
+        .collect();
+    let svg = cake_plot::svg(&charts, 1100, 420).map_err(|e| fail(e.to_string()))?;
+    std::fs::write(path, svg).map_err(|e| fail(e.to_string()))
 }
 
 #[cfg(test)]

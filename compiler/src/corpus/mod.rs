@@ -22,6 +22,7 @@
 
 pub mod bless;
 pub mod error;
+pub mod family_plot;
 pub mod gate;
 pub mod load_error;
 pub mod report;

@@ -158,8 +158,33 @@ impl Report {
             .collect()
     }
 
-    /// The markdown report. `families` maps family names to their description line.
-    pub fn markdown(&self, current: &GateResults, families: &BTreeMap<String, String>) -> String {
+    /// Results per family, sorted by family: pass (same, new, fixed), fail (regressed, new,
+    /// same), skipped and spurious.
+    pub fn families(&self) -> Vec<FamilyCounts<'_>> {
+        let mut fam: BTreeMap<&str, BTreeMap<Class, usize>> = BTreeMap::new();
+        let mut fam_cases: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for i in &self.items {
+            *fam.entry(i.result.family.as_str()).or_default().entry(i.class).or_default() += 1;
+            fam_cases.entry(i.result.family.as_str()).or_default().insert(i.result.id.as_str());
+        }
+        fam.iter()
+            .map(|(f, counts)| {
+                let get = |cs: &[Class]| cs.iter().map(|c| counts.get(c).copied().unwrap_or(0)).sum::<usize>();
+                FamilyCounts {
+                    family: f,
+                    cases: fam_cases[f].len(),
+                    pass: get(&[Class::SamePass, Class::NewPass, Class::Fixed]),
+                    fail: get(&[Class::Regressed, Class::NewFail, Class::SameFail]),
+                    skipped: get(&[Class::Skipped]),
+                    spurious: get(&[Class::Spurious]),
+                }
+            })
+            .collect()
+    }
+
+    /// The markdown report. `families` maps family names to their description line; `plot` is
+    /// the per-family figure's path relative to the report, embedded above the families' table.
+    pub fn markdown(&self, current: &GateResults, families: &BTreeMap<String, String>, plot: Option<&str>) -> String {
         let mut s = String::new();
         let cases: BTreeSet<&str> = current.results.iter().map(|r| r.id.as_str()).collect();
         let tiers: Vec<&str> = current.tiers.iter().map(|t| t.as_str()).collect();
@@ -244,30 +269,37 @@ impl Report {
             let _ = writeln!(s);
         }
 
-        // Per family.
-        let mut fam: BTreeMap<&str, BTreeMap<Class, usize>> = BTreeMap::new();
-        let mut fam_cases: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-        for i in &self.items {
-            *fam.entry(i.result.family.as_str()).or_default().entry(i.class).or_default() += 1;
-            fam_cases.entry(i.result.family.as_str()).or_default().insert(i.result.id.as_str());
+        if let Some(svg) = plot {
+            let _ = writeln!(s, "![results per family]({svg})\n");
         }
         let _ = writeln!(s, "## Families\n");
         let _ = writeln!(s, "| family | cases | pass | fail | skipped | spurious | covers |\n|---|---:|---:|---:|---:|---:|---|");
-        for (f, counts) in &fam {
-            let get = |cs: &[Class]| cs.iter().map(|c| counts.get(c).copied().unwrap_or(0)).sum::<usize>();
+        for f in self.families() {
             let _ = writeln!(
                 s,
-                "| {f} | {} | {} | {} | {} | {} | {} |",
-                fam_cases[f].len(),
-                get(&[Class::SamePass, Class::NewPass, Class::Fixed]),
-                get(&[Class::Regressed, Class::NewFail, Class::SameFail]),
-                get(&[Class::Skipped]),
-                get(&[Class::Spurious]),
-                cell(families.get(*f).map_or("", String::as_str))
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                f.family,
+                f.cases,
+                f.pass,
+                f.fail,
+                f.skipped,
+                f.spurious,
+                cell(families.get(f.family).map_or("", String::as_str))
             );
         }
         s
     }
+}
+
+/// One family's results (see [`Report::families`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FamilyCounts<'a> {
+    pub family: &'a str,
+    pub cases: usize,
+    pub pass: usize,
+    pub fail: usize,
+    pub skipped: usize,
+    pub spurious: usize,
 }
 
 fn title(c: Class) -> &'static str {
@@ -344,7 +376,7 @@ mod tests {
         );
         assert_eq!(rep.missing, vec![("f/gone".to_string(), Tier::Static)]);
         assert!(rep.is_failure());
-        let md = rep.markdown(&now, &BTreeMap::new());
+        let md = rep.markdown(&now, &BTreeMap::new(), None);
         assert!(md.contains("## Regressed (1)") && md.contains("`f/b`"), "{md}");
 
         // Without a baseline any failure fails the gate.

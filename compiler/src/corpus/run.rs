@@ -249,7 +249,16 @@ fn finish(
             // A directory that cannot be made shows up as the write error below.
             let _ = std::fs::create_dir_all(dir);
         }
-        std::fs::write(p, rep.markdown(&results, families)).map_err(|e| CorpusError::write("write", p, e))?;
+        // The per-family figure beside the report, embedded by its file name.
+        let at = super::family_plot::path_for(p);
+        let plot = match super::family_plot::svg(&rep).map_err(|e| CorpusError::write("draw", &at, e))? {
+            Some(svg) => {
+                std::fs::write(&at, svg).map_err(|e| CorpusError::write("write", &at, e))?;
+                at.file_name().map(|n| n.to_string_lossy().into_owned())
+            }
+            None => None,
+        };
+        std::fs::write(p, rep.markdown(&results, families, plot.as_deref())).map_err(|e| CorpusError::write("write", p, e))?;
     }
     let mut skipped: BTreeMap<(Tier, &str), usize> = BTreeMap::new();
     for r in results.results.iter().filter(|r| r.status == Status::Skipped) {
