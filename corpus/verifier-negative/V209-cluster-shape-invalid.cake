@@ -13,7 +13,7 @@ in A: bf16[M, K] tma [128, 64] swizzle 128B
 in B: bf16[N, K] tma [256, 64] swizzle 128B
 out C: bf16[M, N]
 
-grid tiles[m = M / 128, n = N / 256] persistent cluster [2, 0]
+grid tiles[m = M / 128, n = N / 256] persistent cluster [2, 1, 1, 1]
 
 smem a_s: bf16[128, 64] stages 4 swizzle 128B align 1024
 smem b_s: bf16[256, 64] stages 4 swizzle 128B align 1024

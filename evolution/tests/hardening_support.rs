@@ -67,3 +67,9 @@ pub fn record_files(repo: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// The id of the first rule proposal in the queue (a proposal for a new fact, `a-…`, cannot be
+/// accepted until its analysis exists).
+pub fn first_rule_id(repo: &Path) -> String {
+    record_files(repo).into_iter().find(|f| f.starts_with("r-")).expect("propose made a rule proposal").trim_end_matches(".toml").to_string()
+}

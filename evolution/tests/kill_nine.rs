@@ -144,7 +144,7 @@ fn kill_nine_at_random_points_of_propose_and_accept_loses_nothing() {
     let propose_time = t0.elapsed();
     let proposed = state(&reference);
     check_branches_have_records(&reference);
-    let id = record_files(&reference)[0].trim_end_matches(".toml").to_string();
+    let id = first_rule_id(&reference);
     let queued = tmp.path().join("queued");
     copy_dir(&reference, &queued, &[]);
     let accept_args = ["accept", id.as_str(), "--tier", "static", "--lock-timeout", "600"];

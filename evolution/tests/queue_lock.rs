@@ -113,7 +113,7 @@ fn concurrent_proposes_of_the_same_evidence_make_one_queue() {
 fn propose_beside_accept_gives_no_error_and_no_duplicate_code() {
     let (tmp, repo, evidence) = setup();
     propose(&repo, &evidence);
-    let id = record_files(&repo)[0].trim_end_matches(".toml").to_string();
+    let id = first_rule_id(&repo);
     // A second, different store: the same wrong answers as failure reports (buckets of its own).
     let bundle = failure_store(tmp.path(), &evidence, "");
     let bin = env!("CARGO_BIN_EXE_cake-evolve-compiler");
