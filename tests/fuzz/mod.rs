@@ -79,8 +79,10 @@ pub struct Report {
     pub reached: [u64; 5],
     pub findings: Vec<Finding>,
     pub elapsed: Duration,
-    /// The slowest input's time.
+    /// The slowest input's wall-clock time.
     pub slowest: Duration,
+    /// The most CPU time one input took (what the watchdog bounds).
+    pub slowest_cpu: Duration,
     /// Peak resident memory over all inputs, KiB (VmHWM).
     pub peak_kib: u64,
     /// Set when the campaign had to stop (memory past the cap while an input ran, or hung
@@ -107,11 +109,12 @@ impl Report {
             s += &format!("  {label}: {}\n", self.reached[i]);
         }
         s += &format!(
-            "panics {}, hangs {}, memory {}, oracle {}; slowest input {:.3} s; peak memory {:.1} MiB\n",
+            "panics {}, hangs {}, memory {}, oracle {}; slowest input {:.3} s CPU, {:.3} s wall; peak memory {:.1} MiB\n",
             self.count("panic"),
             self.count("hang"),
             self.count("memory"),
             self.count("oracle"),
+            self.slowest_cpu.as_secs_f64(),
             self.slowest.as_secs_f64(),
             self.peak_kib as f64 / 1024.0
         );
@@ -198,6 +201,7 @@ fn judge(cfg: &Config, watch: &mut Watch, input: &[u8], report: &mut Report) -> 
     let t = Instant::now();
     let verdict = watch.run(input);
     report.slowest = report.slowest.max(t.elapsed());
+    report.slowest_cpu = report.slowest_cpu.max(watch.last_cpu());
     report.peak_kib = report.peak_kib.max(watch.peak_kib());
     let (kind, detail) = match verdict {
         Verdict::Done(Ok(reached), hwm) if hwm <= cfg.memory_cap_kib => {
