@@ -85,6 +85,9 @@ pub struct Report {
     pub slowest_cpu: Duration,
     /// Peak resident memory over all inputs, KiB (VmHWM).
     pub peak_kib: u64,
+    /// The input with the highest VmHWM of its own, and that VmHWM (KiB): `cake-fuzz` writes it
+    /// to `$TMPDIR/cake-fuzz-heaviest.cake`, to tell what the peak was.
+    pub heaviest: Option<(u64, Vec<u8>)>,
     /// Set when the campaign had to stop (memory past the cap while an input ran, or hung
     /// workers piling up).
     pub stopped: Option<String>,
@@ -205,6 +208,9 @@ fn judge(cfg: &Config, watch: &mut Watch, input: &[u8], report: &mut Report) -> 
     report.peak_kib = report.peak_kib.max(watch.peak_kib());
     let (kind, detail) = match verdict {
         Verdict::Done(Ok(reached), hwm) if hwm <= cfg.memory_cap_kib => {
+            if report.heaviest.as_ref().is_none_or(|(h, _)| hwm > *h) {
+                report.heaviest = Some((hwm, input.to_vec()));
+            }
             report.reached[stages::REACHED.iter().position(|(r, _)| *r == reached).unwrap_or(0)] += 1;
             return true;
         }
