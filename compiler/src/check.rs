@@ -632,13 +632,9 @@ impl<'a> Checker<'a> {
         let cluster = match at.get("cluster") {
             Some(a) => {
                 let mut c = self.attr_list_const(a).unwrap_or_else(|| vec![1]);
-                if let Some(bad) = c.iter().find(|v| **v <= 0) {
-                    self.err(
-                        Diagnostic::error("E0309", format!("a cluster dimension must be positive, found {bad}"), a.span, "not positive")
-                            .with_help("write the blocks per cluster along each axis, e.g. `cluster [2, 1]`"),
-                    );
-                    c = vec![1];
-                } else if self.within_32_bits(&c, a.span, "cluster").is_none() {
+                // Shapes the hardware cannot launch are the verifier's (V209, V228); a product
+                // past 32 bits would overflow its arithmetic first.
+                if self.within_32_bits(&c, a.span, "cluster").is_none() {
                     c = vec![1];
                 }
                 if c.iter().product::<i64>() > 1 {

@@ -47,5 +47,12 @@ fn main() {
     }
     let report = fuzz::run(&cfg, &mut |r| eprintln!("{} inputs, {:.0} s, {} findings", r.inputs, r.elapsed.as_secs_f64(), r.findings.len()));
     print!("{}", report.summary());
+    if let Some((kib, input)) = &report.heaviest {
+        // Not into the corpus: it is no finding, only what to look at when the peak is high.
+        let path = std::env::temp_dir().join("cake-fuzz-heaviest.cake");
+        if std::fs::write(&path, input).is_ok() {
+            println!("heaviest input ({kib} KiB resident): {}", path.display());
+        }
+    }
     std::process::exit(if report.findings.is_empty() && report.stopped.is_none() { 0 } else { 1 });
 }

@@ -79,10 +79,15 @@ pub struct Report {
     pub reached: [u64; 5],
     pub findings: Vec<Finding>,
     pub elapsed: Duration,
-    /// The slowest input's time.
+    /// The slowest input's wall-clock time.
     pub slowest: Duration,
+    /// The most CPU time one input took (what the watchdog bounds).
+    pub slowest_cpu: Duration,
     /// Peak resident memory over all inputs, KiB (VmHWM).
     pub peak_kib: u64,
+    /// The input with the highest VmHWM of its own, and that VmHWM (KiB): `cake-fuzz` writes it
+    /// to `$TMPDIR/cake-fuzz-heaviest.cake`, to tell what the peak was.
+    pub heaviest: Option<(u64, Vec<u8>)>,
     /// Set when the campaign had to stop (memory past the cap while an input ran, or hung
     /// workers piling up).
     pub stopped: Option<String>,
@@ -107,11 +112,12 @@ impl Report {
             s += &format!("  {label}: {}\n", self.reached[i]);
         }
         s += &format!(
-            "panics {}, hangs {}, memory {}, oracle {}; slowest input {:.3} s; peak memory {:.1} MiB\n",
+            "panics {}, hangs {}, memory {}, oracle {}; slowest input {:.3} s CPU, {:.3} s wall; peak memory {:.1} MiB\n",
             self.count("panic"),
             self.count("hang"),
             self.count("memory"),
             self.count("oracle"),
+            self.slowest_cpu.as_secs_f64(),
             self.slowest.as_secs_f64(),
             self.peak_kib as f64 / 1024.0
         );
@@ -198,9 +204,13 @@ fn judge(cfg: &Config, watch: &mut Watch, input: &[u8], report: &mut Report) -> 
     let t = Instant::now();
     let verdict = watch.run(input);
     report.slowest = report.slowest.max(t.elapsed());
+    report.slowest_cpu = report.slowest_cpu.max(watch.last_cpu());
     report.peak_kib = report.peak_kib.max(watch.peak_kib());
     let (kind, detail) = match verdict {
         Verdict::Done(Ok(reached), hwm) if hwm <= cfg.memory_cap_kib => {
+            if report.heaviest.as_ref().is_none_or(|(h, _)| hwm > *h) {
+                report.heaviest = Some((hwm, input.to_vec()));
+            }
             report.reached[stages::REACHED.iter().position(|(r, _)| *r == reached).unwrap_or(0)] += 1;
             return true;
         }

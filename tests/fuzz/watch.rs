@@ -107,6 +107,8 @@ pub struct Watch {
     tid: Option<u32>,
     abandoned: usize,
     peak_kib: u64,
+    /// The CPU time of the last input run (its wall time where /proc does not say).
+    last_cpu: Duration,
 }
 
 impl Watch {
@@ -117,7 +119,7 @@ impl Watch {
     pub fn with_drive(drive: Drive, timeout: Duration, cap_kib: u64) -> Watch {
         install_hook();
         let (worker, tid) = spawn(drive);
-        Watch { drive, timeout, cap_kib, worker, tid, abandoned: 0, peak_kib: 0 }
+        Watch { drive, timeout, cap_kib, worker, tid, abandoned: 0, peak_kib: 0, last_cpu: Duration::ZERO }
     }
 
     pub fn abandoned(&self) -> usize {
@@ -127,6 +129,11 @@ impl Watch {
     /// The highest VmHWM seen after any input, KiB.
     pub fn peak_kib(&self) -> u64 {
         self.peak_kib
+    }
+
+    /// The CPU time the last [`run`](Self::run) took.
+    pub fn last_cpu(&self) -> Duration {
+        self.last_cpu
     }
 
     pub fn run(&mut self, input: &[u8]) -> Verdict {
@@ -141,6 +148,7 @@ impl Watch {
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(r) => {
+                    self.last_cpu = self.cpu_since(ticks0, start);
                     let hwm = status_kib("VmHWM:").unwrap_or(0);
                     // Without a reset VmHWM is the campaign's peak so far, not this input's.
                     let own = if reset { hwm } else { 0 };
@@ -161,17 +169,22 @@ impl Watch {
                         self.abandon();
                         return Verdict::MemoryRunaway(rss);
                     }
-                    let cpu = match (ticks0, self.tid.and_then(thread_ticks)) {
-                        (Some(a), Some(b)) => Duration::from_secs_f64(b.saturating_sub(a) as f64 / TICKS_PER_SECOND),
-                        // Without /proc the wall clock is all there is.
-                        _ => start.elapsed(),
-                    };
+                    let cpu = self.cpu_since(ticks0, start);
+                    self.last_cpu = cpu;
                     if cpu >= self.timeout || start.elapsed() >= self.timeout * 6 {
                         self.abandon();
                         return Verdict::Hang;
                     }
                 }
             }
+        }
+    }
+
+    fn cpu_since(&self, ticks0: Option<u64>, start: Instant) -> Duration {
+        match (ticks0, self.tid.and_then(thread_ticks)) {
+            (Some(a), Some(b)) => Duration::from_secs_f64(b.saturating_sub(a) as f64 / TICKS_PER_SECOND),
+            // Without /proc the wall clock is all there is.
+            _ => start.elapsed(),
         }
     }
 
