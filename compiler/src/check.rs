@@ -386,7 +386,25 @@ impl<'a> Checker<'a> {
             }
             shape.push(v);
         }
+        self.within_32_bits(&shape, ty.span, what)?;
         Some((dtype?, shape))
+    }
+
+    /// A constant shape (a buffer's, a fragment's, a TMA box's) counts at most `i32::MAX`
+    /// elements: the kernel indexes with 32-bit `int`s, and every later stage multiplies extents
+    /// (bytes, strides, boxes) in 64 bits, which then cannot overflow. E0324 past it.
+    fn within_32_bits(&mut self, shape: &[i64], span: Span, what: &str) -> Option<()> {
+        let limit = i64::from(i32::MAX);
+        let elements = shape.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d).filter(|n| *n <= limit));
+        if elements.is_none() {
+            let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+            self.err(
+                Diagnostic::error("E0324", format!("a {what} of [{}] holds more than {limit} elements", dims.join(", ")), span, "too large")
+                    .with_help("the kernel indexes with 32-bit integers: a constant shape holds at most 2^31 - 1 elements"),
+            );
+            return None;
+        }
+        Some(())
     }
 
     fn item(&mut self, item: &ast::Item) {
@@ -528,7 +546,22 @@ impl<'a> Checker<'a> {
         let at = self.attrs("a tensor argument", attrs, &["tma", "swizzle"]);
         let dtype = self.dtype(&ty.dtype).unwrap_or(DType::BF16);
         let shape: Vec<Size> = match &ty.shape {
-            Some(dims) => dims.iter().map(|d| self.size(d).unwrap_or(Size::Const(1))).collect(),
+            Some(dims) => dims
+                .iter()
+                .map(|d| match self.size(d) {
+                    Some(Size::Const(v)) if v <= 0 => {
+                        self.err(
+                            Diagnostic::error("E0309", format!("a tensor dimension must be positive, found {v}"), d.span, "not positive")
+                                .with_help("a constant extent is a positive integer; a size known at run time is a `dim`"),
+                        );
+                        Size::Const(1)
+                    }
+                    // A constant extent is indexed with the kernel's 32-bit integers (dims are
+                    // checked at their binding: `cake cost` C102, the harness's shapes).
+                    Some(Size::Const(v)) if self.within_32_bits(&[v], d.span, "tensor dimension").is_none() => Size::Const(1),
+                    s => s.unwrap_or(Size::Const(1)),
+                })
+                .collect(),
             None => {
                 self.err(
                     Diagnostic::error("E0309", "a tensor argument needs a shape", ty.span, "no shape")
@@ -540,6 +573,7 @@ impl<'a> Checker<'a> {
         let tma = at.get("tma").and_then(|a| {
             self.need_feature("tma", a.span, "a TMA operand");
             let box_dims = self.attr_list_const(a)?;
+            self.within_32_bits(&box_dims, a.span, "TMA box")?;
             if box_dims.len() != shape.len() {
                 self.err(
                     Diagnostic::error(
@@ -597,7 +631,16 @@ impl<'a> Checker<'a> {
         });
         let cluster = match at.get("cluster") {
             Some(a) => {
-                let c = self.attr_list_const(a).unwrap_or_else(|| vec![1]);
+                let mut c = self.attr_list_const(a).unwrap_or_else(|| vec![1]);
+                if let Some(bad) = c.iter().find(|v| **v <= 0) {
+                    self.err(
+                        Diagnostic::error("E0309", format!("a cluster dimension must be positive, found {bad}"), a.span, "not positive")
+                            .with_help("write the blocks per cluster along each axis, e.g. `cluster [2, 1]`"),
+                    );
+                    c = vec![1];
+                } else if self.within_32_bits(&c, a.span, "cluster").is_none() {
+                    c = vec![1];
+                }
                 if c.iter().product::<i64>() > 1 {
                     self.need_feature("clusters", a.span, "a thread-block cluster");
                 }
@@ -643,7 +686,8 @@ impl<'a> Checker<'a> {
             let (lo, hi) = match &a.value {
                 AttrValue::Expr(e) => {
                     let lo = self.const_int(e)?;
-                    (lo, lo + 1)
+                    // Saturating: i64::MAX is then the empty range the check below reports.
+                    (lo, lo.saturating_add(1))
                 }
                 AttrValue::Range(lo, hi) => (self.const_int(lo)?, self.const_int(hi)?),
                 _ => {
@@ -1226,6 +1270,10 @@ impl<'a> Checker<'a> {
             }
         }
         result.extend(shape[items.len()..].iter().cloned());
+        let lens: Vec<i64> = out.iter().filter_map(|i| if let IndexItem::Window { len, .. } = i { Some(*len) } else { None }).collect();
+        if self.within_32_bits(&lens, e.span, "window").is_none() {
+            return error;
+        }
         let kind = ExprKind::Index { base: b, items: out };
         let consts = || result.iter().map(|s| s.as_const().unwrap_or(1)).collect::<Vec<_>>();
         let ty = match ty {

@@ -18,6 +18,9 @@
 //! its constants. Its leave-one-out relearns the rule ([`crate::synth::relearn`]) on the tree of
 //! the record's base commit — the data the rule was learned on — at `propose` and at `accept`
 //! alike, so a rule accepted since on main cannot hide the programs from the search.
+//!
+//! A proposal for a new fact (`synth::analysis`) is judged by the `analysis` gate
+//! (`cake_merge_gates::analysis_gate`), which fails until the compiler computes the fact.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -25,7 +28,7 @@ use std::sync::Arc;
 
 use cake::corpus::results::GateResults;
 use cake_merge_gates::generalization_gate::{self, Program};
-use cake_merge_gates::{corpus_gate, run_gates, GateOptions, GateReport, GateResult, Tree};
+use cake_merge_gates::{analysis_gate, corpus_gate, run_gates, GateOptions, GateReport, GateResult, Tree};
 use git2::{Oid, Repository};
 
 use crate::git;
@@ -114,6 +117,11 @@ impl Gater {
         if let (Some(r), Some(learn)) = (rec, &learn) {
             let mut gates = report.gates;
             gates.push(generalization(&head_dir, learn, r));
+            report = GateReport::new(gates);
+        }
+        if let Some(a) = rec.and_then(|r| r.analysis.as_ref()) {
+            let mut gates = report.gates;
+            gates.push(analysis_gate::gate(&analysis_gate::Input { fact: &a.fact, construct: &a.construct, why: &a.why, skeleton: &a.skeleton }));
             report = GateReport::new(gates);
         }
         // The proposal's checkout is not needed again (its base is).

@@ -416,11 +416,14 @@ pub struct ImportedRecord {
 }
 
 /// An import failure: `I001` unreadable input, `I002` program missing or unusable, `I003`
-/// malformed report or run record, or a store error.
+/// malformed report or run record, or a store error. In a file of several reports, an error
+/// after the first is `Partial`: it has the code of the error and names the reports stored
+/// before it.
 #[derive(Debug)]
 pub enum ImportError {
     Input { code: &'static str, path: PathBuf, message: String },
     Store(StoreError),
+    Partial { stored: Vec<ImportedRecord>, error: Box<ImportError> },
 }
 
 impl ImportError {
@@ -432,6 +435,7 @@ impl ImportError {
         match self {
             ImportError::Input { code, .. } => code,
             ImportError::Store(e) => e.code,
+            ImportError::Partial { error, .. } => error.code(),
         }
     }
 }
@@ -441,6 +445,13 @@ impl std::fmt::Display for ImportError {
         match self {
             ImportError::Input { code, path, message } => write!(f, "[{code}] {}: {message}", path.display()),
             ImportError::Store(e) => write!(f, "{e}"),
+            ImportError::Partial { stored, error } => {
+                write!(f, "{error}\n  {} report(s) before it were stored:", stored.len())?;
+                for (i, r) in stored.iter().enumerate() {
+                    write!(f, "\n    report {} {} {}", i + 1, r.id.get(..12).unwrap_or(&r.id), r.class)?;
+                }
+                write!(f, "\n  help: fix the bad report and import the file again (the stored reports are found present, not added twice)")
+            }
         }
     }
 }
@@ -505,42 +516,13 @@ pub fn import_file(store: &EvidenceStore, kind: ImportKind, file: &Path, opts: &
             let mut records = Vec::new();
             let mut program_sha = program.as_ref().map(|p| p.sha256.clone());
             for (i, doc) in docs.into_iter().enumerate() {
-                let mut r: FailureReport = serde_json::from_value(doc)
-                    .map_err(|e| ImportError::input("I003", file, format!("report {}: not a failure report: {e}", i + 1)))?;
-                if let Some(src) = r.program.source.take() {
-                    let p = store.put_program(&src)?;
-                    if !r.program.sha256.is_empty() && r.program.sha256 != p.sha256 {
-                        notes.push(format!(
-                            "report {}: program.sha256 {} is not the hash of its canonical source ({}); the source's hash is used",
-                            i + 1,
-                            r.program.sha256,
-                            p.sha256
-                        ));
-                    }
-                    r.program.sha256 = p.sha256.clone();
-                    r.program.name = r.program.name.or(p.name);
-                    program_sha = Some(p.sha256);
-                } else if r.program.sha256.is_empty() {
-                    let Some(p) = &program else {
-                        return Err(ImportError::input("I002", file, format!("report {}: no program: give program.sha256, program.source or --program", i + 1)));
-                    };
-                    r.program.sha256 = p.sha256.clone();
-                    r.program.name = r.program.name.or(p.name.clone());
-                } else if store.program(&r.program.sha256)?.is_none() {
-                    notes.push(format!("report {}: program {} is not in the store (mining cannot re-verify it)", i + 1, r.program.sha256));
+                match import_report(store, file, &file_id.to_string(), i, doc, opts, program.as_ref(), &mut notes, &mut program_sha) {
+                    Ok(r) => records.push(r),
+                    Err(e) if records.is_empty() => return Err(e),
+                    // The reports before the bad one are in the store (appends are durable and
+                    // idempotent): say which, so a fixed file can be imported again.
+                    Err(e) => return Err(ImportError::Partial { stored: records, error: Box::new(e) }),
                 }
-                if r.target.is_empty() {
-                    r.target = opts.target.clone().or_else(|| program.as_ref().and_then(|p| p.target.clone())).unwrap_or_default();
-                }
-                if r.shapes.is_empty() {
-                    r.shapes = opts.shapes.clone();
-                }
-                r.gpu_seconds = r.gpu_seconds.or(opts.gpu_seconds);
-                r.source_file.get_or_insert_with(|| file_id.to_string());
-                r.validate().map_err(|m| ImportError::input("I003", file, format!("report {}: {m}", i + 1)))?;
-                let class = r.error_class.clone();
-                let a = store.append_detailed(r)?;
-                records.push(ImportedRecord { id: a.id.to_string(), class, new: a.new });
             }
             Ok(ImportOutcome { kind, file: file_id.to_string(), program: program_sha, records, notes })
         }
@@ -566,6 +548,57 @@ pub fn import_file(store: &EvidenceStore, kind: ImportKind, file: &Path, opts: &
             })
         }
     }
+}
+
+/// One report of a multi-report file (`i` counts from 0), stored.
+#[allow(clippy::too_many_arguments)]
+fn import_report(
+    store: &EvidenceStore,
+    file: &Path,
+    file_id: &str,
+    i: usize,
+    doc: Value,
+    opts: &ImportOptions,
+    program: Option<&StoredProgram>,
+    notes: &mut Vec<String>,
+    program_sha: &mut Option<String>,
+) -> Result<ImportedRecord, ImportError> {
+    let mut r: FailureReport = serde_json::from_value(doc)
+        .map_err(|e| ImportError::input("I003", file, format!("report {}: not a failure report: {e}", i + 1)))?;
+    if let Some(src) = r.program.source.take() {
+        let p = store.put_program(&src)?;
+        if !r.program.sha256.is_empty() && r.program.sha256 != p.sha256 {
+            notes.push(format!(
+                "report {}: program.sha256 {} is not the hash of its canonical source ({}); the source's hash is used",
+                i + 1,
+                r.program.sha256,
+                p.sha256
+            ));
+        }
+        r.program.sha256 = p.sha256.clone();
+        r.program.name = r.program.name.or(p.name);
+        *program_sha = Some(p.sha256);
+    } else if r.program.sha256.is_empty() {
+        let Some(p) = program else {
+            return Err(ImportError::input("I002", file, format!("report {}: no program: give program.sha256, program.source or --program", i + 1)));
+        };
+        r.program.sha256 = p.sha256.clone();
+        r.program.name = r.program.name.or(p.name.clone());
+    } else if store.program(&r.program.sha256)?.is_none() {
+        notes.push(format!("report {}: program {} is not in the store (mining cannot re-verify it)", i + 1, r.program.sha256));
+    }
+    if r.target.is_empty() {
+        r.target = opts.target.clone().or_else(|| program.as_ref().and_then(|p| p.target.clone())).unwrap_or_default();
+    }
+    if r.shapes.is_empty() {
+        r.shapes = opts.shapes.clone();
+    }
+    r.gpu_seconds = r.gpu_seconds.or(opts.gpu_seconds);
+    r.source_file.get_or_insert_with(|| file_id.to_string());
+    r.validate().map_err(|m| ImportError::input("I003", file, format!("report {}: {m}", i + 1)))?;
+    let class = r.error_class.clone();
+    let a = store.append_detailed(r)?;
+    Ok(ImportedRecord { id: a.id.to_string(), class, new: a.new })
 }
 
 /// One JSON object, an array of them, or one object per line.

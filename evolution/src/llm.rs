@@ -12,7 +12,18 @@
 //! is asked for one JSON object `{"hardware": ..., "lowering": ..., "rust": ...}`; anything else
 //! is an error, and the proposal is then queued without drafts (its gates say what is missing).
 //! Nothing here runs, builds or trusts the drafted code: it is committed for a person to review.
+//! The answer is read in chunks up to [`MAX_BODY_BYTES`]; a larger one is refused unread.
+//!
+//! # Errors
+//! Every failure is an [`LlmError`] with a stable code and a help line:
+//! * `H001` the HTTP client or its runtime cannot start;
+//! * `H002` the endpoint cannot be reached (connection refused, DNS, TLS);
+//! * `H003` no complete answer within the time limit (`CAKE_LLM_TIMEOUT_S`);
+//! * `H004` the endpoint answered an HTTP error status (its body's start is quoted);
+//! * `H005` the answer is larger than the read limit;
+//! * `H006` the answer is not JSON, or not a chat completion with a draft in it.
 
+use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +34,45 @@ pub const ENV_MODEL: &str = "CAKE_LLM_MODEL";
 pub const ENV_API_KEY: &str = "CAKE_LLM_API_KEY";
 pub const ENV_TIMEOUT: &str = "CAKE_LLM_TIMEOUT_S";
 
+/// The read limit of an answer: a chat completion holds one drafted object whose longest field the
+/// queue keeps (`rust`, bounded to 64 KiB when committed) and metadata, so 4 MiB is 64 times what
+/// is used; past it the endpoint is misbehaving (issue 15: a 3 GB body aborted `propose`).
+pub const MAX_BODY_BYTES: usize = 4 << 20;
+
+/// How much of an error answer's body an [`LlmError`] quotes.
+const EXCERPT_CHARS: usize = 300;
+
+/// A failed request or an unusable answer, coded (see the module's list).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LlmError {
+    pub code: &'static str,
+    pub message: String,
+    pub help: &'static str,
+}
+
+impl LlmError {
+    fn new(code: &'static str, message: impl Into<String>, help: &'static str) -> LlmError {
+        LlmError { code, message: message.into(), help }
+    }
+}
+
+impl fmt::Display for LlmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The message may quote the endpoint's answer: control characters escaped.
+        write!(f, "[{}] {} (help: {})", self.code, crate::sanitize::line(&self.message), self.help)
+    }
+}
+
+impl std::error::Error for LlmError {}
+
+impl From<LlmError> for String {
+    fn from(e: LlmError) -> String {
+        e.to_string()
+    }
+}
+
+const HELP_DRAFT: &str = "the proposal is queued without the draft; check the model behind CAKE_LLM_BASE_URL";
+
 /// Where and how to reach the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LlmConfig {
@@ -30,6 +80,8 @@ pub struct LlmConfig {
     pub model: String,
     pub api_key: Option<String>,
     pub timeout: Duration,
+    /// The read limit of an answer, bytes ([`MAX_BODY_BYTES`]).
+    pub max_body: usize,
 }
 
 impl LlmConfig {
@@ -39,7 +91,7 @@ impl LlmConfig {
         let model = std::env::var(ENV_MODEL).ok().filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "default".into());
         let api_key = std::env::var(ENV_API_KEY).ok().filter(|s| !s.is_empty());
         let timeout = std::env::var(ENV_TIMEOUT).ok().and_then(|s| s.parse::<u64>().ok()).unwrap_or(120);
-        Some(LlmConfig { base_url: base.trim().trim_end_matches('/').to_string(), model, api_key, timeout: Duration::from_secs(timeout.max(1)) })
+        Some(LlmConfig { base_url: base.trim().trim_end_matches('/').to_string(), model, api_key, timeout: Duration::from_secs(timeout.max(1)), max_body: MAX_BODY_BYTES })
     }
 
     pub fn endpoint(&self) -> String {
@@ -71,21 +123,21 @@ pub fn prompt(op: &str, entry: &str, call_sites: &[String]) -> (String, String) 
 }
 
 /// Ask the model. Errors say what went wrong (connection, HTTP status, not JSON, fields missing).
-pub fn draft(cfg: &LlmConfig, op: &str, entry: &str, call_sites: &[String]) -> Result<LoweringDraft, String> {
+pub fn draft(cfg: &LlmConfig, op: &str, entry: &str, call_sites: &[String]) -> Result<LoweringDraft, LlmError> {
     let (system, user) = prompt(op, entry, call_sites);
     let value = chat(cfg, &system, &user)?;
     let content = value
         .pointer("/choices/0/message/content")
         .and_then(|c| c.as_str())
         .map(str::to_string)
-        .ok_or_else(|| format!("the answer has no choices[0].message.content: {value}"))?;
-    parse_draft(&content)
+        .ok_or_else(|| LlmError::new("H006", format!("the answer has no choices[0].message.content: {}", excerpt(&value.to_string())), HELP_DRAFT))?;
+    parse_draft(&content).map_err(|m| LlmError::new("H006", m, HELP_DRAFT))
 }
 
 /// One chat completion (temperature 0, a system and a user message) on a current-thread runtime:
-/// the endpoint's JSON answer. Errors say what went wrong (runtime, connection, HTTP status, not
-/// JSON). Shared by the primitive drafting here and kernel evolution's proposer.
-pub fn chat(cfg: &LlmConfig, system: &str, user: &str) -> Result<serde_json::Value, String> {
+/// the endpoint's JSON answer, read up to `cfg.max_body` bytes. Shared by the primitive drafting
+/// here and kernel evolution's proposer.
+pub fn chat(cfg: &LlmConfig, system: &str, user: &str) -> Result<serde_json::Value, LlmError> {
     let body = json!({
         "model": cfg.model,
         "temperature": 0,
@@ -94,21 +146,59 @@ pub fn chat(cfg: &LlmConfig, system: &str, user: &str) -> Result<serde_json::Val
             { "role": "user", "content": user },
         ],
     });
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let url = cfg.endpoint();
+    let timeout = |what: &str| {
+        LlmError::new("H003", format!("{url} gave no complete answer within {} s ({what})", cfg.timeout.as_secs()), "raise CAKE_LLM_TIMEOUT_S, or check that the model server is up and not overloaded")
+    };
+    let transport = |e: reqwest::Error, what: &str| {
+        if e.is_timeout() {
+            timeout(what)
+        } else {
+            LlmError::new("H002", format!("{what} {url} failed: {e}"), "check CAKE_LLM_BASE_URL and that the model server is reachable from this machine")
+        }
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| LlmError::new("H001", format!("cannot start the async runtime: {e}"), "the machine is out of threads or file descriptors; retry"))?;
     rt.block_on(async {
-        let client = reqwest::Client::builder().timeout(cfg.timeout).build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        let mut req = client.post(cfg.endpoint()).json(&body);
+        let client = reqwest::Client::builder().timeout(cfg.timeout).build().map_err(|e| LlmError::new("H001", format!("cannot build the HTTP client: {e}"), "retry; the TLS set-up failed"))?;
+        let mut req = client.post(&url).json(&body);
         if let Some(k) = &cfg.api_key {
             req = req.bearer_auth(k);
         }
-        let resp = req.send().await.map_err(|e| format!("request to {} failed: {e}", cfg.endpoint()))?;
+        let mut resp = req.send().await.map_err(|e| transport(e, "the request to"))?;
         let status = resp.status();
-        let value: serde_json::Value = resp.json().await.map_err(|e| format!("the answer of {} is not JSON: {e}", cfg.endpoint()))?;
-        if !status.is_success() {
-            return Err(format!("{} answered {status}: {value}", cfg.endpoint()));
+        // Streamed with a cap: a declared length past it is refused before reading.
+        if resp.content_length().is_some_and(|n| n > cfg.max_body as u64) {
+            return Err(too_large(&url, cfg.max_body));
         }
-        Ok(value)
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| transport(e, "reading the answer of"))? {
+            if bytes.len() + chunk.len() > cfg.max_body {
+                return Err(too_large(&url, cfg.max_body));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        if !status.is_success() {
+            return Err(LlmError::new("H004", format!("{url} answered HTTP {status}: {}", excerpt(&text)), "the model server refused or failed the request: its answer above says why"));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| LlmError::new("H006", format!("the answer of {url} is not JSON ({e}): {}", excerpt(&text)), "CAKE_LLM_BASE_URL must be an OpenAI-compatible API base (the client posts to <base>/chat/completions)"))
     })
+}
+
+fn too_large(url: &str, cap: usize) -> LlmError {
+    LlmError::new("H005", format!("the answer of {url} is larger than the read limit of {cap} bytes; not read"), "the model server is misbehaving (a chat completion is kilobytes): check it")
+}
+
+/// The start of a body, for an error message: at most [`EXCERPT_CHARS`] characters.
+fn excerpt(text: &str) -> String {
+    let t = text.trim();
+    match t.char_indices().nth(EXCERPT_CHARS) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_string(),
+    }
 }
 
 /// The JSON object in a model's answer (fenced in ```json or bare).

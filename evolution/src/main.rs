@@ -32,6 +32,7 @@ enum KindArg {
     Rule,
     Primitive,
     Calibration,
+    Analysis,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -145,7 +146,7 @@ enum Command {
         lock: LockArgs,
     },
     /// Write near-boundary variants of failing programs for a labelling batch: one integer
-    /// literal changed at a time, kept when it moves a fact the program shows outside every
+    /// literal changed at a time (or a TMA box too large turned), kept when it moves a fact the program shows outside every
     /// accepted corpus program (`<stem>--v<k>.cake`, its workload, `variants.json`). Run them
     /// on the GPU (`cake run --unsafe-skip-verify`) and import the records: `propose` reads
     /// their labels by program hash.
@@ -397,6 +398,7 @@ fn main() -> ExitCode {
                     KindArg::Rule => Kind::Rule,
                     KindArg::Primitive => Kind::Primitive,
                     KindArg::Calibration => Kind::Calibration,
+                    KindArg::Analysis => Kind::Analysis,
                 });
                 let status = status.map(|s| match s {
                     StatusArg::Queued => Status::Queued,

@@ -30,7 +30,11 @@
 //! # Signatures
 //! `stage/class: detail`, where detail is the message's first line [`normalize`]d (hex addresses,
 //! numbers, paths and temp dirs, hashes, quoted symbol names replaced by placeholders), the
-//! mismatch pattern, `hung at <stage>` for a timeout, or the ratio bin. Classes themselves are
+//! mismatch pattern, `hung at <stage>` for a timeout, or the ratio bin. A wrong answer whose
+//! wrong elements no writer stores (attribution 4 below) is `run/mismatch: never written`: what
+//! is wrong, not which oracle saw it nor the shape its ten reported indices make, so a GEMM and a
+//! layer norm that both leave outputs unwritten share a bucket (on the owner they are attributed
+//! to). Classes themselves are
 //! kept: CUDA error names, ptxas message classes (`ptxas.C7508`), sanitizer classes
 //! (`memcheck.invalid_global_read`, `racecheck.hazard_raw`, `synccheck.barrier_error.*`).
 //!
@@ -238,7 +242,20 @@ impl Observation {
             format!("{}/{}: {}", self.stage.as_str(), self.class, self.detail)
         }
     }
+
+    /// The signature of a wrong answer whose wrong elements no writer stores: what is wrong —
+    /// elements never written — whatever oracle compared them and whatever shape the reported
+    /// indices make (a record carries the ten lowest wrong indices of one comparison, which can
+    /// show rows of one program as scattered), so programs of different computations that leave
+    /// outputs unwritten share a bucket.
+    fn unwritten_signature(&self) -> String {
+        format!("{}/{}: {NEVER_WRITTEN}", self.stage.as_str(), self.class)
+    }
 }
+
+/// The detail of a wrong answer whose wrong elements no writer stores (`run/mismatch: never
+/// written`): the quantity is the verifier's `unwritten_elements`, from the same ownership walk.
+pub const NEVER_WRITTEN: &str = "never written";
 
 /// Error classes of the harness itself, not of the program: not failures to mine.
 pub const HARNESS_CLASSES: &[&str] = &["no_gpu", "io", "internal", "workload", "shape", "driver_library", "arch", "cublas_unsupported", "build_N001"];
@@ -571,6 +588,12 @@ impl ProgramView {
         found.map(|c| (c.kind.as_str().to_string(), if c.kind == ConstructKind::Call { c.op.clone().unwrap_or_default() } else { String::new() }))
     }
 
+    /// The op of the call whose argument spans exactly `span`.
+    fn argument_at(&self, span: Span) -> Option<String> {
+        let facts = self.facts.as_ref()?;
+        facts.constructs.iter().find(|c| c.kind == ConstructKind::Arg && c.decl == span).and_then(|c| c.op.clone())
+    }
+
     /// The kind of the first declaration (tensor, shared region, view, role, pipeline,
     /// barrier) whose name the message quotes in backticks.
     fn named_declaration(&self, message: &str) -> Option<String> {
@@ -636,6 +659,14 @@ fn attribute(o: &Observation, view: &mut ProgramView) -> (String, String, String
         },
         Locus::None => None,
     };
+    // A lowering refusal's byte span that is exactly one call argument is about that operand
+    // (`a K-major wgmma operand whose rows ...`): the operand's facts (its region's rows and
+    // swizzle) say what the call's do not.
+    if let Some((s, false)) = span.filter(|_| o.stage == Stage::Lower && matches!(o.locus, Locus::Bytes(_))) {
+        if let Some(op) = view.argument_at(s) {
+            return ("arg".into(), op, "span".into());
+        }
+    }
     if let Some((k, op)) = span.and_then(|(s, line)| view.construct_at(s, line)) {
         return (k, op, "span".into());
     }
@@ -783,14 +814,17 @@ pub fn mine_records_with(store: &EvidenceStore, records: &[Stored], mut warnings
     for o in &obs {
         let view = views.entry(o.program.clone()).or_insert_with(|| ProgramView::new(store, &o.program, &mut warnings, fe));
         let (mut kind, mut op, mut how) = attribute(o, view);
+        let mut signature = o.signature();
         if how == "none" && o.class == "mismatch" {
-            // A wrong answer nothing else placed: who owns the elements nobody wrote (attribute.rs).
+            // A wrong answer nothing else placed: who owns the elements nobody wrote (attribute.rs);
+            // bucketed by what is wrong (never written) on that owner, across oracles.
             let run = records.iter().find(|r| r.id.to_string() == o.evidence).and_then(|r| match &r.record { Record::Run(r) => Some(r), _ => None });
             if let Some(owner) = run.zip(view.module.as_ref()).and_then(|(r, m)| crate::attribute::mismatch_owner(r, m, view.facts.as_ref())) {
                 (kind, op, how) = owner;
+                signature = o.unwritten_signature();
             }
         }
-        let a = acc.entry((o.signature(), kind, op)).or_insert_with(|| Acc {
+        let a = acc.entry((signature, kind, op)).or_insert_with(|| Acc {
             stage: o.stage,
             class: o.class.clone(),
             attribution: BTreeSet::new(),

@@ -3,8 +3,8 @@
 //!
 //! # Records
 //! ```toml
-//! id = "r-5f2c9a1e"                 # r- rule, p- primitive, c- calibration; from kind + bucket + predicate (or op)
-//! kind = "rule"                     # rule | primitive | calibration
+//! id = "r-5f2c9a1e"                 # r- rule, p- primitive, c- calibration, a- analysis; from kind + bucket + predicate (or op)
+//! kind = "rule"                     # rule | primitive | calibration | analysis
 //! status = "queued"                 # queued | accepted | rejected
 //! title = "V600 tma-load-dst-bytes-at-most-16384"
 //! branch = "evolve/rule/r-5f2c9a1e-tma-load-dst-bytes-at-most-16384"
@@ -19,7 +19,7 @@
 //! changelog = "- Evolved verifier rule V600 ..."
 //! gates_passed = true
 //! created_by = "cake-evolve-compiler 0.1.0"
-//! [rule]                            # or [primitive] / [calibration]: what was synthesized
+//! [rule]                            # or [primitive] / [calibration] / [analysis]: what was synthesized
 //! [[gates]]                         # one per gate: gate, title, status, summary, details
 //! [review]                          # after accept / reject: action, note, main, merged, evidence
 //! [[history]]                       # earlier reviews (a rejected bucket proposed again)
@@ -371,6 +371,12 @@ pub fn propose(opts: &ProposeOptions) -> Result<ProposeSummary, String> {
         _ => true,
     });
 
+    // The labels of boundary variants: the runs of the evidence and of the label store, read once.
+    let mut labels = synth::variants::LabelIndex::of(&store);
+    if let Some(dir) = &opts.labels {
+        let extra = EvidenceStore::open_existing(dir).map_err(|e| format!("the label store {}: {e}", dir.display()))?;
+        labels.extend(synth::variants::LabelIndex::of(&extra));
+    }
     let mut gater = Gater::new(opts.gate.clone(), &repo)?;
     let base_dir = gater.checkout(&repo, base)?;
     let base_data = Base::load(&base_dir)?;
@@ -401,7 +407,7 @@ pub fn propose(opts: &ProposeOptions) -> Result<ProposeSummary, String> {
         let outcomes = match plan_for(b) {
             Plan::Skip(why) => vec![Outcome { bucket: b.id.clone(), what: "skipped".into(), proposal: None, detail: why }],
             Plan::Calibration => propose_store_calibration(&repo, &mut gater, opts, &qdir, base, b, &store, &mut records)?,
-            Plan::Rule => vec![propose_rule(&repo, &mut gater, opts, &qdir, base, &base_data, &base_changelog, b, &store, &mut records, &mut taken)?],
+            Plan::Rule => vec![propose_rule(&repo, &mut gater, opts, &qdir, base, &base_data, &base_changelog, b, &store, &labels, &mut records, &mut taken)?],
             Plan::Primitive => propose_primitives(&repo, &mut gater, opts, &qdir, base, &base_changelog, b, &store, &mut records)?,
         };
         for o in outcomes {
@@ -487,6 +493,7 @@ fn propose_rule(
     base_changelog: &str,
     b: &Bucket,
     store: &EvidenceStore,
+    labels: &synth::variants::LabelIndex,
     records: &mut BTreeMap<String, Record>,
     taken: &mut BTreeSet<String>,
 ) -> Result<Outcome, String> {
@@ -528,15 +535,15 @@ fn propose_rule(
     let search_base = widening.as_ref().map_or(base_data, |(_, _, wbase, _)| wbase);
     // Boundary variants of the failing programs, labelled by the runs of the label store and the
     // evidence (or by the lowering when it refuses one); about half are held out for the gate.
-    let mut labels = synth::variants::LabelIndex::of(store);
-    if let Some(dir) = &opts.labels {
-        let extra = EvidenceStore::open_existing(dir).map_err(|e| format!("the label store {}: {e}", dir.display()))?;
-        labels.extend(synth::variants::LabelIndex::of(&extra));
-    }
     let sources: Vec<&str> = programs.iter().map(|p| p.source.as_str()).collect();
-    let variants = synth::variants::for_gate(&synth::variants::labelled_variants(search_base, &sources, &labels, synth::variants::PER_PROGRAM));
+    let variants = synth::variants::for_gate(&synth::variants::labelled_variants(search_base, &sources, labels, synth::variants::PER_PROGRAM));
     let draft = match synth::draft_rule_with(search_base, &info, &programs, &variants, &code, opts.seed) {
         Ok(d) => d,
+        // The predicate language cannot express the separation: propose the missing fact, never
+        // a near-miss predicate (a widening keeps its accepted rule and is reported skipped).
+        Err(e @ (synth::SynthError::NoSeparatingPredicate(_) | synth::SynthError::NoPartialPredicate(_))) if widening.is_none() => {
+            return propose_analysis(repo, gater, opts, qdir, base, base_data, base_changelog, b, &info, &programs, &sanitize::line(&e.to_string()), records);
+        }
         // Said in the outcome, so a bucket that cannot be learned is never dropped silently.
         Err(e) => return Ok(out("skipped", None, sanitize::line(&format!("cannot become a rule: {e}")))),
     };
@@ -614,6 +621,7 @@ fn propose_rule(
         rule: Some(draft.clone()),
         primitive: None,
         calibration: None,
+        analysis: None,
         gates: Vec::new(),
         review: None,
         history: previous.map(|p| p.history.into_iter().chain(p.review).collect()).unwrap_or_default(),
@@ -638,6 +646,100 @@ fn propose_rule(
         records.insert(old.id.clone(), old);
     }
     Ok(out("proposed", Some(id), detail))
+}
+
+/// A bucket no predicate over today's facts separates: a proposal for the missing fact
+/// (`synth::analysis`) on `evolve/analysis/<id>-<fact>`, queued with the gates that say why it
+/// cannot be accepted yet (`analysis`, and `data-only` for its Rust).
+#[allow(clippy::too_many_arguments)]
+fn propose_analysis(
+    repo: &Repository,
+    gater: &mut Gater,
+    opts: &ProposeOptions,
+    qdir: &Path,
+    base: Oid,
+    base_data: &Base,
+    base_changelog: &str,
+    b: &Bucket,
+    info: &BucketInfo,
+    programs: &[Program],
+    why: &str,
+    records: &mut BTreeMap<String, Record>,
+) -> Result<Outcome, String> {
+    let id = proposal_id(Kind::Analysis, &b.id);
+    let out = |what: &str, proposal: Option<String>, detail: String| Outcome { bucket: b.id.clone(), what: what.into(), proposal, detail };
+    if let Some(why) = settled(bucket_record(records, Kind::Analysis, &b.id), &b.evidence_ids) {
+        return Ok(out("unchanged", Some(id), why));
+    }
+    let mut draft = match synth::draft_analysis(base_data, info, programs, why, &id) {
+        Ok(d) => d,
+        Err(e) => return Ok(out("skipped", None, sanitize::line(&format!("cannot become a rule: {why}; nor a proposal for a fact: {e}")))),
+    };
+    let mut notes = vec![format!("not a rule: {why}")];
+    if let Some(cfg) = &opts.llm {
+        let sources: Vec<&str> = programs.iter().filter(|p| draft.failing_programs.contains(&p.hash)).map(|p| p.source.as_str()).collect();
+        match synth::analysis::llm_draft(cfg, &draft, &sources) {
+            Ok(rust) => {
+                // LLM output is external text: escaped and bounded before it is committed.
+                let path = format!("compiler/src/verify/evolved/{}-llm.rs", draft.fact);
+                let text = format!("// The analysis `{}`, drafted by an LLM for proposal {id}. Not wired in, not built: review it against the skeleton's test.\n\n{}", draft.fact, sanitize::text_bounded(&rust, 64 * 1024));
+                draft.files.push((path, text));
+                notes.push(format!("analysis drafted by the LLM at {} (model {}): review it", cfg.base_url, cfg.model));
+            }
+            Err(e) => notes.push(sanitize::line(&format!("LLM drafting failed: {e}"))),
+        }
+    } else {
+        notes.push(format!("no LLM configured ({} unset): the analysis is left for a person", llm::ENV_BASE_URL));
+    }
+    let mut edits: BTreeMap<String, Option<Vec<u8>>> = draft.files.iter().map(|(p, t)| (p.clone(), Some(t.clone().into_bytes()))).collect();
+    let changelog = format!(
+        "- Proposed verifier fact `{}` of `{}` (a draft analysis, not a rule): no predicate over today's facts separates the {} failing programs of evidence bucket {}.",
+        draft.fact,
+        draft.construct,
+        draft.failing_programs.len(),
+        b.id
+    );
+    edits.insert("CHANGELOG.md".into(), Some(synth::changelog_insert(base_changelog, &changelog).into_bytes()));
+    let branch = format!("evolve/analysis/{id}-{}", sanitize::slug(&draft.fact.replace('_', "-")));
+    let message = format!(
+        "evolve: proposal for the verifier fact `{}` of `{}`\n\nNo predicate over today's facts separates the {} failing programs of evidence bucket {} ({why}).\nA draft for a person: the missing quantity, the programs it must separate, a skeleton analysis and test.\nProposal {id}.",
+        draft.fact,
+        draft.construct,
+        draft.failing_programs.len(),
+        b.id
+    );
+    let commit = git::commit_on_branch(repo, base, &branch, &edits, &message)?;
+    let previous = records.get(&id).cloned();
+    let mut rec = Record {
+        id: id.clone(),
+        kind: Kind::Analysis,
+        status: Status::Queued,
+        title: format!("fact {} of {}", draft.fact, draft.construct),
+        branch,
+        base: base.to_string(),
+        commit: commit.to_string(),
+        bucket: b.id.clone(),
+        signature: b.signature.clone(),
+        construct: draft.construct.clone(),
+        evidence: b.evidence_ids.clone(),
+        programs: b.program_hashes.clone(),
+        seed: opts.seed,
+        changelog,
+        gates_passed: None,
+        created_by: created_by(),
+        widens: None,
+        notes,
+        rule: None,
+        primitive: None,
+        calibration: None,
+        analysis: Some(draft.clone()),
+        gates: Vec::new(),
+        review: None,
+        history: previous.map(|p| p.history.into_iter().chain(p.review).collect()).unwrap_or_default(),
+    };
+    let gates = save_and_gate(repo, gater, opts, qdir, base, commit, &mut rec)?;
+    records.insert(id.clone(), rec);
+    Ok(out("proposed", Some(id), format!("no rule ({why}); proposes the fact `{}` of `{}`; {gates}", draft.fact, draft.construct)))
 }
 
 /// The unknown ops (E0301) a program calls.
@@ -741,6 +843,7 @@ fn propose_primitives(
             rule: None,
             primitive: Some(draft.clone()),
             calibration: None,
+            analysis: None,
             gates: Vec::new(),
             review: None,
             history: previous.map(|p| p.history.into_iter().chain(p.review).collect()).unwrap_or_default(),
@@ -820,6 +923,7 @@ fn queue_calibration(repo: &Repository, gater: &mut Gater, qdir: &Path, base: Oi
         rule: None,
         primitive: None,
         calibration: Some(c.draft),
+        analysis: None,
         gates: Vec::new(),
         review: None,
         history: Vec::new(),

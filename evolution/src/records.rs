@@ -3,21 +3,24 @@
 //! the queue can be rebuilt from branches alone. Kept apart from the `propose` pipeline
 //! (`queue.rs`), which fills it.
 //!
-//! Nothing read from a record is trusted: an id must be `[rpc]-<8 hex digits>` (what
+//! Nothing read from a record is trusted: an id must be `[rpca]-<8 hex digits>` (what
 //! [`proposal_id`] makes), a record must sit in the file its id names, and its branch must be
 //! `evolve/<kind>/<id>…`. A record breaking this is reported by name and skipped; the others
 //! are still served. Records are replaced atomically ([`crate::durable::write_atomic`]).
 //!
 //! # Errors
 //! Every problem is a [`QueueError`] with a stable code, the file and a help line:
-//! * `Q001` a proposal id that is not `[rpc]-<8 hex digits>` (in a record or on the command line);
+//! * `Q001` a proposal id that is not `[rpca]-<8 hex digits>` (in a record or on the command line);
 //! * `Q002` a record file that cannot be read or is not a proposal record;
 //! * `Q003` a record whose id does not match its file name, or whose branch or commits are not
 //!   its own;
 //! * `Q004` a record cannot be written (file or branch);
 //! * `Q005` the queue lock is held by another run (see `lock.rs`);
 //! * `Q006` a name from evidence, a draft or an LLM that cannot be used in a path or a branch;
-//! * `Q007` no such proposal, or an ambiguous prefix.
+//! * `Q007` no such proposal, or an ambiguous prefix;
+//! * `Q008` (a note) a record missing or unreadable, re-created from its branch;
+//! * `Q009` (a note) a bucket whose failure text holds control characters;
+//! * `Q010` `accept` cannot re-apply a proposal on main: both changed the same file (named).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -28,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::calibrate::CalibrationDraft;
-use crate::synth::{PrimitiveDraft, RuleDraft};
+use crate::synth::{AnalysisDraft, PrimitiveDraft, RuleDraft};
 use crate::{durable, git, sanitize};
 
 // ─── Errors ──────────────────────────────────────────────────────────────────────────────────────
@@ -65,12 +68,18 @@ impl From<QueueError> for String {
 
 // ─── Records ─────────────────────────────────────────────────────────────────────────────────────
 
+/// The read limit of a record file: the largest in `proposals/` is 23 KB, and what a record
+/// quotes from drafts is bounded (notes 4,000 characters, code 64 KiB), so 4 MiB is ample.
+pub const MAX_RECORD_BYTES: u64 = 4 << 20;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     Rule,
     Primitive,
     Calibration,
+    /// A new verifier fact or analysis: no predicate over today's facts separates the bucket.
+    Analysis,
 }
 
 impl Kind {
@@ -79,6 +88,7 @@ impl Kind {
             Kind::Rule => "rule",
             Kind::Primitive => "primitive",
             Kind::Calibration => "calibration",
+            Kind::Analysis => "analysis",
         }
     }
     fn prefix(self) -> &'static str {
@@ -86,6 +96,7 @@ impl Kind {
             Kind::Rule => "r",
             Kind::Primitive => "p",
             Kind::Calibration => "c",
+            Kind::Analysis => "a",
         }
     }
 }
@@ -164,6 +175,9 @@ pub struct Record {
     pub primitive: Option<PrimitiveDraft>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<CalibrationDraft>,
+    /// A proposal for a new fact: what is missing and what it must separate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<AnalysisDraft>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gates: Vec<GateResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -190,11 +204,11 @@ pub fn proposal_id(kind: Kind, key: &str) -> String {
     format!("{}-{hex}", kind.prefix())
 }
 
-/// Whether `id` is exactly what [`proposal_id`] makes: `r-`, `p-` or `c-` and 8 lower-case hex
+/// Whether `id` is exactly what [`proposal_id`] makes: `r-`, `p-`, `c-` or `a-` and 8 lower-case hex
 /// digits.
 pub fn is_valid_id(id: &str) -> bool {
     let b = id.as_bytes();
-    b.len() == 10 && matches!(b[0], b'r' | b'p' | b'c') && b[1] == b'-' && b[2..].iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+    b.len() == 10 && matches!(b[0], b'r' | b'p' | b'c' | b'a') && b[1] == b'-' && b[2..].iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
 }
 
 /// The file of record `id` in `dir`; an id that is not valid is `Q001` (it would name a file
@@ -299,11 +313,9 @@ pub fn load_all(dir: &Path) -> Result<Vec<Record>, String> {
 /// One record file, checked ([`validate`]).
 pub fn load(path: &Path) -> Result<Record, QueueError> {
     let unreadable = |m: String| QueueError::new("Q002", path, m, "the record is skipped; fix or delete the file, or run `cake-evolve-compiler queue rebuild` to restore it from its branch");
-    let meta = std::fs::metadata(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
-    if !meta.is_file() {
-        return Err(unreadable("not a regular file".into()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
+    // Only a regular file within the limit: not a symlink out of the queue, not a FIFO (it would block).
+    let bytes = cake::store::read_regular(path, MAX_RECORD_BYTES).map_err(|e| unreadable(e.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8 text".into()))?;
     let r = parse(&text).map_err(|e| unreadable(format!("not a proposal record: {e}")))?;
     let file_id = path.file_stem().map(|s| s.to_string_lossy().into_owned());
     validate(&r, path, file_id.as_deref())?;

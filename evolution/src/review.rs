@@ -110,6 +110,19 @@ pub fn show(repo_path: &Path, r: &Record, with_diff: bool) -> Result<String, Str
             out.push_str(&format!("  missing: {m}\n"));
         }
     }
+    if let Some(a) = &r.analysis {
+        out.push_str(&format!("\nnew fact `{}` of `{}` (a proposal for an analysis, not a rule)\n", a.fact, a.construct));
+        out.push_str(&format!("  missing:    {}\n", a.quantity));
+        out.push_str(&format!("  why:        {}\n", a.why));
+        out.push_str(&format!("  separate:   {} failing program(s) ({}) from accepted corpus case(s) {}\n", a.failing_programs.len(), a.failing_programs.iter().map(|h| synth::short(h)).collect::<Vec<_>>().join(", "), a.passing_programs.join(", ")));
+        for n in &a.nearest {
+            out.push_str(&format!("  {n}\n"));
+        }
+        for s in &a.skipped_programs {
+            out.push_str(&format!("  skipped: {s}\n"));
+        }
+        out.push_str(&format!("  skeleton:   {} (the analysis and its test, for a person to write)\n", a.skeleton));
+    }
     if let Some(c) = &r.calibration {
         match (c.class_ratio, c.factor) {
             (Some(ratio), Some(factor)) => out.push_str(&format!("\ncalibration of {}: {} class, measured/predicted {ratio} → factor {factor}\n", c.target, c.class)),
@@ -232,11 +245,13 @@ pub fn accept_with_lock_timeout(repo_path: &Path, id: &str, note: &str, main: Op
         let tree = match git::rebase_tree(&repo, base, branch_head, main_head, &resolve)? {
             Ok(t) => t,
             Err(conflicts) => {
-                return Err(format!(
-                    "the proposal conflicts with `{main}` (changed on both since {}): {}; reject it and run `propose` again",
-                    synth::short(&r.base),
-                    conflicts.join(", ")
-                ))
+                return Err(crate::records::QueueError::new(
+                    "Q010",
+                    repo_path.join(&conflicts[0]),
+                    format!("the proposal and `{main}` both changed {} since {}: nothing was merged", conflicts.join(", "), synth::short(&r.base)),
+                    format!("reject {} (`cake-evolve-compiler reject {} --why ...`) and run `propose` again on current `{main}`", r.id, r.id),
+                )
+                .into())
             }
         };
         let sig = git::user_signature(&repo);

@@ -31,7 +31,10 @@
 //! * `S006` a write failed;
 //! * `S007` no record with that id (or an ambiguous id prefix);
 //! * `S008` a record given to `append` is invalid (a failure report without program hash, …);
-//! * `S009` a command that only reads a store was given a path where none exists.
+//! * `S009` a command that only reads a store was given a path where none exists;
+//! * `S010` a file or record folder that is not a regular file or folder (a symlink, which could
+//!   lead out of the store, a FIFO, which would block): never opened;
+//! * `S011` a file past the read limit of its kind (`cake::store::read_limit`): not read.
 //!
 //! Reading never panics and never stops at a bad file: [`EvidenceStore::scan`] returns the good
 //! records and the problems; [`EvidenceStore::iter`] yields both, in a fixed order (runs, then
@@ -433,6 +436,8 @@ impl From<cake::store::BlobError> for StoreError {
                 "content does not match its name (SHA-256 is {actual}): the file was changed after it was written; it is skipped and left as it is"
             ),
             B::Conflict { .. } => "a different file already sits at this content address (it was changed after it was written); it is left as it is and nothing was written".to_string(),
+            B::NotRegular { what, .. } => format!("{what}, not a regular file: not opened, skipped (the store holds only regular files; remove it)"),
+            B::TooLarge { size, limit, .. } => format!("{size} bytes, past the read limit of {limit} bytes for this kind of file: not read, skipped"),
         };
         StoreError::new(e.code(), e.path(), message)
     }
@@ -442,8 +447,9 @@ fn write_blob(dir: &Path, bytes: &[u8], ext: &str) -> Result<(PathBuf, bool), St
     Ok(cake::store::put(dir, bytes, ext)?)
 }
 
-fn read_checked(path: &Path, expected: &str) -> Result<Vec<u8>, StoreError> {
-    Ok(cake::store::read_checked(path, expected)?)
+/// A stored file of the `kind` folder, within that kind's read limit, checked against its name.
+fn read_checked(path: &Path, expected: &str, kind: &str) -> Result<Vec<u8>, StoreError> {
+    Ok(cake::store::read_checked(path, expected, cake::store::read_limit(kind))?)
 }
 
 // ─── The store ───────────────────────────────────────────────────────────────────────────────────
@@ -570,10 +576,11 @@ impl EvidenceStore {
             return Err(StoreError::new("S007", self.dir(PROGRAMS_DIR), format!("`{sha256}` is not a SHA-256")));
         }
         let path = self.dir(PROGRAMS_DIR).join(format!("{sha256}.cake"));
-        if !path.exists() {
+        // Not `exists()`: that follows a symlink (read_checked refuses one, with S010).
+        if path.symlink_metadata().is_err() {
             return Ok(None);
         }
-        let bytes = read_checked(&path, sha256)?;
+        let bytes = read_checked(&path, sha256, PROGRAMS_DIR)?;
         String::from_utf8(bytes).map(Some).map_err(|_| StoreError::new("S003", &path, "program source is not UTF-8"))
     }
 
@@ -597,7 +604,7 @@ impl EvidenceStore {
         let dir = self.dir(FILES_DIR);
         for p in list_dir(&dir)? {
             if p.file_name().and_then(|n| n.to_str()).and_then(|n| n.split('.').next()) == Some(id.as_str()) {
-                return read_checked(&p, id.as_str()).map(Some);
+                return read_checked(&p, id.as_str(), FILES_DIR).map(Some);
             }
         }
         Ok(None)
@@ -666,8 +673,11 @@ fn sanitize_ext(ext: &str) -> String {
 /// The entries of a record directory that are not temporary files (names starting with `.`),
 /// sorted by name. A missing directory is empty.
 fn list_dir(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
-    if !dir.exists() {
-        return Ok(Vec::new());
+    match dir.symlink_metadata() {
+        Err(_) => return Ok(Vec::new()),
+        // A symlinked record folder would lead the readers out of the store.
+        Ok(m) if !m.is_dir() => return Err(StoreError::new("S010", dir, "a record folder that is a symbolic link or a file, not a folder: not read (the store holds only regular folders and files)")),
+        Ok(_) => {}
     }
     let rd = std::fs::read_dir(dir).map_err(|e| StoreError::new("S002", dir, format!("cannot list: {e}")))?;
     let mut out = Vec::new();
@@ -692,7 +702,7 @@ fn read_record(kind: RecordKind, path: &Path) -> Result<Stored, StoreError> {
     if path.is_dir() {
         return Err(StoreError::new("S005", path, "a directory where a record file should be; skipped"));
     }
-    let bytes = read_checked(path, stem)?;
+    let bytes = read_checked(path, stem, kind.dir())?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| StoreError::new("S003", path, format!("not valid JSON: {e}")))?;
     let schema = value.get("schema").and_then(Value::as_str).unwrap_or("").to_string();
     let record = match kind {

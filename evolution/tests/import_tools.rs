@@ -314,6 +314,37 @@ fn import_reports_in_the_documented_schema() {
     assert_eq!(err.code(), "I003");
 }
 
+/// A file of several reports that fails at the third says which two were stored before it (issue
+/// 15: the import stopped at the bad report and said nothing of the others).
+#[test]
+fn a_multi_report_import_names_the_reports_stored_before_the_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EvidenceStore::open(dir.path().join("ev")).unwrap();
+    let report = |class: &str| {
+        serde_json::json!({
+            "schema": "cake.failure-report/1",
+            "program": { "source": PROGRAM },
+            "target": "sm_90a",
+            "stage": "run",
+            "tool": "cake",
+            "error_class": class,
+            "message": "wrong answer",
+        })
+    };
+    let bad = serde_json::json!({ "schema": "cake.failure-report/1", "stage": "later" });
+    let file = write(dir.path(), "three.json", &serde_json::json!([report("run/a"), report("run/b"), bad]).to_string());
+    let err = import_file(&store, ImportKind::Report, &file, &ImportOptions::default()).unwrap_err();
+    assert_eq!(err.code(), "I003", "{err}");
+    let text = err.to_string();
+    assert!(text.contains("report 3"), "the bad report is named: {text}");
+    assert!(text.contains("2 report(s) before it were stored") && text.contains("run/a") && text.contains("run/b"), "{text}");
+    let stored: Vec<_> = store.scan().records.into_iter().filter(|s| matches!(s.record, Record::Failure(_))).collect();
+    assert_eq!(stored.len(), 2, "{text}");
+    for s in &stored {
+        assert!(text.contains(s.id.to_string().get(..12).unwrap()), "stored record {} is named: {text}", s.id);
+    }
+}
+
 #[test]
 fn import_run_records_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();

@@ -81,7 +81,25 @@ fn responder(answer: &'static str, max: usize) -> (String, Seen) {
 const ANSWER: &str = "```json\n{\"hardware\": \"Prefetches a global tile into L2 with cp.async.bulk.prefetch.tensor (PTX ISA 8.0, Data Movement: cp.async.bulk.prefetch.tensor); no shared memory is written and no mbarrier completes.\", \"lowering\": \"cp.async.bulk.prefetch.tensor.2d.L2.global.tile [tmap, {x, y}] from one elected thread\", \"rust\": \"fn prefetch_l2(&mut self, src: ExprId, span: Span) -> Result<(), LowerError> { todo!() }\"}\n```";
 
 fn cfg(base: &str) -> LlmConfig {
-    LlmConfig { base_url: base.to_string(), model: "test-model".into(), api_key: Some("secret-test-key".into()), timeout: Duration::from_secs(20) }
+    LlmConfig { base_url: base.to_string(), model: "test-model".into(), api_key: Some("secret-test-key".into()), timeout: Duration::from_secs(20), max_body: llm::MAX_BODY_BYTES }
+}
+
+/// Answer one request on 127.0.0.1 with `http` (the raw bytes of a response, written after
+/// `delay`), then close: for error answers. Returns the base URL.
+fn raw_responder(http: Vec<u8>, delay: Duration) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let Ok((mut sock, _)) = listener.accept() else { return };
+        sock.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        // The request (headers and body) arrives at once from reqwest; read what is there.
+        let mut buf = [0u8; 65536];
+        let _ = sock.read(&mut buf);
+        std::thread::sleep(delay);
+        let _ = sock.write_all(&http);
+    });
+    format!("http://127.0.0.1:{port}/v1")
 }
 
 #[test]
@@ -106,7 +124,53 @@ fn an_unreachable_endpoint_is_an_error_not_a_hang() {
     // A port nobody listens on (bound, then closed).
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let e = llm::draft(&cfg(&format!("http://127.0.0.1:{port}/v1")), "x", "", &[]).unwrap_err();
-    assert!(e.contains("request to"), "{e}");
+    assert_eq!(e.code, "H002", "{e}");
+    assert!(e.to_string().contains("request to"), "{e}");
+}
+
+#[test]
+fn an_http_error_status_is_coded_with_the_start_of_its_body() {
+    let body = format!("model overloaded: retry later{}", " padding".repeat(200));
+    let http = format!("HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+    let e = llm::chat(&cfg(&raw_responder(http.into_bytes(), Duration::ZERO)), "s", "u").unwrap_err();
+    assert_eq!(e.code, "H004", "{e}");
+    assert!(e.message.contains("503") && e.message.contains("model overloaded: retry later"), "{e}");
+    assert!(e.message.len() < 1000, "the body is quoted, not pasted whole: {e}");
+}
+
+#[test]
+fn no_answer_within_the_time_limit_is_a_timeout() {
+    let mut c = cfg(&raw_responder(Vec::new(), Duration::from_secs(5)));
+    c.timeout = Duration::from_secs(1);
+    let t0 = std::time::Instant::now();
+    let e = llm::chat(&c, "s", "u").unwrap_err();
+    assert_eq!(e.code, "H003", "{e}");
+    assert!(e.message.contains("within 1 s"), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(4), "it gave up at the limit: {:?}", t0.elapsed());
+}
+
+#[test]
+fn an_answer_past_the_read_limit_is_refused() {
+    // No content-length: the body is read in chunks until the connection closes.
+    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(64 * 1024));
+    let http = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{big}");
+    let mut c = cfg(&raw_responder(http.into_bytes(), Duration::ZERO));
+    c.max_body = 4096;
+    let e = llm::chat(&c, "s", "u").unwrap_err();
+    assert_eq!(e.code, "H005", "{e}");
+    // A declared length past the limit is refused before the body is read.
+    let http = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 3000000000\r\nconnection: close\r\n\r\n{}".to_string();
+    let mut c = cfg(&raw_responder(http.into_bytes(), Duration::ZERO));
+    c.max_body = 4096;
+    assert_eq!(llm::chat(&c, "s", "u").unwrap_err().code, "H005");
+}
+
+#[test]
+fn an_answer_that_is_not_json_is_coded() {
+    let http = "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 13\r\nconnection: close\r\n\r\n<html></html>".to_string();
+    let e = llm::chat(&cfg(&raw_responder(http.into_bytes(), Duration::ZERO)), "s", "u").unwrap_err();
+    assert_eq!(e.code, "H006", "{e}");
+    assert!(e.message.contains("<html></html>"), "{e}");
 }
 
 /// Evidence: corpus programs that call `prefetch_l2`, which the catalog lacks; the type checker
@@ -194,4 +258,36 @@ fn a_primitive_with_an_llm_draft_commits_it_and_fails_the_build_gates() {
     let head = cake_evolve::git::branch_target(&repo, &p.branch).unwrap();
     let rust = cake_evolve::git::read_text(&repo, head, "compiler/src/lower/evolved/prefetch_l2.rs").unwrap().unwrap();
     assert!(rust.contains("drafted by an LLM") && rust.contains("fn prefetch_l2"));
+}
+
+const ANALYSIS_ANSWER: &str = "{\"doc\": \"the input the activation of a gated elementwise graph is applied to\", \"rust\": \"pub fn gated_input(m: &cake::ir::Module) -> cake::pred::Value { cake::pred::Value::Unknown }\"}";
+
+#[test]
+fn a_fact_proposal_with_an_llm_draft_commits_it_for_review() {
+    // A bucket no predicate separates (propose_analysis.rs has it without an LLM): with one
+    // configured, the analysis is drafted and committed beside the skeleton, and still fails.
+    let (base, seen) = responder(ANALYSIS_ANSWER, 2);
+    let tmp = tempfile::tempdir().unwrap();
+    let repo_dir = tmp.path().join("repo");
+    let evidence = tmp.path().join("evidence");
+    make_repo(&repo_dir);
+    unexpressible_evidence(&repo_dir, &evidence);
+    let mut o = ProposeOptions::new(&repo_dir, &evidence);
+    o.gate = GateOptions::static_only();
+    o.progress = false;
+    o.quiet = true;
+    o.llm = Some(cfg(&base));
+    let s = queue::propose(&o).unwrap();
+    let a = queue::load_all(&repo_dir.join("proposals")).unwrap().into_iter().find(|r| r.kind == Kind::Analysis).unwrap_or_else(|| panic!("a proposal for a fact: {:?}", s.outcomes));
+    let asked = seen.lock().unwrap();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].2.contains("no predicate over today") || asked[0].2.contains("No fact of"), "{}", asked[0].2);
+    let d = a.analysis.as_ref().unwrap();
+    assert!(a.notes.iter().any(|n| n.contains("analysis drafted by the LLM")), "{:?}", a.notes);
+    let repo = git2::Repository::open(&repo_dir).unwrap();
+    let head = cake_evolve::git::branch_target(&repo, &a.branch).unwrap();
+    let drafted = cake_evolve::git::read_text(&repo, head, &format!("compiler/src/verify/evolved/{}-llm.rs", d.fact)).unwrap().unwrap();
+    assert!(drafted.contains("drafted by an LLM") && drafted.contains("fn gated_input"), "{drafted}");
+    assert_eq!(a.gates.iter().find(|g| g.gate == "analysis").unwrap().status, GateStatus::Fail);
+    assert_eq!(a.status, Status::Queued);
 }

@@ -52,3 +52,31 @@ pub fn make_repo(dst: &Path) -> git2::Repository {
     }
     repo
 }
+
+/// Evidence no predicate over the verifier's facts can explain: the SwiGLU and GeGLU corpus
+/// programs (sm_90a) with the activation applied to the wrong input (`silu(y) · x` for
+/// `silu(x) · y`), recorded as wrong answers. Every fact of every construct equals the accepted
+/// original's: which input an expression uses is no fact. Returns the programs' hashes.
+pub fn unexpressible_evidence(repo_dir: &Path, store_dir: &Path) -> Vec<String> {
+    use cake_evolve::store::{EvidenceStore, FailureReport, Stage};
+    let corpus = cake::corpus::Corpus::load(repo_dir.join("corpus")).unwrap();
+    let store = EvidenceStore::open(store_dir).unwrap();
+    let swaps = [
+        ("elementwise/swiglu-sm_90a-bf16-c4096", "x / (1.0 + exp(0.0 - x)) * y", "y / (1.0 + exp(0.0 - y)) * x"),
+        ("elementwise/geglu-sm_90a-f16-c2048", "x / (1.0 + exp(-1.702 * x)) * y", "y / (1.0 + exp(-1.702 * y)) * x"),
+    ];
+    let mut out = Vec::new();
+    for (id, from, to) in swaps {
+        let case = corpus.cases.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("corpus case {id}"));
+        assert!(case.source.contains(from), "{id}: {from}");
+        let src = case.source.replace(from, to);
+        let stored = store.put_program(&src).unwrap();
+        let mut r = FailureReport::new(&stored.sha256, "sm_90a", Stage::Run, "cake run", "mismatch", "Z: 1048576 of 1048576 elements differ from the oracle");
+        for (k, v) in [("oracle", serde_json::json!("elementwise")), ("checked", serde_json::json!(1048576)), ("mismatches", serde_json::json!(1048576)), ("output_shape", serde_json::json!([256, 4096]))] {
+            r.extra.insert(k.to_string(), v);
+        }
+        store.append(r).unwrap();
+        out.push(stored.sha256);
+    }
+    out
+}

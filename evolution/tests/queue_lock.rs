@@ -79,6 +79,36 @@ fn concurrent_proposes_from_different_evidence_get_distinct_codes() {
     assert_eq!(c.len(), n, "no rule code is given twice: {:?}", codes(&repo));
 }
 
+/// Two proposes of the same evidence at once: the second waits for the lock, then finds the
+/// work done. Neither fails, and the queue is what one run makes (no record twice, no code twice).
+#[test]
+fn concurrent_proposes_of_the_same_evidence_make_one_queue() {
+    let (tmp, repo, evidence) = setup();
+    let alone = tmp.path().join("alone");
+    copy_dir(&repo, &alone, &[]);
+    propose(&alone, &evidence);
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_cake-evolve-compiler"))
+            .args(["propose", "--no-gates", "--no-progress", "--lock-timeout", "600", "--evidence", evidence.to_str().unwrap()])
+            .current_dir(&repo)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a));
+    assert_eq!(b.status.code(), Some(0), "{}", text(&b));
+    assert_eq!(record_files(&repo), record_files(&alone), "the queue of one run");
+    let mut c = codes(&repo);
+    let n = c.len();
+    c.sort();
+    c.dedup();
+    assert_eq!(c.len(), n, "no rule code is given twice: {:?}", codes(&repo));
+    assert_eq!(codes(&repo).len(), codes(&alone).len());
+}
+
 #[test]
 fn propose_beside_accept_gives_no_error_and_no_duplicate_code() {
     let (tmp, repo, evidence) = setup();
@@ -87,9 +117,17 @@ fn propose_beside_accept_gives_no_error_and_no_duplicate_code() {
     // A second, different store: the same wrong answers as failure reports (buckets of its own).
     let bundle = failure_store(tmp.path(), &evidence, "");
     let bin = env!("CARGO_BIN_EXE_cake-evolve-compiler");
-    let accept = Command::new(bin).args(["accept", &id, "--tier", "static"]).current_dir(&repo).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // Lock timeouts that outlast the other run on a loaded 2-core machine (the default, 60 s,
+    // gave accept Q005 there while propose held the lock).
+    let accept = Command::new(bin)
+        .args(["accept", &id, "--tier", "static", "--lock-timeout", "600"])
+        .current_dir(&repo)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let prop = Command::new(bin)
-        .args(["propose", "--no-gates", "--no-progress", "--evidence", bundle.to_str().unwrap()])
+        .args(["propose", "--no-gates", "--no-progress", "--lock-timeout", "600", "--evidence", bundle.to_str().unwrap()])
         .current_dir(&repo)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

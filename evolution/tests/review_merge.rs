@@ -70,6 +70,23 @@ fn accept_after_main_moved_makes_a_merge_commit_with_both_changelog_lines() {
     assert!(review::accept(&dir, &r.id, "", None, GateOptions::static_only()).unwrap_err().contains("accepted, not queued"));
 }
 
+/// Main changed a file the proposal also changes: `accept` names the file in a coded error and
+/// merges nothing (issue 15: the conflicting file was not named).
+#[test]
+fn accept_names_the_file_main_and_the_proposal_both_changed() {
+    let (_tmp, dir, r) = setup();
+    let repo = git2::Repository::open(&dir).unwrap();
+    let d = r.rule.as_ref().unwrap();
+    let path = format!("compiler/rules/{}/{}-{}.toml", d.category, d.code, d.name);
+    std::fs::create_dir_all(dir.join(&path).parent().unwrap()).unwrap();
+    commit_file(&repo, &dir, &path, "# someone else's rule under the same name\n", "a rule file landed first");
+    let before = repo.head().unwrap().peel_to_commit().unwrap().id();
+    let e = review::accept(&dir, &r.id, "", None, GateOptions::static_only()).unwrap_err();
+    assert!(e.contains("Q010") && e.contains(&path) && e.contains("nothing was merged"), "{e}");
+    assert_eq!(repo.head().unwrap().peel_to_commit().unwrap().id(), before, "main did not move");
+    assert_eq!(queue::find(&dir.join("proposals"), &r.id).unwrap().1.status, Status::Queued);
+}
+
 #[test]
 fn accept_refuses_a_dirty_working_copy_on_main() {
     let (_tmp, dir, r) = setup();

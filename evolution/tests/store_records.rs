@@ -244,3 +244,53 @@ fn a_missing_store_is_an_error_for_readers() {
     store.append(failure(&"a".repeat(64), "x")).unwrap();
     assert!(EvidenceStore::open_existing(&missing).is_ok());
 }
+
+/// Issue 15: a FIFO named like a record hung every reader, a symlink out of the store was
+/// followed silently, and files were read whole. Now each is a coded problem (S010, S011), named
+/// and skipped, while the other records are still served.
+#[test]
+fn fifos_symlinks_and_oversized_files_are_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ev");
+    let store = EvidenceStore::open(&root).unwrap();
+    let sha = store.put_program(PROGRAM).unwrap().sha256;
+    let good = store.append_detailed(failure(&sha, "good")).unwrap();
+
+    // A FIFO under a record's name: opening it for reading would block until a writer came.
+    let fifo = root.join("failures").join(format!("{}.json", "b".repeat(64)));
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // A symlink to a file outside the store, named by that file's hash (so only following it
+    // would tell): its content must not be read.
+    let outside = dir.path().join("outside.json");
+    let secret = failure(&sha, "outside");
+    let bytes = canonical_json(&serde_json::to_value(&secret).unwrap()).into_bytes();
+    std::fs::write(&outside, &bytes).unwrap();
+    let link = root.join("failures").join(format!("{}.json", sha256_hex(&bytes)));
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    // A program symlinked out of the store.
+    let prog_link = root.join("programs").join(format!("{}.cake", "c".repeat(64)));
+    std::os::unix::fs::symlink(&outside, &prog_link).unwrap();
+
+    let t0 = std::time::Instant::now();
+    let scan = store.scan();
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5), "the FIFO did not block the scan");
+    assert_eq!(scan.records.len(), 1);
+    assert_eq!(scan.records[0].id, good.id);
+    let mut codes: Vec<(&str, String)> = scan.problems.iter().map(|p| (p.code, p.path.file_name().unwrap().to_string_lossy().into_owned())).collect();
+    codes.sort();
+    let mut want = vec![("S010", format!("{}.json", "b".repeat(64))), ("S010", format!("{}.json", sha256_hex(&bytes)))];
+    want.sort();
+    assert_eq!(codes, want, "{:?}", scan.problems);
+    assert_eq!(store.program(&"c".repeat(64)).unwrap_err().code, "S010");
+
+    // A record folder that is a symlink (runs/ → somewhere else) is not listed through.
+    std::fs::remove_dir_all(root.join("runs")).ok();
+    std::os::unix::fs::symlink(dir.path(), root.join("runs")).unwrap();
+    assert!(store.scan().problems.iter().any(|p| p.code == "S010" && p.path.ends_with("runs")), "{:?}", store.scan().problems);
+
+    // A file past its kind's read limit is not read: a program larger than the limit.
+    let big = "x".repeat(cake::store::MAX_PROGRAM_BYTES as usize + 1);
+    let big_path = root.join("programs").join(format!("{}.cake", sha256_hex(big.as_bytes())));
+    std::fs::write(&big_path, &big).unwrap();
+    assert_eq!(store.program(&sha256_hex(big.as_bytes())).unwrap_err().code, "S011");
+}

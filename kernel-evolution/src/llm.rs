@@ -76,7 +76,7 @@ pub fn ask(cfg: &LlmConfig, contract: &Contract, ctx: &Context<'_>) -> Answer {
     let reply = cake_evolve::llm::chat(cfg, &system, &user);
     match reply {
         // A request that failed still sent the prompt.
-        Err(e) => Answer { program: Err(e), tokens: estimate("") },
+        Err(e) => Answer { program: Err(e.to_string()), tokens: estimate("") },
         Ok(v) => {
             let content = v.pointer("/choices/0/message/content").and_then(Value::as_str).unwrap_or("");
             let tokens = v.pointer("/usage/total_tokens").and_then(Value::as_u64).unwrap_or_else(|| estimate(content));

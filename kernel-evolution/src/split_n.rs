@@ -16,6 +16,8 @@ use cake::span::Span;
 use cake::syntax::ast::{self, AttrValue, BinOp, Block, Expr, ExprKind, File, Ident, IndexItem, ItemKind, StmtKind};
 use cake::syntax::printer::print_expr;
 
+use crate::structural::{mentions, walk};
+
 fn expr(kind: ExprKind) -> Expr {
     Expr { kind, span: Span::default() }
 }
@@ -197,47 +199,6 @@ fn expr_mentions(e: &Expr, name: &str) -> bool {
     let mut found = false;
     walk(e, &mut |x| found |= matches!(&x.kind, ExprKind::Name(id) if id.name == name));
     found
-}
-
-fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-    f(e);
-    match &e.kind {
-        ExprKind::Field { base, .. } => walk(base, f),
-        ExprKind::Index { base, items } => {
-            walk(base, f);
-            for it in items {
-                match it {
-                    IndexItem::At(x) => walk(x, f),
-                    IndexItem::Window { start, len } => {
-                        walk(start, f);
-                        walk(len, f);
-                    }
-                    IndexItem::Full(_) => {}
-                }
-            }
-        }
-        ExprKind::Call { args, .. } => args.iter().for_each(|a| walk(&a.value, f)),
-        ExprKind::Unary { operand, .. } => walk(operand, f),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            walk(lhs, f);
-            walk(rhs, f);
-        }
-        ExprKind::Paren(x) => walk(x, f),
-        _ => {}
-    }
-}
-
-fn mentions(s: &ast::Stmt, name: &str) -> bool {
-    match &s.kind {
-        StmtKind::Let { value, .. } => expr_mentions(value, name),
-        StmtKind::Reg { name: n, .. } => n.name == name,
-        StmtKind::Assign { target, value } => expr_mentions(target, name) || expr_mentions(value, name),
-        StmtKind::Call(e) => expr_mentions(e, name),
-        StmtKind::For { body, .. } => body.stmts.iter().any(|s| mentions(s, name)),
-        StmtKind::If { cond, then_block, else_block } => {
-            expr_mentions(cond, name) || then_block.stmts.iter().any(|s| mentions(s, name)) || else_block.as_ref().is_some_and(|b| b.stmts.iter().any(|s| mentions(s, name)))
-        }
-    }
 }
 
 /// The consumer count of `warpgroup LO..HI`: `X` for `LO..LO + X`, else `HI - LO`.

@@ -160,7 +160,8 @@ fn accumulators(stmts: &[Stmt]) -> Vec<String> {
     out
 }
 
-fn mentions(s: &Stmt, name: &str) -> bool {
+/// Whether statement `s` names `name` anywhere.
+pub(crate) fn mentions(s: &Stmt, name: &str) -> bool {
     let mut found = false;
     let mut check = |e: &Expr| {
         if matches!(&e.kind, ExprKind::Name(id) if id.name == name) {
@@ -171,34 +172,36 @@ fn mentions(s: &Stmt, name: &str) -> bool {
     found
 }
 
-fn each_stmt_expr(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
-    fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-        f(e);
-        match &e.kind {
-            ExprKind::Field { base, .. } => walk(base, f),
-            ExprKind::Index { base, items } => {
-                walk(base, f);
-                for it in items {
-                    match it {
-                        ast::IndexItem::At(x) => walk(x, f),
-                        ast::IndexItem::Window { start, len } => {
-                            walk(start, f);
-                            walk(len, f);
-                        }
-                        ast::IndexItem::Full(_) => {}
+/// Every expression of `e`, outermost first.
+pub(crate) fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    match &e.kind {
+        ExprKind::Field { base, .. } => walk(base, f),
+        ExprKind::Index { base, items } => {
+            walk(base, f);
+            for it in items {
+                match it {
+                    ast::IndexItem::At(x) => walk(x, f),
+                    ast::IndexItem::Window { start, len } => {
+                        walk(start, f);
+                        walk(len, f);
                     }
+                    ast::IndexItem::Full(_) => {}
                 }
             }
-            ExprKind::Call { args, .. } => args.iter().for_each(|a| walk(&a.value, f)),
-            ExprKind::Unary { operand, .. } => walk(operand, f),
-            ExprKind::Binary { lhs, rhs, .. } => {
-                walk(lhs, f);
-                walk(rhs, f);
-            }
-            ExprKind::Paren(x) => walk(x, f),
-            _ => {}
         }
+        ExprKind::Call { args, .. } => args.iter().for_each(|a| walk(&a.value, f)),
+        ExprKind::Unary { operand, .. } => walk(operand, f),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            walk(lhs, f);
+            walk(rhs, f);
+        }
+        ExprKind::Paren(x) => walk(x, f),
+        _ => {}
     }
+}
+
+fn each_stmt_expr(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
     match &s.kind {
         StmtKind::Let { value, .. } => walk(value, f),
         StmtKind::Reg { .. } => {}

@@ -215,3 +215,53 @@ fn bad_input_gets_coded_errors_and_leaves_the_database_alone() {
     let out = std::process::Command::new(kevo()).args(["run", s(&c), "--db", "nb.sqlite"]).env("CAKE_BIN", "/nonexistent/cake").current_dir(tmp.path()).output().unwrap();
     assert!(stderr(&out).contains("error[K301]"), "{}", stderr(&out));
 }
+
+/// `--rules`: the gates verify with the given set (an ablation lets its class through), the run
+/// says which set it used, and a database searched under one set refuses a resume under another.
+#[test]
+fn rules_flag_gates_with_the_given_set_and_the_database_keeps_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = contract("gemm-bf16.toml");
+    let full = tmp.path().join("full.sqlite");
+    let out = run(&["run", s(&c), "--db", s(&full), "--seed", "1", "--budget-evals", "20", "--evidence", s(&tmp.path().join("e1")), "--format", "json"], &cake_bin(), tmp.path());
+    let with_all = json(&out);
+    assert!(with_all["rejected_by"]["V201"].as_u64().unwrap_or(0) > 0, "the full set rejects over-capacity candidates: {with_all}");
+    // The same search with V201's file left out of a copy of the rules.
+    let rules = tmp.path().join("rules");
+    let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../compiler/rules");
+    for e in walk(&src) {
+        let rel = e.strip_prefix(&src).unwrap();
+        if rel.file_name().is_some_and(|n| n.to_string_lossy().starts_with("V201-")) {
+            continue;
+        }
+        std::fs::create_dir_all(rules.join(rel).parent().unwrap()).unwrap();
+        std::fs::copy(&e, rules.join(rel)).unwrap();
+    }
+    let ablated = tmp.path().join("ablated.sqlite");
+    let out = run(&["run", s(&c), "--db", s(&ablated), "--seed", "1", "--budget-evals", "20", "--evidence", s(&tmp.path().join("e2")), "--rules", s(&rules), "--format", "json"], &cake_bin(), tmp.path());
+    let without = json(&out);
+    assert_eq!(without["rules"]["origin"], "flag", "{without}");
+    assert!(without["rejected_by"].get("V201").is_none(), "V201 left out, nothing is rejected by it: {without}");
+    assert_ne!(without["rules"]["fingerprint"], with_all["rules"]["fingerprint"]);
+    // A resume of the ablated search under the full set is refused, naming both sets.
+    let out = run(&["resume", s(&c), "--db", s(&ablated), "--evidence", s(&tmp.path().join("e2"))], &cake_bin(), tmp.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("K206"), "{}", stderr(&out));
+    // A rules directory that does not exist is a coded error.
+    let out = run(&["run", s(&c), "--db", s(&tmp.path().join("x.sqlite")), "--rules", s(&tmp.path().join("nope"))], &cake_bin(), tmp.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("K306"), "{}", stderr(&out));
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

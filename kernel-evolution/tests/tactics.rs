@@ -46,6 +46,7 @@ const TESTED: &[&str] = &[
     "register-budget",
     "rows-per-warp",
     "software-pipeline",
+    "split-n",
     "swizzle",
     "tile-n",
     "unroll",
@@ -204,6 +205,22 @@ fn software_pipeline_issues_the_next_mmas_before_the_epilogue() {
     assert!(tactic("software-pipeline").moves(&ms[0].file).is_empty());
     // The GEMM loop has no epilogue after its release.
     assert!(moves(&tactic("software-pipeline"), "gemm_bf16_naive.cake").is_empty());
+}
+
+#[test]
+fn split_n_makes_two_consumers_share_the_a_stage() {
+    // The naive GEMM seed with one consumer has nothing to split; with two it does.
+    assert!(moves(&tactic("split-n"), "gemm_bf16_naive.cake").is_empty());
+    let two = moves(&tactic("consumer-warpgroups"), "gemm_bf16_naive.cake");
+    let two = find(&two, serde_json::json!({ "WG": 2, "MMA_REGS": 232 }));
+    let ms = tactic("split-n").moves(&two.file);
+    assert_eq!(ms.len(), 1);
+    let t = text(&ms[0]);
+    assert!(t.contains("const TM = 64\n") && t.contains("const WN = TN / WG\n"), "{t}");
+    assert!(t.contains("wgmma(acc, a_s[ab.stage], b_s[ab.stage, mma.warpgroup * WN :+ WN])"), "{t}");
+    assert!(verifies(&t), "{t}");
+    // The Flash-KMeans seed's consumers share no B-side split of this shape.
+    assert!(moves(&tactic("split-n"), "kmeans_assign_naive.cake").is_empty());
 }
 
 #[test]

@@ -123,6 +123,63 @@ pub fn grounded_constants(tree: &Tree, targets: Option<&BTreeSet<String>>) -> Re
     Ok(out)
 }
 
+/// Whether catalog constraint `rule` compares `value` with the operand fact `fact` — the name a
+/// call or argument construct gives it: `dim(-1)` (an argument's) or `a_dim(-1)` (a call's, for
+/// parameter `a`) for `dim(a, -1)`. A comparison (`==`, `<`, `<=`, …) or a `%` with the literal on
+/// one side and the fact inside the other counts; a literal that bounds another quantity of the
+/// same constraint (`dim(acc, 0) == 64` for `dim(-1)`) does not.
+pub fn catalog_compares(rule: &str, value: i64, fact: &str) -> bool {
+    let Ok(e) = cake::pred::parse(rule) else { return false };
+    fn names(e: &PExpr, out: &mut Vec<String>) {
+        match e {
+            PExpr::Fact { name, args } => {
+                let rest: Vec<String> = args.iter().skip(1).map(|a| match a {
+                    PExpr::Int(i) => i.to_string(),
+                    PExpr::Neg(x) => match &**x {
+                        PExpr::Int(i) => format!("-{i}"),
+                        _ => String::new(),
+                    },
+                    PExpr::Sym(s) => s.clone(),
+                    _ => String::new(),
+                }).collect();
+                let call = if rest.is_empty() { name.clone() } else { format!("{name}({})", rest.join(", ")) };
+                if let Some(PExpr::Sym(p)) = args.first() {
+                    out.push(format!("{p}_{call}"));
+                }
+                out.push(call);
+                args.iter().for_each(|a| names(a, out));
+            }
+            PExpr::Not(x) | PExpr::Neg(x) => names(x, out),
+            PExpr::Bin { lhs, rhs, .. } => {
+                names(lhs, out);
+                names(rhs, out);
+            }
+            PExpr::In { value, set } => {
+                names(value, out);
+                set.iter().for_each(|a| names(a, out));
+            }
+            _ => {}
+        }
+    }
+    fn walk(e: &PExpr, value: i64, fact: &str) -> bool {
+        match e {
+            PExpr::Bin { lhs, rhs, .. } => {
+                let side = |lit: &PExpr, other: &PExpr| {
+                    matches!(lit, PExpr::Int(i) if *i == value) && {
+                        let mut n = Vec::new();
+                        names(other, &mut n);
+                        n.iter().any(|x| x == fact)
+                    }
+                };
+                side(lhs, rhs) || side(rhs, lhs) || walk(lhs, value, fact) || walk(rhs, value, fact)
+            }
+            PExpr::Not(x) | PExpr::Neg(x) => walk(x, value, fact),
+            _ => false,
+        }
+    }
+    walk(&e, value, fact)
+}
+
 /// Every integer literal of `e`.
 fn literals(e: &PExpr, out: &mut Vec<i64>) {
     match e {

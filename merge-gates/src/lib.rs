@@ -19,9 +19,12 @@
 //! [`GateResult`] per gate: `data-only`, `schema`, `corpus`, `accuracy` (a recalibration, judged
 //! on the measured runs it commits), `P1` … `P8`, `lowering`. An evolved rule is also judged by
 //! [`generalization_gate`] (does it state a cause or memorize its training programs?), which
-//! needs what the rule was learned from: its caller adds that result to the report.
+//! needs what the rule was learned from: its caller adds that result to the report. A proposal
+//! for a new fact (no predicate over today's facts separates its evidence) is judged by
+//! [`analysis_gate`] instead, which fails until the compiler computes the fact.
 
 pub mod accuracy_gate;
+pub mod analysis_gate;
 pub mod corpus_gate;
 pub mod generalization_gate;
 pub mod principles;

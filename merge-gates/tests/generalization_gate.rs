@@ -175,3 +175,19 @@ fn a_targets_compute_capability_grounds_no_constant() {
     assert!(!constants.iter().any(|c| matches!(&c.source, Source::Target { key, .. } if key == "sm")), "sm grounded a constant");
     assert!(constants.iter().any(|c| matches!(&c.source, Source::Target { key, .. } if key == "smem_per_block_max")), "the limits still ground constants");
 }
+
+#[test]
+fn a_catalog_constant_grounds_only_the_operand_fact_it_bounds() {
+    use generalization_gate::catalog_compares;
+    let rule = "dim(acc, 0) == 64 && dim(a, 0) == 64";
+    // An argument's fact and a call's, for the quantity the constraint compares with 64.
+    assert!(catalog_compares(rule, 64, "dim(0)"));
+    assert!(catalog_compares(rule, 64, "a_dim(0)"));
+    // Another dimension of the same operand is not bounded by it (a kernel-evolution run had
+    // learned `dim(-1) >= 64` for wgmma operands from this constraint).
+    assert!(!catalog_compares(rule, 64, "dim(-1)"));
+    assert!(!catalog_compares(rule, 64, "a_dim(-1)"));
+    assert!(!catalog_compares(rule, 128, "dim(0)"));
+    // A modulus over an expression of the fact.
+    assert!(catalog_compares("box(src, -1) * bytes(src) / numel(src) % 16 == 0", 16, "src_box(-1)"));
+}

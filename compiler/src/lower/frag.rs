@@ -510,7 +510,11 @@ impl<'a> Lw<'a> {
         let Some(lx) = self.layout_of(x)? else {
             return self.distributed_reduction(e, x, name, temps);
         };
-        let out = self.layout_of(e)?.expect("reduction layout");
+        // An operand with a layout whose reduction has none (a reduction of a per-warp scalar,
+        // `reduce_sum(exp(8 - m))`): not a shape the lowering has a layout for.
+        let Some(out) = self.layout_of(e)? else {
+            return Err(LowerError::new("L007", format!("`{}` of the {} has no register layout", c.op, lx.describe()), span));
+        };
         let Layout::Acc { n_tiles, .. } = lx else {
             return Err(unsupported(format!("a reduction over the {}", lx.describe()), span));
         };

@@ -124,7 +124,10 @@ impl Lowered {
 /// * `L005` a TMA window that does not match the tensor's box;
 /// * `L006` an operand address that cannot be proven aligned for its instruction;
 /// * `L007` a fragment whose thread layout cannot be determined or does not match its use;
-/// * `L008` a pipeline operation or `.stage` outside the pipeline's producer and consumer roles.
+/// * `L008` a pipeline operation or `.stage` outside the pipeline's producer and consumer roles;
+/// * `L009` a constant loop bound past the kernel's 32-bit `int`. A verified module can get this
+///   one too: the verifier only stops its analysis of such a loop at its work bound (a coverage
+///   limit, V955), and has no rule for the bound yet.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message} (at bytes {}..{})", span.start, span.end)]
 pub struct LowerError {
@@ -1225,8 +1228,19 @@ impl<'a> Lw<'a> {
                 let name = self.local_name(*var);
                 let lo_c = self.scalar(*lo)?;
                 let hi_c = self.scalar(*hi)?;
+                // The loop variable is a CUDA `int`: a constant bound past it would overflow it
+                // at run time (undefined behaviour), so it is refused here.
+                for (which, bound) in [("start", *lo), ("end", *hi)] {
+                    if let Some(v) = self.m.const_value(bound).filter(|v| i32::try_from(*v).is_err()) {
+                        return Err(LowerError::new(
+                            "L009",
+                            format!("the loop's {which} {v} is past the 32-bit `int` the kernel counts loops with ({}..={})", i32::MIN, i32::MAX),
+                            self.expr_span(bound),
+                        ));
+                    }
+                }
                 let trips = match (self.m.const_value(*lo), self.m.const_value(*hi)) {
-                    (Some(a), Some(b)) => Some(b - a),
+                    (Some(a), Some(b)) => b.checked_sub(a),
                     _ => None,
                 };
                 if wgmma_only_loop && !self.wg_fenced {

@@ -331,8 +331,9 @@ impl<'a> Lw<'a> {
         if k % slice != 0 {
             return Err(LowerError::new("L007", format!("K = {k} is not a multiple of {slice}"), span));
         }
-        let da = self.wgmma_desc(&ra, span)?;
-        let db = self.wgmma_desc(&rb, span)?;
+        // A refusal of one operand's layout points at that operand.
+        let da = self.wgmma_desc(&ra, self.expr_span(a))?;
+        let db = self.wgmma_desc(&rb, self.expr_span(b))?;
         let name = self.local_name(l);
         let flag = self.scale_flags.get(&l).cloned().unwrap_or_else(|| "1".into());
         if !self.wg_fenced {

@@ -34,6 +34,10 @@ const MAX_BOXES: usize = 200_000;
 const MAX_CELLS: usize = 4_000_000;
 /// Tiles of the tile space under one binding.
 const MAX_TILES: usize = 100_000;
+/// Loop iterations one writer's walk may take (the protocol trace's bound, `trace::MAX_STEPS`):
+/// a loop that stores nothing on most iterations (an inner loop of zero trips) would otherwise
+/// be walked for as long as its trip count says, 2^63 - 1 in the fuzz campaign's hang.
+const MAX_STEPS: u64 = 3_000_000;
 
 /// What the analysis found for one output tensor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -219,7 +223,7 @@ fn walk_binding(m: &Module, dims: &[i64]) -> Result<Vec<(Handle<TensorDecl>, Wri
                 (body.role, Field::Warpgroup, warp / 4),
             ];
             let env = Env { dims: dims.to_vec(), role_fields: fields, ..Env::default() };
-            let mut w = Walk { m, tiles: &tiles, role: role_index, unit: role.unit, warp, out: &mut out, tile: Vec::new() };
+            let mut w = Walk { m, tiles: &tiles, role: role_index, unit: role.unit, warp, out: &mut out, tile: Vec::new(), steps: 0 };
             w.block(&body.block, env)?;
         }
     }
@@ -254,6 +258,8 @@ struct Walk<'a> {
     warp: i64,
     tile: Vec<i64>,
     out: &'a mut Vec<(Handle<TensorDecl>, Written)>,
+    /// Loop iterations walked so far (bounded by [`MAX_STEPS`]).
+    steps: u64,
 }
 
 impl Walk<'_> {
@@ -276,6 +282,10 @@ impl Walk<'_> {
                         return Err((format!("the bounds of loop `{}`", self.m.locals[*var].name), span));
                     };
                     for i in a..b {
+                        self.steps += 1;
+                        if self.steps > MAX_STEPS {
+                            return Err((format!("more than {MAX_STEPS} loop iterations (more than the analysis walks)"), span));
+                        }
                         let mut inner = env.clone();
                         inner.ints.insert(*var, i);
                         self.block(body, inner)?;
@@ -338,11 +348,13 @@ impl Walk<'_> {
         };
         let (mut lo, mut hi) = (Vec::with_capacity(rank), Vec::with_capacity(rank));
         for (d, size) in td.shape.iter().enumerate() {
-            let extent = size.eval(&env.dims).unwrap_or(0);
+            // A size that evaluates negative (`M - 2 * M`) holds nothing.
+            let extent = size.eval(&env.dims).unwrap_or(0).max(0);
             let (a, b) = match items.get(d) {
                 Some(IndexItem::At(x)) => {
                     let v = self.int(*x, env, span)?;
-                    (v, v + 1)
+                    // An index at i64::MAX is past every tensor: clamped below, never overflowing.
+                    (v, v.saturating_add(1))
                 }
                 Some(IndexItem::Window { start, len }) => {
                     let v = self.int(*start, env, span)?;

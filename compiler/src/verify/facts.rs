@@ -1928,7 +1928,7 @@ fn smem_arg(m: &Module, a: Handle<Expr>, root: Root, w: &Walker, f: &mut FactSet
             let r = iv.of(x, 0);
             let ok = match (r.lo, r.hi) {
                 (Some(lo), _) if lo < 0 => Some(false),
-                (_, Some(hi)) if hi + len > extent => Some(false),
+                (_, Some(hi)) if hi.saturating_add(len) > extent => Some(false),
                 (Some(_), Some(_)) => Some(true),
                 _ => None,
             };

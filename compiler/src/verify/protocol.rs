@@ -200,7 +200,7 @@ pub fn analyze(module: &Module, target: &TargetInfo) -> Vec<Diagnostic> {
     for (b, traces) in &runs {
         let feeds = counts::feeds(&model, traces);
         for (a, t) in traces.iter().enumerate() {
-            local::check(&model, &feeds, a, t, &mut out);
+            local::check(&model, &feeds, a, t, &mut out, &mut cov);
         }
         if traces.iter().all(|t| t.complete) {
             counts::barrier_accounting(&model, b, traces, &mut out);

@@ -63,11 +63,14 @@
 //!   each candidate validated with the rules engine);
 //! - [`rule_file`]: what a rule proposal commits (the rule TOML and its doc, the negative cases,
 //!   the changelog line);
-//! - [`primitive`]: catalog entries drafted for an unknown op.
+//! - [`primitive`]: catalog entries drafted for an unknown op;
+//! - [`analysis`]: a proposal for a new fact, when no predicate over today's facts separates a
+//!   bucket (a draft of what is missing, not a rule).
 
 use cake::verify::ConstructKind;
 use serde::{Deserialize, Serialize};
 
+pub mod analysis;
 pub mod primitive;
 pub mod rule;
 pub mod rule_file;
@@ -75,6 +78,7 @@ pub mod search;
 pub mod variants;
 
 // The paths callers use (`synth::draft_rule`, `synth::search`, ...), kept from when this was one file.
+pub use analysis::{draft_analysis, AnalysisDraft};
 pub use primitive::{draft_primitive, unknown_op, PrimitiveDraft};
 pub use rule::{category_for, draft_rule, draft_rule_with, next_code, relearn, with_rules, Base, Negative, RuleDraft, EVOLVED_CODES, MAX_NEGATIVE_CASES};
 pub use rule_file::{rule_name, set_findings};

@@ -316,6 +316,18 @@ fn draft_rule_inner(base: &Base, bucket: &BucketInfo, programs: &[Program], vari
     best.map(|(_, d)| d).ok_or(last_err)
 }
 
+/// What a failure's signature reports (its detail) and the fact of a construct that measures
+/// it: the search prefers a predicate over that fact (issue 12, item 1). `never written`: the
+/// miner found no writer of the wrong elements through the verifier's output ownership walk
+/// (`attribute.rs`), the walk whose count is the tensor's `unwritten_elements`.
+const REPORTED: &[(&str, ConstructKind, &str)] = &[(crate::mine::NEVER_WRITTEN, ConstructKind::Tensor, "unwritten_elements")];
+
+/// The facts of `kind` that measure what `signature` reports ([`REPORTED`]).
+pub fn reported_facts(signature: &str, kind: ConstructKind) -> Vec<String> {
+    let detail = signature.split_once(": ").map_or("", |(_, d)| d);
+    REPORTED.iter().filter(|(what, k, _)| *k == kind && detail == *what).map(|(_, _, f)| f.to_string()).collect()
+}
+
 /// Every construct kind but calls and arguments, then calls of every op the failing programs
 /// call.
 fn every_construct(base: &Base, usable: &[(&Program, Module)]) -> Vec<(ConstructKind, Option<String>)> {
@@ -395,6 +407,8 @@ fn draft_for_construct(
     if input.accepted.is_empty() {
         return Err(SynthError::NoAcceptedInstances(construct));
     }
+    input.reported = reported_facts(&bucket.signature, kind);
+    input.operand_facts = matches!(kind, ConstructKind::Call | ConstructKind::Arg);
     // Constants of the failing programs' targets; variants as the real compiler labelled them.
     let targets: BTreeSet<&str> = failing_used.iter().map(|pm| pm.1.target.as_str()).collect();
     input.grounding = base.grounding.iter().filter(|g| !matches!(&g.source, cake_merge_gates::generalization_gate::Source::Target { target, .. } if !targets.contains(target.as_str()))).cloned().collect();

@@ -107,6 +107,14 @@ pub struct SearchInput {
     /// constant is one of these or fitted from `labelled`; a value in the gap between training
     /// values is never generated.
     pub grounding: Vec<ConstantSource>,
+    /// The facts that measure what the failure itself reports (elements never written:
+    /// `unwritten_elements`). A predicate naming one of them comes first, at any level: it
+    /// states the cause, where a simpler one over another fact only happens to separate the
+    /// training programs.
+    pub reported: Vec<String>,
+    /// The construct is an op's call or argument: a catalog constant grounds only the facts its
+    /// constraint compares it with (`dim(a, 0) == 64` grounds `dim(0)` of `a`, not `dim(-1)`).
+    pub operand_facts: bool,
 }
 
 /// One labelled variant program: its instances of the construct searched.
@@ -167,6 +175,9 @@ struct Table {
     grounding: Vec<ConstantSource>,
     /// Boundaries fitted from labelled variants during the search (atoms point into it).
     fits: RefCell<Vec<ConstantSource>>,
+    /// The facts of [`SearchInput::reported`] the table has.
+    reported: Vec<usize>,
+    operand_facts: bool,
 }
 
 impl Table {
@@ -267,7 +278,8 @@ impl Table {
         }
         let failing = input.failing.iter().map(|p| p.iter().map(|m| row(m, &mut syms)).collect()).collect();
         let variants = input.labelled.iter().map(|l| l.variant.clone()).collect();
-        Table { names, types: tys, order, syms, accepted, failing, acc_variant, lab_fail, variants, grounding: input.grounding.clone(), fits: RefCell::new(Vec::new()) }
+        let reported = input.reported.iter().filter_map(|r| names.iter().position(|n| n == r)).collect();
+        Table { names, types: tys, order, syms, accepted, failing, acc_variant, lab_fail, variants, grounding: input.grounding.clone(), fits: RefCell::new(Vec::new()), reported, operand_facts: input.operand_facts }
     }
 
     /// The source of an atom's constant.
@@ -280,7 +292,16 @@ impl Table {
 
     /// A grounded constant in `[lo, hi]`: a target-table value before a catalog value, then the
     /// highest (`high`) or lowest value.
-    fn grounded_in(&self, lo: i64, hi: i64, high: bool) -> Option<(i64, Src)> {
+    /// Whether grounded constant `g` may bound fact `f`: a target value any, a catalog value on an
+    /// operand only the facts its constraint compares it with.
+    fn may_ground(&self, g: &ConstantSource, f: usize) -> bool {
+        match &g.source {
+            Source::Catalog { rule, .. } if self.operand_facts => cake_merge_gates::generalization_gate::catalog_compares(rule, g.value, &self.names[f]),
+            _ => true,
+        }
+    }
+
+    fn grounded_in(&self, f: usize, lo: i64, hi: i64, high: bool) -> Option<(i64, Src)> {
         let class = |s: &ConstantSource| match s.source {
             Source::None | Source::Target { .. } => 0,
             Source::Catalog { .. } => 1,
@@ -289,7 +310,7 @@ impl Table {
         self.grounding
             .iter()
             .enumerate()
-            .filter(|(_, g)| g.value >= lo && g.value <= hi && class(g) < 2)
+            .filter(|(_, g)| g.value >= lo && g.value <= hi && class(g) < 2 && self.may_ground(g, f))
             // Nearest the wanted end first (a target value that is smaller only by coincidence —
             // `max_cluster_size` 8 for a register floor — must not win over a closer one), then
             // target before catalog.
@@ -602,8 +623,11 @@ impl<'t> View<'t> {
             let lo = if sep_ok { fail.iter().map(|v| *v.iter().min().unwrap_or(&i64::MAX)).max() } else { None }.filter(|l| *l < min_a);
             let lo = [lo, lab_lo.as_ref().map(|(l, _)| *l)].into_iter().flatten().max();
             let le = match hi {
-                Some(h) => self.t.grounded_in(max_a, h - 1, true),
-                None => self.t.grounded_in(max_a, i64::MAX, false),
+                // Every accepted instance counts none: the bound is zero (a count that must be
+                // empty), not a target or catalog number that happens to lie in the gap.
+                Some(_) if min_a == 0 && max_a == 0 => self.t.grounded_in(f, 0, 0, true),
+                Some(h) => self.t.grounded_in(f, max_a, h - 1, true),
+                None => self.t.grounded_in(f, max_a, i64::MAX, false),
             }
             .or_else(|| {
                 let (h, fail_ids) = lab_hi.filter(|(h, _)| hi == Some(*h))?;
@@ -611,8 +635,8 @@ impl<'t> View<'t> {
                 Some((max_a, self.t.fit(max_a, max_a, h, pass_ids.into_iter().chain(fail_ids).collect())))
             });
             let ge = match lo {
-                Some(l) => self.t.grounded_in(l + 1, min_a, false),
-                None => self.t.grounded_in(i64::MIN, min_a, true),
+                Some(l) => self.t.grounded_in(f, l + 1, min_a, false),
+                None => self.t.grounded_in(f, i64::MIN, min_a, true),
             }
             .or_else(|| {
                 let (l, fail_ids) = lab_lo.filter(|(l, _)| lo == Some(*l))?;
@@ -630,7 +654,7 @@ impl<'t> View<'t> {
             if acc.iter().any(|x| *x != 0) {
                 let mut divides: Vec<(i64, Src)> = Vec::new();
                 for (i, g) in self.t.grounding.iter().enumerate() {
-                    if g.value >= 2 && acc.iter().all(|x| x % g.value == 0) && !divides.iter().any(|(c, _)| *c == g.value) {
+                    if g.value >= 2 && acc.iter().all(|x| x % g.value == 0) && !divides.iter().any(|(c, _)| *c == g.value) && self.t.may_ground(g, f) {
                         divides.push((g.value, Src::G(i as u32)));
                     }
                 }
@@ -641,7 +665,7 @@ impl<'t> View<'t> {
                 }
             }
             if constant {
-                if let Some((c, src)) = self.t.grounded_in(min_a, min_a, true) {
+                if let Some((c, src)) = self.t.grounded_in(f, min_a, min_a, true) {
                     out.push(Atom::Eq { f, c, src });
                 }
             }
@@ -655,7 +679,41 @@ impl<'t> View<'t> {
         out.retain(|a| self.holds_on_accepted(a));
         out.sort_by_key(|a| a.key(t));
         out.dedup();
+        self.stronger_bounds_first(&mut out);
         out
+    }
+
+    /// Of two bounds by one constant on facts of one place, the bound on the fact that is at
+    /// least as large on every instance seen (accepted and failing) and larger on some comes
+    /// first (for `>=`, at most as large): `max_box <= 256` says `box_inner <= 256` and more —
+    /// the bound of every dimension, not only of the one the training programs broke.
+    fn stronger_bounds_first(&self, atoms: &mut Vec<Atom>) {
+        let rows: Vec<&[V]> = self.accepted.iter().copied().chain(self.failing.iter().flatten().copied()).collect();
+        let place = |f: usize| self.t.order[f].0;
+        let bounds = |f: usize, g: usize, le: bool| -> bool {
+            let mut strict = false;
+            for r in &rows {
+                match (int(r[f]), int(r[g])) {
+                    (Some(x), Some(y)) if (le && x < y) || (!le && x > y) => return false,
+                    (Some(x), Some(y)) => strict |= x != y,
+                    (None, None) => {}
+                    _ => return false,
+                }
+            }
+            strict
+        };
+        let stronger = |a: &Atom, b: &Atom| match (*a, *b) {
+            (Atom::Le { f, c, .. }, Atom::Le { f: g, c: d, .. }) => c == d && place(f) == place(g) && bounds(f, g, true),
+            (Atom::Ge { f, c, .. }, Atom::Ge { f: g, c: d, .. }) => c == d && place(f) == place(g) && bounds(f, g, false),
+            _ => false,
+        };
+        // One pass of insertion: each atom moves before the first earlier one it is stronger than.
+        for j in 1..atoms.len() {
+            if let Some(i) = (0..j).find(|i| stronger(&atoms[j], &atoms[*i])) {
+                let a = atoms.remove(j);
+                atoms.insert(i, a);
+            }
+        }
     }
 }
 
@@ -778,6 +836,17 @@ pub fn search_subset(input: &SearchInput, seed: u64, max: usize, min: usize) -> 
 }
 
 fn search_view<'t>(t: &'t Table, view: &View<'t>, max: usize) -> Vec<Candidate> {
+    if !t.reported.is_empty() {
+        let named = search_view_where(t, view, max, &|a: &Atom| a.facts().iter().any(|f| t.reported.contains(f)));
+        if !named.is_empty() {
+            return named;
+        }
+    }
+    search_view_where(t, view, max, &|_| true)
+}
+
+/// The search, keeping only requirements with an atom `keep` accepts.
+fn search_view_where<'t>(t: &'t Table, view: &View<'t>, max: usize, keep: &dyn Fn(&Atom) -> bool) -> Vec<Candidate> {
     let cand = |when: Option<&Atom>, req: &[&Atom], level: u8| -> Candidate {
         let mut facts: Vec<String> = Vec::new();
         for a in when.into_iter().chain(req.iter().copied()) {
@@ -798,7 +867,7 @@ fn search_view<'t>(t: &'t Table, view: &View<'t>, max: usize) -> Vec<Candidate> 
         Candidate { when: when.map(|w| w.text(t)), require: req.iter().map(|a| a.text(t)).collect::<Vec<_>>().join(" && "), level, form, facts, constants }
     };
     // Level 1.
-    let level1: Vec<Candidate> = view.invariants(true).iter().filter(|a| view.separates(a)).take(max).map(|a| cand(None, &[a], 1)).collect();
+    let level1: Vec<Candidate> = view.invariants(true).iter().filter(|a| keep(a) && view.separates(a)).take(max).map(|a| cand(None, &[a], 1)).collect();
     if !level1.is_empty() {
         return level1;
     }
@@ -808,7 +877,7 @@ fn search_view<'t>(t: &'t Table, view: &View<'t>, max: usize) -> Vec<Candidate> 
     let mut scored: Vec<(u32, usize, Candidate)> = Vec::new();
     for i in 0..inv.len() {
         for j in i + 1..inv.len() {
-            if (0..n).all(|k| inv[i].1[k] || inv[j].1[k]) {
+            if (0..n).all(|k| inv[i].1[k] || inv[j].1[k]) && (keep(&inv[i].0) || keep(&inv[j].0)) {
                 let (a, b) = (&inv[i].0, &inv[j].0);
                 scored.push((a.rank() + b.rank(), 0, cand(None, &[a, b], 2)));
             }
@@ -821,7 +890,7 @@ fn search_view<'t>(t: &'t Table, view: &View<'t>, max: usize) -> Vec<Candidate> 
         if sub.failing.iter().any(|p| p.is_empty()) {
             continue;
         }
-        if let Some(b) = sub.invariants(true).into_iter().find(|b| sub.separates(b)) {
+        if let Some(b) = sub.invariants(true).into_iter().find(|b| keep(b) && sub.separates(b)) {
             scored.push((g.rank() + b.rank(), 1, cand(Some(g), &[&b], 2)));
             continue;
         }
@@ -830,7 +899,7 @@ fn search_view<'t>(t: &'t Table, view: &View<'t>, max: usize) -> Vec<Candidate> 
         let inv: Vec<(Atom, Vec<bool>)> = sub.invariants(true).into_iter().map(|a| (a, sub.violated(&a))).filter(|(_, v)| v.iter().any(|x| *x)).collect();
         'pair: for i in 0..inv.len() {
             for j in i + 1..inv.len() {
-                if (0..sub.failing.len()).all(|k| inv[i].1[k] || inv[j].1[k]) {
+                if (0..sub.failing.len()).all(|k| inv[i].1[k] || inv[j].1[k]) && (keep(&inv[i].0) || keep(&inv[j].0)) {
                     let (a, b) = (&inv[i].0, &inv[j].0);
                     scored.push((g.rank() + a.rank() + b.rank(), 2, cand(Some(g), &[a, b], 2)));
                     break 'pair;
@@ -864,7 +933,7 @@ mod tests {
     }
 
     fn input(accepted: Vec<FactMap>, failing: Vec<Vec<FactMap>>) -> SearchInput {
-        SearchInput { accepted, failing, labelled: vec![], grounding: grounding() }
+        SearchInput { accepted, failing, labelled: vec![], grounding: grounding(), reported: vec![], operand_facts: false }
     }
 
     #[test]
@@ -881,14 +950,61 @@ mod tests {
         // blacklist of the failing value either.
         let acc: Vec<FactMap> = (0..4).map(|i| fm(&[("box", Value::Int(64 << (i % 2)))])).collect();
         let failing = vec![vec![fm(&[("box", Value::Int(512))])]];
-        let none = SearchInput { accepted: acc.clone(), failing: failing.clone(), labelled: vec![], grounding: vec![] };
+        let none = SearchInput { accepted: acc.clone(), failing: failing.clone(), labelled: vec![], grounding: vec![], reported: vec![], operand_facts: false };
         assert_eq!(search(&none, 0, 8), vec![]);
         // Labelled variants fit the boundary: 300 passes, 320 fails.
         let lab = |v: &str, fails: bool, x: i64| Labelled { variant: v.into(), fails, instances: vec![fm(&[("box", Value::Int(x))])] };
-        let fitted = SearchInput { accepted: acc, failing, labelled: vec![lab("v-pass", false, 300), lab("v-fail", true, 320)], grounding: vec![] };
+        let fitted = SearchInput { accepted: acc, failing, labelled: vec![lab("v-pass", false, 300), lab("v-fail", true, 320)], grounding: vec![], reported: vec![], operand_facts: false };
         let c = search(&fitted, 0, 8);
         assert_eq!(c[0].require, "box <= 300", "{c:?}");
         assert_eq!(c[0].constants, vec![ConstantSource { value: 300, source: Source::Fitted { pass: 300, fail: 320, variants: vec!["v-pass".into(), "v-fail".into()] } }]);
+    }
+
+    #[test]
+    fn a_bound_on_every_dimension_comes_before_the_bound_on_one() {
+        // Every failing box overflows its inner dimension (so the inner and the largest extent
+        // are equal there); accepted boxes are taller than wide at times. `max_box <= 256`
+        // bounds every dimension and comes first, though `box_inner` sorts before it by name.
+        let b = |inner: i64, outer: i64| fm(&[("box_inner", Value::Int(inner)), ("max_box", Value::Int(inner.max(outer)))]);
+        let acc = vec![b(64, 128), b(64, 64), b(128, 256)];
+        let c = search(&input(acc, vec![vec![b(512, 8)], vec![b(8192, 1)]]), 0, 4);
+        assert_eq!(c[0].require, "max_box <= 256", "{c:?}");
+        assert_eq!(c[1].require, "box_inner <= 256", "{c:?}");
+    }
+
+    #[test]
+    fn the_reported_quantity_comes_before_a_simpler_predicate() {
+        // Outputs left unwritten, two of three also with an inexact tile division: the kernel's
+        // division count separates all three at level 1 here only because of the third's
+        // value, yet the failure reports elements never written, so the (guarded) bound on
+        // `unwritten_elements` comes first.
+        let zero = ConstantSource { value: 0, source: Source::None };
+        let row = |stored: bool, unwritten: Option<i64>, div: i64| {
+            let mut m = fm(&[("stored", Value::Bool(stored)), ("kernel_inexact_divisions", Value::Int(div))]);
+            m.insert("unwritten_elements".into(), unwritten.map_or(Value::Unknown, Value::Int));
+            m
+        };
+        let acc = vec![row(true, Some(0), 0), row(false, None, 0), row(true, Some(0), 0)];
+        let failing = vec![vec![row(true, Some(4096), 1)], vec![row(true, Some(64), 2)], vec![row(true, Some(2048), 1)]];
+        let base = SearchInput { accepted: acc, failing, labelled: vec![], grounding: vec![zero], reported: vec![], operand_facts: false };
+        assert_eq!(search(&base, 0, 1)[0].require, "kernel_inexact_divisions <= 0");
+        let c = search(&SearchInput { reported: vec!["unwritten_elements".into()], ..base }, 0, 1);
+        assert_eq!((c[0].when.as_deref(), c[0].require.as_str()), (Some("stored"), "unwritten_elements <= 0"), "{c:?}");
+    }
+
+    #[test]
+    fn a_count_every_accepted_instance_has_at_zero_is_bounded_by_zero() {
+        // Elements left unwritten: none on every accepted output, thousands on the failing ones.
+        // 256 and 1024 are grounded and lie in the gap; the bound is still zero (a count that
+        // must be empty), so a program leaving 16 elements unwritten is caught too.
+        let zero = ConstantSource { value: 0, source: Source::None };
+        let acc: Vec<FactMap> = (0..4).map(|_| fm(&[("unwritten_elements", Value::Int(0))])).collect();
+        let failing = vec![vec![fm(&[("unwritten_elements", Value::Int(4096))])], vec![fm(&[("unwritten_elements", Value::Int(2048))])]];
+        let mut grounding = grounding();
+        grounding.insert(0, zero.clone());
+        let c = search(&SearchInput { accepted: acc, failing, labelled: vec![], grounding, reported: vec![], operand_facts: false }, 0, 4);
+        assert_eq!(c[0].require, "unwritten_elements <= 0", "{c:?}");
+        assert_eq!(c[0].constants, vec![zero]);
     }
 
     #[test]
@@ -984,7 +1100,7 @@ mod tests {
         let row = |a: i64, b: i64, c: i64| fm(&[("a", Value::Int(a)), ("b", Value::Int(b)), ("c", Value::Int(c))]);
         let accepted = vec![row(1, 1, 2), row(2, 2, 1), row(1, 2, 2), row(2, 1, 1)];
         let failing = vec![vec![row(9, 1, 2)], vec![row(9, 2, 1)], vec![row(1, 9, 2)], vec![row(2, 9, 1)], vec![row(1, 9, 1)], vec![row(2, 1, 9)]];
-        let input = SearchInput { accepted, failing, labelled: vec![], grounding: vec![catalog(2)] };
+        let input = SearchInput { accepted, failing, labelled: vec![], grounding: vec![catalog(2)], reported: vec![], operand_facts: false };
         assert!(search(&input, 0, 8).is_empty(), "{:?}", search(&input, 0, 8));
         let r = search_subset(&input, 0, 8, 2).expect("a part separates");
         assert_eq!(r.explained, vec![0, 1, 2, 3, 4], "{r:?}");
@@ -1016,7 +1132,7 @@ mod guarded_range_tests {
             ConstantSource { value: 32, source: Source::Catalog { file: "c.toml".into(), op: "x".into(), rule: "a % 32 == 0".into() } },
             ConstantSource { value: 256, source: Source::Catalog { file: "c.toml".into(), op: "x".into(), rule: "a <= 256".into() } },
         ];
-        let c = search(&SearchInput { accepted, failing, labelled: vec![], grounding }, 0, 4);
+        let c = search(&SearchInput { accepted, failing, labelled: vec![], grounding, reported: vec![], operand_facts: false }, 0, 4);
         assert!(!c.is_empty());
         assert_eq!(c[0].when.as_deref(), Some("has_regs"), "{c:?}");
         assert!(c[0].require.contains("regs >= 32") && c[0].require.contains("regs <= 256"), "{c:?}");

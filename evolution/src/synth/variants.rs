@@ -3,7 +3,9 @@
 //! The engine has the real compiler and, where there is one, the GPU as a labelling oracle. From
 //! each failing program it makes **near-boundary variants**: one integer literal changed at a
 //! time (`stages 6` → 5, 7, 3, 12; `regs 100` → 96, 104; a box 64 → 32, 128), each re-parsed and
-//! type-checked. It keeps the variants that move an *implicated* quantity: a fact of the program
+//! type-checked; and a TMA box whose largest extent exceeds every accepted box's turned (that
+//! extent exchanged with each other one), so a bound learned along one dimension meets another.
+//! It keeps the variants that move an *implicated* quantity: a fact of the program
 //! whose value lies outside what every accepted corpus program shows (outside the accepted range,
 //! or not divisible by a power of two every accepted value is a multiple of). The variants are
 //! then labelled — by a run record of their canonical hash in an evidence store (a GPU run on the
@@ -37,7 +39,8 @@ const KINDS: [ConstructKind; 8] =
 const DECLARATIONS: [&str; 11] = ["dim", "in", "out", "inout", "grid", "smem", "view", "role", "pipeline", "barrier", "const"];
 
 /// One edit of a program: one literal, or every literal that follows the same keyword with the
-/// same value (`stages 6` on each buffer and on the pipeline, which must agree).
+/// same value (`stages 6` on each buffer and on the pipeline, which must agree), or two extents of
+/// a TMA box exchanged (`exchange`: `tma [8, 8192]` → `tma [8192, 8]`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Edit {
     /// 1-based lines of the parent program it changes.
@@ -47,6 +50,9 @@ pub struct Edit {
     /// The keyword before the literal, for a joint edit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keyword: Option<String>,
+    /// `from` and `to` are two extents of one TMA box, exchanged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exchange: bool,
     /// The first edited line.
     pub text: String,
 }
@@ -55,6 +61,7 @@ impl Edit {
     pub fn describe(&self) -> String {
         let lines = self.lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ");
         match &self.keyword {
+            _ if self.exchange => format!("line {lines}: the box extents {} and {} exchanged", self.from, self.to),
             Some(k) => format!("`{k} {}` -> `{k} {}` on lines {lines}", self.from, self.to),
             None => format!("line {lines}: {} -> {}", self.from, self.to),
         }
@@ -98,13 +105,11 @@ impl Label {
     }
 }
 
-/// A variant with its label and the facts of its instances of one construct kind (rows for the
-/// search).
+/// A variant with its label.
 #[derive(Clone, Debug)]
 pub struct Labelled {
     pub variant: Variant,
     pub label: Label,
-    pub facts: ModuleFacts,
 }
 
 /// The canonical hash of a source (`None`: it does not parse).
@@ -259,26 +264,42 @@ pub fn single_literal_variants(source: &str, frontend: &Frontend) -> Vec<(Varian
     }
     let mut seen = BTreeSet::from([parent.clone()]);
     let mut out = Vec::new();
+    // One variant: each (line, start, end) replaced by its value, right to left within a line so
+    // earlier offsets stay valid.
+    let mut make = |at: &[(usize, usize, usize, i64)], edit: Edit| {
+        let mut src: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        let mut sorted = at.to_vec();
+        sorted.sort_by(|a, b| (a.0, std::cmp::Reverse(a.1)).cmp(&(b.0, std::cmp::Reverse(b.1))));
+        for (i, s, e, to) in sorted {
+            src[i] = format!("{}{to}{}", &src[i][..s], &src[i][e..]);
+        }
+        let mut variant_source = src.join("\n");
+        variant_source.push('\n');
+        let Some(hash) = canonical_hash(&variant_source) else { return };
+        if !seen.insert(hash.clone()) {
+            return;
+        }
+        let Some(module) = frontend.check(&variant_source).module else { return };
+        let text = src[at[0].0].clone();
+        out.push((Variant { hash, parent: parent.clone(), edit: Edit { text, ..edit }, moves: Vec::new(), source: variant_source }, module));
+    };
     for (at, v, keyword) in edits {
         for to in neighbours_of(v) {
-            let mut src: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-            // Right to left within a line, so earlier offsets stay valid.
-            let mut sorted = at.clone();
-            sorted.sort_by(|a, b| (a.0, std::cmp::Reverse(a.1)).cmp(&(b.0, std::cmp::Reverse(b.1))));
-            for (i, s, e) in sorted {
-                src[i] = format!("{}{to}{}", &src[i][..s], &src[i][e..]);
-            }
-            let mut variant_source = src.join("\n");
-            variant_source.push('\n');
-            let Some(hash) = canonical_hash(&variant_source) else { continue };
-            if !seen.insert(hash.clone()) {
-                continue;
-            }
-            let Some(module) = frontend.check(&variant_source).module else { continue };
             let mut edited: Vec<usize> = at.iter().map(|(i, _, _)| i + 1).collect();
             edited.dedup();
-            let text = src[at[0].0].clone();
-            out.push((Variant { hash, parent: parent.clone(), edit: Edit { lines: edited, from: v, to, keyword: keyword.clone(), text }, moves: Vec::new(), source: variant_source }, module));
+            let with: Vec<(usize, usize, usize, i64)> = at.iter().map(|&(i, s, e)| (i, s, e, to)).collect();
+            make(&with, Edit { lines: edited, from: v, to, keyword: keyword.clone(), exchange: false, text: String::new() });
+        }
+    }
+    // A TMA box turned: its largest extent exchanged with each other one, so a bound learned from
+    // boxes too large in one dimension meets a box too large in another.
+    for &i in &order {
+        let Some(open) = lines[i].find("tma [") else { continue };
+        let close = lines[i][open..].find(']').map_or(lines[i].len(), |c| open + c);
+        let dims: Vec<(usize, usize, i64)> = literals(lines[i]).into_iter().filter(|(s, _, _)| *s > open && *s < close).collect();
+        let Some(&(ms, me, max)) = dims.iter().max_by_key(|(s, _, v)| (*v, std::cmp::Reverse(*s))) else { continue };
+        for &(s, e, v) in dims.iter().filter(|d| d.2 != max) {
+            make(&[(i, ms, me, v), (i, s, e, max)], Edit { lines: vec![i + 1], from: max, to: v, keyword: Some("tma".into()), exchange: true, text: String::new() });
         }
     }
     out
@@ -295,7 +316,13 @@ pub fn boundary_variants(source: &str, frontend: &Frontend, ranges: &AcceptedRan
     }
     let parent_values = values_of(&parent_facts, &implicated);
     let mut scored: Vec<(bool, f64, usize, Variant, ModuleFacts)> = Vec::new();
+    // A box turned (its largest extent exchanged with another) is made only of a box whose
+    // largest extent exceeds every accepted box's: it moves that extent into another dimension.
+    let box_max = ranges.ranges.get(&(ConstructKind::Tensor, "max_box".to_string())).map_or(i64::MAX, |r| r.1);
     for (n, (mut v, m)) in single_literal_variants(source, frontend).into_iter().enumerate() {
+        if v.edit.exchange && v.edit.from <= box_max {
+            continue;
+        }
         // A variant the current verifier already rejects carries no news for a new rule.
         if frontend.check(&v.source).validated.is_none() {
             continue;
@@ -328,6 +355,13 @@ pub fn boundary_variants(source: &str, frontend: &Frontend, ranges: &AcceptedRan
         scored.push((!moves_implicated, rel, n, v, f));
     }
     scored.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+    // A turned box shows whether the bound holds on every dimension, which no move along one
+    // dimension can: it takes the last place when nearer moves fill the others.
+    let turned = scored.iter().position(|(far, _, _, v, _)| !*far && v.edit.exchange);
+    if let Some(k) = turned.filter(|k| max > 0 && *k >= max) {
+        let t = scored.remove(k);
+        scored.insert(max - 1, t);
+    }
     scored.into_iter().take(max).map(|(_, _, _, v, f)| (v, f)).collect()
 }
 
@@ -407,13 +441,13 @@ pub fn labelled_variants(base: &super::Base, sources: &[&str], labels: &LabelInd
     let facts_of = |m: &Module| base.targets.get(&m.target).map(|t| cake::verify::module_facts(m, t));
     let mut out = Vec::new();
     for src in sources {
-        for (variant, facts) in boundary_variants(src, &base.frontend, &ranges, facts_of, max) {
+        for (variant, _) in boundary_variants(src, &base.frontend, &ranges, facts_of, max) {
             let label = match labels.get(&variant.hash) {
                 Label::Unlabelled => label_by_lowering(base, &variant),
                 l => l,
             };
             if label != Label::Unlabelled {
-                out.push(Labelled { variant, label, facts });
+                out.push(Labelled { variant, label });
             }
         }
     }
@@ -523,6 +557,34 @@ mod tests {
         // Declaration lines come first.
         assert!(a[0].0.edit.text.starts_with("dim "), "{:?}", a[0].0.edit);
         assert!(a.iter().all(|(v, _)| v.hash != v.parent));
+    }
+
+    #[test]
+    fn a_box_too_wide_is_also_turned_so_another_dimension_is_too_large() {
+        // The seeded benchmark's elementwise program with a box over a whole row (8192 wide):
+        // among its nearest moves, the box turned (8192 rows of 8) is kept, so a bound on the
+        // inner extent alone cannot pass the variants.
+        let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/benchmark/tma-box-range/train/elementwise--x-box-whole-row.cake")).unwrap();
+        let src = cake::syntax::print(&cake::syntax::parse(&src).unwrap());
+        let fe = Frontend::default();
+        let t = cake::target::TargetTable::builtin();
+        let facts = |m: &Module| t.get(&m.target).map(|tg| cake::verify::module_facts(m, tg));
+        let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/gemm_bf16_ws.cake")).unwrap();
+        let ranges = AcceptedRanges::of([&facts(&fe.check(&base).module.unwrap()).unwrap()]);
+        let all = single_literal_variants(&src, &fe);
+        let turned: Vec<&Variant> = all.iter().map(|(v, _)| v).filter(|v| v.edit.exchange).collect();
+        assert_eq!(turned.len(), 1, "{turned:?}");
+        assert!(turned[0].source.contains("tma [8192, 8]") && turned[0].edit.describe().contains("exchanged"), "{:?}", turned[0].edit);
+        // The full verifier rejects the box over 256 (V211); judged without it, the turned box is kept.
+        let files = cake::verify::RuleSet::builtin_files();
+        let kept_files: Vec<(&str, &str)> = files.iter().filter(|(p, _)| !p.contains("V211-")).map(|(p, t)| (p.as_str(), *t)).collect();
+        let rules = cake::verify::RuleSet::from_files(&kept_files).unwrap();
+        let mut ablated = fe.clone();
+        let rules = std::sync::Arc::new(rules);
+        ablated.verifier = Some(std::sync::Arc::new(move |m, t| cake::verify::verify_with(m, t, &rules)));
+        let kept = boundary_variants(&src, &ablated, &ranges, facts, PER_PROGRAM);
+        assert_eq!(kept.len(), PER_PROGRAM);
+        assert!(kept.iter().any(|(v, _)| v.edit.exchange), "{:?}", kept.iter().map(|(v, _)| v.edit.describe()).collect::<Vec<_>>());
     }
 
     #[test]

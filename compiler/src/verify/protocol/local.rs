@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Severity};
 use crate::ir::*;
 
 use super::code;
@@ -58,8 +58,18 @@ enum CpState {
     Waited(Handle<Stmt>, Handle<Stmt>),
 }
 
+/// Asynchronous groups (wgmma commit groups, cp.async groups, bulk stores) one role may have
+/// pending at once before the analysis stops (a coverage limit, V955). Each use of a buffer or
+/// accumulator scans the pending groups, so commits that no wait ever retires, in a long loop,
+/// made the analysis quadratic (9 s and 760 MB in the fuzz campaign); a real schedule keeps a
+/// handful pending (the wait depths of the corpus are at most 2).
+const MAX_PENDING_GROUPS: usize = 4096;
+
 struct St<'a, 'm> {
     model: &'a Model<'m>,
+    cov: &'a mut Vec<Diagnostic>,
+    /// Set when a work bound was hit: the rest of the trace is not checked.
+    stopped: bool,
     feeds: &'a HashMap<usize, HashSet<BufKey>>,
     role: Handle<RoleDecl>,
     out: &'a mut Findings,
@@ -82,10 +92,12 @@ struct St<'a, 'm> {
     hold_reported: HashSet<Handle<PipelineDecl>>,
 }
 
-pub fn check(model: &Model, feeds: &HashMap<usize, HashSet<BufKey>>, actor: usize, trace: &Trace, out: &mut Findings) {
+pub fn check(model: &Model, feeds: &HashMap<usize, HashSet<BufKey>>, actor: usize, trace: &Trace, out: &mut Findings, cov: &mut Vec<Diagnostic>) {
     let Some(role) = model.actors.get(actor).copied() else { return };
     let mut st = St {
         model,
+        cov,
+        stopped: false,
         feeds,
         role,
         out,
@@ -107,6 +119,22 @@ pub fn check(model: &Model, feeds: &HashMap<usize, HashSet<BufKey>>, actor: usiz
     };
     for ev in &trace.events {
         st.event(&ev.kind, ev.stmt);
+        let pending = st.wg_pending.len().max(st.cp_pending.len()).max(st.bulk.len());
+        if pending > MAX_PENDING_GROUPS {
+            let d = Diagnostic::error(
+                code::SIM_LIMIT,
+                format!("role `{}` has more than {MAX_PENDING_GROUPS} asynchronous groups pending (commits no wait retires); the role-local analysis stops", st.rname()),
+                st.span(ev.stmt),
+                "the protocol analysis stops here",
+            )
+            .with_severity(Severity::CoverageLimit)
+            .with_help("wait for committed groups in the loop that commits them (`wgmma_wait`, `cp_async_wait`, `tma_store_wait`)");
+            st.cov.push(d);
+            st.stopped = true;
+        }
+        if st.stopped {
+            break;
+        }
     }
 }
 

@@ -12,7 +12,7 @@ kernel ew_scale_add_bf16_sm_90a_c8192 target sm_90a
 dim R multiple_of 8
 const C = 8192
 
-in X: bf16[R, C] tma [8, 4096]
+in X: bf16[R, C] tma [8192, 8]
 in Y: bf16[R, C]
 in W: f32[C]
 out Z: bf16[R, C]

@@ -17,7 +17,7 @@ dim K multiple_of 64
 
 in A: bf16[BATCH, M, K] tma [1, 64, 64] swizzle 128B
 in B: bf16[BATCH, N, K] tma [1, 64, 64] swizzle 128B
-out C: bf16[BATCH, M, N] tma [1, 72, 320]
+out C: bf16[BATCH, M, N] tma [1, 320, 64]
 
 grid tiles[b = BATCH, m = M / 64, n = N / 64]
 
