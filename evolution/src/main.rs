@@ -428,6 +428,11 @@ fn main() -> ExitCode {
         Command::Accept { id, repo, note, gates, lock } => match review::accept_with_lock_timeout(&repo.repo, &id, &note, repo.main.as_deref(), gates.options(), lock.timeout()) {
             Ok(Accepted::Merged { commit, how }) => {
                 println!("accepted {}: merged into main ({how}) as {commit}", sanitize::line(&id));
+                // The gates it passed on main, from the record the accept just saved.
+                let gates = git_workdir(&repo.repo).and_then(|w| queue::find(&queue::queue_dir(&w), &id).ok()).and_then(|(_, r)| r.review).map(|v| v.gates).unwrap_or_default();
+                if !gates.is_empty() {
+                    println!("\n{}", sanitize::text(&cake_merge_gates::GateReport::new(gates).table()));
+                }
                 0
             }
             Ok(Accepted::GatesFailed { table }) => {
@@ -610,7 +615,6 @@ fn git_workdir(p: &std::path::Path) -> Option<PathBuf> {
     cake_evolve::git::open(p).ok().and_then(|r| r.workdir().map(|w| w.to_path_buf()))
 }
 
-/// The good records of the queue; each unreadable one is named on standard error and skipped.
 /// `review`: write the pages to `html`, or serve them on 127.0.0.1:`port` until interrupted.
 fn review_pages(repo: &RepoArgs, evidence: &std::path::Path, html: Option<&std::path::Path>, port: u16) -> u8 {
     let site = match cake_evolve::review_page::Site::new(&repo.repo, Some(evidence)) {
@@ -640,6 +644,7 @@ fn review_pages(repo: &RepoArgs, evidence: &std::path::Path, html: Option<&std::
     }
 }
 
+/// The good records of the queue; each unreadable one is named on standard error and skipped.
 fn scan_reporting(dir: &std::path::Path) -> Vec<queue::Record> {
     let scan = queue::scan(dir);
     for w in scan.warnings() {

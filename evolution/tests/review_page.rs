@@ -93,7 +93,7 @@ fn review_pages_static_and_served_show_the_proposal_and_refuse_what_is_not_a_pag
 
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let requests = 6;
+    let requests = 7;
     let served = std::thread::spawn(move || server::serve(&site, &listener, Some(requests)));
     let ok = get(addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
     assert!(ok.starts_with("HTTP/1.1 200 OK") && ok.contains(&r.id), "{ok}");
@@ -104,9 +104,25 @@ fn review_pages_static_and_served_show_the_proposal_and_refuse_what_is_not_a_pag
         let resp = get(addr, &format!("GET {bad} HTTP/1.1\r\n\r\n"));
         assert!(resp.starts_with("HTTP/1.1 404"), "{bad}: {resp}");
     }
+    // A request head past 8 KiB, even one endless line, is refused without reading it all.
+    let long = get(addr, &format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(20_000)));
+    assert!(long.starts_with("HTTP/1.1 431"), "{}", &long[..long.len().min(100)]);
     let post = get(addr, &format!("POST /proposal/{}.html HTTP/1.1\r\nContent-Length: 0\r\n\r\n", r.id));
     assert!(post.starts_with("HTTP/1.1 405") && post.contains("GET only"), "{post}");
     served.join().unwrap().unwrap();
+
+    // The commands: `accept` prints the gate table it passed; `review --html` writes the pages,
+    // the accepted proposal's now saying where it merged.
+    let bin = env!("CARGO_BIN_EXE_cake-evolve-compiler");
+    let accept = Command::new(bin).args(["accept", &r.id, "--tier", "static", "--repo"]).arg(&repo).output().unwrap();
+    let said = String::from_utf8_lossy(&accept.stdout);
+    assert!(accept.status.success(), "{said}{}", String::from_utf8_lossy(&accept.stderr));
+    assert!(said.contains(&format!("accepted {}", r.id)) && said.lines().any(|l| l.contains("corpus") && l.contains("pass")), "the gate table: {said}");
+    let html = tmp.path().join("html-cli");
+    let review = Command::new(bin).args(["review", "--html"]).arg(&html).arg("--repo").arg(&repo).arg("--evidence").arg(&evidence).output().unwrap();
+    assert!(review.status.success() && String::from_utf8_lossy(&review.stdout).contains("wrote 3 page(s)"), "{}", String::from_utf8_lossy(&review.stderr));
+    let page = std::fs::read_to_string(html.join(format!("proposal/{}.html", r.id))).unwrap();
+    assert!(page.contains("<h2>Review</h2>") && page.contains("merged as") && !page.contains("id=\"accept-cmd\""), "decided: no command to copy");
 }
 
 /// The headless browser: `$CAKE_CHROMIUM`, else `chromium` on the PATH.

@@ -94,8 +94,33 @@ impl fmt::Display for PlotError {
 
 impl std::error::Error for PlotError {}
 
-/// The series colours, in order (plotters' palette, chosen to be told apart when printed).
-const COLOURS: [RGBColor; 6] = [RGBColor(31, 119, 180), RGBColor(214, 39, 40), RGBColor(44, 160, 44), RGBColor(255, 127, 14), RGBColor(148, 103, 189), RGBColor(140, 86, 75)];
+/// The series colours, in order (the "tab10" palette, chosen to be told apart when printed).
+const COLOURS: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// A tick label: at most 4 significant digits, no trailing zeros (`100`, `0.25`, `1.5e9`).
+fn tick(v: &f64) -> String {
+    if *v == 0.0 {
+        return "0".into();
+    }
+    let a = v.abs();
+    if !(1e-3..1e6).contains(&a) {
+        return format!("{v:.2e}");
+    }
+    let digits = (3 - a.log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}
 
 fn colour(i: usize) -> RGBColor {
     COLOURS[i % COLOURS.len()]
@@ -186,7 +211,7 @@ fn draw_line(area: &DrawingArea<SVGBackend<'_>, Shift>, l: &Line) -> Result<(), 
         .y_label_area_size(56)
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(backend)?;
-    chart.configure_mesh().x_desc(&l.x_label).y_desc(&l.y_label).draw().map_err(backend)?;
+    chart.configure_mesh().x_desc(&l.x_label).y_desc(&l.y_label).x_label_formatter(&tick).y_label_formatter(&tick).draw().map_err(backend)?;
     for (i, s) in l.series.iter().enumerate() {
         let c = colour(i);
         let mut path: Vec<(f64, f64)> = Vec::new();
@@ -217,7 +242,18 @@ fn draw_scatter(area: &DrawingArea<SVGBackend<'_>, Shift>, s: &Scatter) -> Resul
     macro_rules! body {
         ($chart:expr) => {{
             let mut chart = $chart;
-            chart.configure_mesh().x_desc(&s.x_label).y_desc(&s.y_label).draw().map_err(backend)?;
+            // Few labels and no minor grid: a log axis otherwise crowds each decade's end.
+            chart
+                .configure_mesh()
+                .x_desc(&s.x_label)
+                .y_desc(&s.y_label)
+                .x_labels(6)
+                .y_labels(6)
+                .light_line_style(WHITE)
+                .x_label_formatter(&tick)
+                .y_label_formatter(&tick)
+                .draw()
+                .map_err(backend)?;
             chart.draw_series(LineSeries::new(vec![(lo, lo), (hi, hi)], BLACK.mix(0.5))).map_err(backend)?.label("y = x").legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.mix(0.5)));
             for (i, ser) in s.series.iter().enumerate() {
                 let c = colour(i);
@@ -262,6 +298,7 @@ fn draw_bars(area: &DrawingArea<SVGBackend<'_>, Shift>, b: &Bars) -> Result<(), 
             }
         })
         .y_desc(&b.y_label)
+        .y_label_formatter(&tick)
         .draw()
         .map_err(backend)?;
     let width = 0.8 / k as f64;

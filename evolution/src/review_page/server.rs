@@ -3,7 +3,7 @@
 //! one the site has (`/`, `/index.html`, `/proposal/<id>.html` with a valid id), and every page is
 //! made from the queue as it is at that request.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
@@ -31,7 +31,8 @@ pub fn serve(site: &Site, listener: &TcpListener, max_requests: Option<usize>) -
 
 fn answer(site: &Site, mut stream: TcpStream) -> std::io::Result<()> {
     stream.set_read_timeout(Some(READ_TIMEOUT))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
+    // At most MAX_HEAD + 1 bytes are read: a line without end cannot grow without bound.
+    let mut reader = BufReader::new(stream.try_clone()?.take(MAX_HEAD as u64 + 1));
     let mut head = String::new();
     let mut line = String::new();
     loop {
@@ -41,7 +42,12 @@ fn answer(site: &Site, mut stream: TcpStream) -> std::io::Result<()> {
         }
         head.push_str(&line);
         if head.len() > MAX_HEAD {
-            return respond(&mut stream, 431, "text/plain", "request head too long");
+            respond(&mut stream, 431, "text/plain", "request head too long")?;
+            // Closing with unread input would reset the connection and lose the answer: end our
+            // side, then read (a bounded amount) until the client closes.
+            stream.shutdown(std::net::Shutdown::Write)?;
+            let _ = std::io::copy(&mut (&stream).take(1 << 20), &mut std::io::sink());
+            return Ok(());
         }
     }
     let first = head.lines().next().unwrap_or("");
