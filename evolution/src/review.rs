@@ -200,6 +200,19 @@ fn queued(repo_path: &Path, id: &str, command: &str, lock_timeout: Duration) -> 
     Ok((repo, qdir, r, held))
 }
 
+/// The recorded merge of proposal `id` when it is accepted and that merge is on main.
+fn accepted_already(repo_path: &Path, id: &str, main: Option<&str>) -> Result<Option<Accepted>, String> {
+    let repo = git::open(repo_path)?;
+    let qdir = queue::queue_dir(&git::workdir(&repo)?);
+    let Ok((_, r)) = queue::find(&qdir, id) else { return Ok(None) };
+    let Some(merged) = r.review.as_ref().filter(|_| r.status == Status::Accepted).and_then(|v| v.merged.clone()) else { return Ok(None) };
+    let main = git::main_branch(&repo, main)?;
+    let head = git::branch_commit(&repo, &main)?;
+    let m = oid(&merged)?;
+    let on_main = head == m || repo.graph_descendant_of(head, m).unwrap_or(false);
+    Ok(on_main.then(|| Accepted::Merged { commit: merged, how: "already accepted".into() }))
+}
+
 /// `accept ID`: re-gate on current main, merge, record (waiting for the queue lock up to
 /// [`lock::DEFAULT_TIMEOUT`]).
 pub fn accept(repo_path: &Path, id: &str, note: &str, main: Option<&str>, opts: GateOptions) -> Result<Accepted, String> {
@@ -208,6 +221,10 @@ pub fn accept(repo_path: &Path, id: &str, note: &str, main: Option<&str>, opts: 
 
 /// [`accept`], waiting up to `lock_timeout` for another run's queue lock.
 pub fn accept_with_lock_timeout(repo_path: &Path, id: &str, note: &str, main: Option<&str>, opts: GateOptions, lock_timeout: Duration) -> Result<Accepted, String> {
+    // Idempotent: an accept killed after recording its merge is done; running it again says so.
+    if let Some(done) = accepted_already(repo_path, id, main)? {
+        return Ok(done);
+    }
     let (repo, qdir, mut r, _lock) = queued(repo_path, id, "accept", lock_timeout)?;
     let main = git::main_branch(&repo, main)?;
     let main_head = git::branch_commit(&repo, &main)?;
