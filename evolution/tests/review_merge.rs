@@ -66,8 +66,11 @@ fn accept_after_main_moved_makes_a_merge_commit_with_both_changelog_lines() {
     assert_eq!(rec.status, Status::Accepted);
     assert_eq!(rec.review.as_ref().unwrap().how.as_deref(), Some("merge commit"));
     assert!(!rec.review.as_ref().unwrap().gates.is_empty(), "the gates were re-run on current main");
-    // Accepting twice is refused.
-    assert!(review::accept(&dir, &r.id, "", None, GateOptions::static_only()).unwrap_err().contains("accepted, not queued"));
+    // Accepting twice merges nothing more: it names the commit already made (a re-run after a killed
+    // accept must not fail, issue 15).
+    let again = review::accept(&dir, &r.id, "", None, GateOptions::static_only()).unwrap();
+    assert_eq!(again, Accepted::Merged { commit: commit.clone(), how: "already accepted".into() });
+    assert_eq!(repo.head().unwrap().peel_to_commit().unwrap().id().to_string(), commit, "main did not move");
 }
 
 /// Main changed a file the proposal also changes: `accept` names the file in a coded error and
