@@ -536,7 +536,7 @@ fn propose_rule(
     // Boundary variants of the failing programs, labelled by the runs of the label store and the
     // evidence (or by the lowering when it refuses one); about half are held out for the gate.
     let sources: Vec<&str> = programs.iter().map(|p| p.source.as_str()).collect();
-    let variants = synth::variants::for_gate(&synth::variants::labelled_variants(search_base, &sources, labels, synth::variants::PER_PROGRAM));
+    let variants = synth::variants::for_gate(&synth::variants::labelled_variants(search_base, &sources, labels, synth::variants::PER_PROGRAM, &info));
     let draft = match synth::draft_rule_with(search_base, &info, &programs, &variants, &code, opts.seed) {
         Ok(d) => d,
         // The predicate language cannot express the separation: propose the missing fact, never

@@ -72,6 +72,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod analysis;
 pub mod primitive;
+pub mod reported;
 pub mod rule;
 pub mod rule_file;
 pub mod search;

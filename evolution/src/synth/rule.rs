@@ -328,6 +328,30 @@ pub fn reported_facts(signature: &str, kind: ConstructKind) -> Vec<String> {
     REPORTED.iter().filter(|(what, k, _)| *k == kind && detail == *what).map(|(_, _, f)| f.to_string()).collect()
 }
 
+/// The facts of `kind` (of `op`) that the lowering's refusal of the failing programs reports
+/// ([`super::reported`]): for a bucket of lowering refusals, each failing program is lowered
+/// again, and where the refusal is the bucket's own, the facts its message names with their
+/// values are reported. Facts reported in every such program, in name order.
+fn refusal_reported(base: &Base, bucket: &BucketInfo, failing: &[&(&Program, Module)], kind: ConstructKind, op: Option<&str>) -> Vec<String> {
+    if !bucket.signature.split_once(": ").is_some_and(|(class, _)| class.rsplit('/').next().is_some_and(|c| c.starts_with("build_L"))) {
+        return Vec::new();
+    }
+    let mut common: Option<BTreeSet<String>> = None;
+    for (p, m) in failing {
+        let Some((code, message)) = super::reported::lowering_refusal(&base.frontend, &p.source) else { continue };
+        if !super::reported::reproduces(&bucket.signature, &code, &message) {
+            continue;
+        }
+        let Some(f) = base.facts(m) else { continue };
+        let named: BTreeSet<String> = instances(&f, kind, op).iter().flat_map(|(i, _)| super::reported::reported_in(&message, i)).collect();
+        common = Some(match common {
+            None => named,
+            Some(c) => c.intersection(&named).cloned().collect(),
+        });
+    }
+    common.unwrap_or_default().into_iter().collect()
+}
+
 /// Every construct kind but calls and arguments, then calls of every op the failing programs
 /// call.
 fn every_construct(base: &Base, usable: &[(&Program, Module)]) -> Vec<(ConstructKind, Option<String>)> {
@@ -408,6 +432,11 @@ fn draft_for_construct(
         return Err(SynthError::NoAcceptedInstances(construct));
     }
     input.reported = reported_facts(&bucket.signature, kind);
+    for f in refusal_reported(base, bucket, &failing_used, kind, op) {
+        if !input.reported.contains(&f) {
+            input.reported.push(f);
+        }
+    }
     input.operand_facts = matches!(kind, ConstructKind::Call | ConstructKind::Arg);
     // Constants of the failing programs' targets; variants as the real compiler labelled them.
     let targets: BTreeSet<&str> = failing_used.iter().map(|pm| pm.1.target.as_str()).collect();

@@ -195,9 +195,10 @@ impl Table {
                 types.insert(k.clone(), t);
             }
         }
-        // A fact unknown on some accepted instances is kept when a boolean fact says exactly
-        // where it is known (`regs` is known where `has_regs` holds): it can only be used under
-        // that guard, where every accepted instance knows it.
+        // A fact unknown on some accepted instances is kept when a boolean fact, or a symbol
+        // fact's value, says exactly where it is known (`regs` is known where `has_regs` holds; a
+        // wgmma operand's `row_bytes` where `space == smem`): it can only be used under that
+        // guard, where every accepted instance knows it.
         let known = |inst: &FactMap, k: &str, t: Ty| match (inst.get(k), t) {
             (Some(Value::Int(_)), Ty::Int) | (Some(Value::Bool(_)), Ty::Bool) => true,
             (Some(Value::Sym(s)), Ty::Sym) => literals.contains(s),
@@ -218,10 +219,21 @@ impl Table {
             types.retain(|k, t| known(inst, k, *t));
         }
         let bools: Vec<&String> = types.iter().filter(|(_, t)| **t == Ty::Bool).map(|(k, _)| k).collect();
+        let mut sym_values: Vec<(&String, &Value)> = Vec::new();
+        for (k, _) in types.iter().filter(|(_, t)| **t == Ty::Sym) {
+            for v in input.accepted.iter().filter_map(|i| i.get(k.as_str())) {
+                if !sym_values.contains(&(k, v)) {
+                    sym_values.push((k, v));
+                }
+            }
+        }
         let guarded_known: Vec<(String, Ty)> = partial
             .into_iter()
             .filter(|(k, t)| !types.contains_key(k) && input.accepted.iter().any(|i| known(i, k, *t)))
-            .filter(|(k, t)| bools.iter().any(|g| input.accepted.iter().all(|i| known(i, k, *t) == (i.get(g.as_str()) == Some(&Value::Bool(true))))))
+            .filter(|(k, t)| {
+                bools.iter().any(|g| input.accepted.iter().all(|i| known(i, k, *t) == (i.get(g.as_str()) == Some(&Value::Bool(true)))))
+                    || sym_values.iter().any(|(g, v)| input.accepted.iter().all(|i| known(i, k, *t) == (i.get(g.as_str()) == Some(*v))))
+            })
             .collect();
         types.extend(guarded_known);
         let names: Vec<String> = types.keys().cloned().collect();
@@ -990,6 +1002,24 @@ mod tests {
         assert_eq!(search(&base, 0, 1)[0].require, "kernel_inexact_divisions <= 0");
         let c = search(&SearchInput { reported: vec!["unwritten_elements".into()], ..base }, 0, 1);
         assert_eq!((c[0].when.as_deref(), c[0].require.as_str()), (Some("stored"), "unwritten_elements <= 0"), "{c:?}");
+    }
+
+    #[test]
+    fn a_fact_known_where_a_symbol_has_one_value_is_used_under_that_guard() {
+        // A wgmma operand's `row_bytes` and `swizzle` are known in shared memory only (the
+        // accumulator has neither); the failure reports both. The relation is found under
+        // `space == smem`, not a threshold on a fact every instance has (`bytes`).
+        let op = |space: &str, rows: Option<i64>, swizzle: Option<i64>, bytes: i64| {
+            let mut m = fm(&[("space", Value::Sym(space.into())), ("bytes", Value::Int(bytes))]);
+            m.insert("row_bytes".into(), rows.map_or(Value::Unknown, Value::Int));
+            m.insert("swizzle".into(), swizzle.map_or(Value::Unknown, Value::Int));
+            m
+        };
+        let acc = vec![op("frag", None, None, 65536), op("smem", Some(128), Some(128), 16384), op("smem", Some(64), Some(64), 8192)];
+        let failing = vec![vec![op("frag", None, None, 65536), op("smem", Some(64), Some(128), 4096)], vec![op("smem", Some(256), Some(128), 32768)]];
+        let base = SearchInput { accepted: acc, failing, labelled: vec![], grounding: grounding(), reported: vec!["row_bytes".into(), "swizzle".into()], operand_facts: true };
+        let c = search(&base, 0, 1);
+        assert_eq!((c[0].when.as_deref(), c[0].require.as_str()), (Some("space == smem"), "row_bytes == swizzle"), "{c:?}");
     }
 
     #[test]

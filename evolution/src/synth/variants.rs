@@ -30,8 +30,8 @@ use crate::store::{EvidenceStore, Record};
 /// Boundary variants made of each failing program (the benchmark's labelling batch has as many).
 pub const PER_PROGRAM: usize = 6;
 
-/// Construct kinds whose facts can implicate a quantity (calls and arguments are covered through
-/// the declarations they name).
+/// Construct kinds whose facts can implicate a quantity (calls are covered through the
+/// declarations they name; arguments only for a bucket on an argument, [`AcceptedRanges::with_arguments`]).
 const KINDS: [ConstructKind; 8] =
     [ConstructKind::Kernel, ConstructKind::Grid, ConstructKind::Smem, ConstructKind::View, ConstructKind::Tensor, ConstructKind::Role, ConstructKind::Pipeline, ConstructKind::Barrier];
 
@@ -123,10 +123,18 @@ pub fn canonical_hash(source: &str) -> Option<String> {
 #[derive(Clone, Debug, Default)]
 pub struct AcceptedRanges {
     ranges: BTreeMap<(ConstructKind, String), (i64, i64, i64)>,
+    kinds: Vec<ConstructKind>,
 }
 
+/// The construct's own facts of each instance of `kind` (not the kernel's or the target's), an
+/// argument's named `<op>.<fact>`.
 fn own_facts(facts: &ModuleFacts, kind: ConstructKind) -> Vec<FactMap> {
-    instances(facts, kind, None).into_iter().map(|(m, _)| m.into_iter().filter(|(k, _)| !k.starts_with("kernel_") && !k.starts_with("target")).collect()).collect()
+    let own = |m: FactMap, prefix: &str| -> FactMap { m.into_iter().filter(|(k, _)| !k.starts_with("kernel_") && !k.starts_with("target")).map(|(k, v)| (format!("{prefix}{k}"), v)).collect() };
+    if kind != ConstructKind::Arg {
+        return instances(facts, kind, None).into_iter().map(|(m, _)| own(m, "")).collect();
+    }
+    let ops: BTreeSet<String> = facts.of_kind(kind).filter_map(|c| c.op.clone()).collect();
+    ops.iter().flat_map(|op| instances(facts, kind, Some(op)).into_iter().map(move |(m, _)| (op.clone(), m))).map(|(op, m)| own(m, &format!("{op}."))).collect()
 }
 
 fn pow2_divisor(x: i64) -> i64 {
@@ -142,9 +150,20 @@ fn pow2_divisor(x: i64) -> i64 {
 
 impl AcceptedRanges {
     pub fn of<'a>(accepted: impl IntoIterator<Item = &'a ModuleFacts>) -> AcceptedRanges {
+        Self::over(accepted, KINDS.to_vec())
+    }
+
+    /// [`AcceptedRanges::of`], with the facts of every op's arguments too (keyed by the op): for a
+    /// bucket on an argument (`arg:wgmma`), whose failing quantity is the operand's own
+    /// (`wgmma.row_bytes`), not a declaration's.
+    pub fn with_arguments<'a>(accepted: impl IntoIterator<Item = &'a ModuleFacts>) -> AcceptedRanges {
+        Self::over(accepted, KINDS.iter().copied().chain([ConstructKind::Arg]).collect())
+    }
+
+    fn over<'a>(accepted: impl IntoIterator<Item = &'a ModuleFacts>, kinds: Vec<ConstructKind>) -> AcceptedRanges {
         let mut ranges: BTreeMap<(ConstructKind, String), (i64, i64, i64)> = BTreeMap::new();
         for facts in accepted {
-            for kind in KINDS {
+            for &kind in &kinds {
                 for inst in own_facts(facts, kind) {
                     for (k, v) in inst {
                         if let Value::Int(x) = v {
@@ -157,13 +176,13 @@ impl AcceptedRanges {
                 }
             }
         }
-        AcceptedRanges { ranges }
+        AcceptedRanges { ranges, kinds }
     }
 
     /// The facts of a program outside what the accepted programs show: (kind, fact, its values).
     pub fn implicated(&self, facts: &ModuleFacts) -> BTreeMap<(ConstructKind, String), Vec<i64>> {
         let mut out: BTreeMap<(ConstructKind, String), Vec<i64>> = BTreeMap::new();
-        for kind in KINDS {
+        for &kind in &self.kinds {
             for inst in own_facts(facts, kind) {
                 for (k, v) in inst {
                     let Value::Int(x) = v else { continue };
@@ -436,14 +455,19 @@ impl LabelIndex {
 /// ([`boundary_variants`], at most `max`), labelled from `labels` (a store of their runs);
 /// unlabelled ones are left out. `held_out` says whether a variant is kept apart from fitting
 /// (for the generalization gate): by its hash, about half of them, the same on every run.
-pub fn labelled_variants(base: &super::Base, sources: &[&str], labels: &LabelIndex, max: usize) -> Vec<Labelled> {
-    let ranges = AcceptedRanges::of(base.corpus_facts.iter().flatten());
+///
+/// A variant the lowering refuses with the bucket's own code and message reproduces its failure and is labelled failing, even where the lowering calls the
+/// construct not supported yet ([`super::reported::reproduces`]).
+pub fn labelled_variants(base: &super::Base, sources: &[&str], labels: &LabelIndex, max: usize, bucket: &super::BucketInfo) -> Vec<Labelled> {
+    let accepted = base.corpus_facts.iter().flatten();
+    let ranges = if bucket.construct.as_deref().is_some_and(|c| c.starts_with("arg:")) { AcceptedRanges::with_arguments(accepted) } else { AcceptedRanges::of(accepted) };
+    let signature = bucket.signature.as_str();
     let facts_of = |m: &Module| base.targets.get(&m.target).map(|t| cake::verify::module_facts(m, t));
     let mut out = Vec::new();
     for src in sources {
         for (variant, _) in boundary_variants(src, &base.frontend, &ranges, facts_of, max) {
             let label = match labels.get(&variant.hash) {
-                Label::Unlabelled => label_by_lowering(base, &variant),
+                Label::Unlabelled => label_by_lowering(base, &variant, signature),
                 l => l,
             };
             if label != Label::Unlabelled {
@@ -455,13 +479,16 @@ pub fn labelled_variants(base: &super::Base, sources: &[&str], labels: &LabelInd
 }
 
 /// The label the CPU can give without a run: the lowering (with the verifier bypassed, as a run
-/// of a broken program is) refusing the variant labels it failing (`build_L003`); a variant that
-/// lowers stays unlabelled — only a GPU run can say it passes.
-fn label_by_lowering(base: &super::Base, v: &Variant) -> Label {
+/// of a broken program is) refusing the variant labels it failing (`build_L003`), and so does a
+/// "not supported yet" refusal that reproduces the bucket's own failure (`signature`); another
+/// such refusal says nothing of the bucket's class, and a variant that lowers stays unlabelled —
+/// only a GPU run can say it passes.
+fn label_by_lowering(base: &super::Base, v: &Variant, signature: &str) -> Label {
     let Some(module) = base.frontend.check(&v.source).module else { return Label::Unlabelled };
     let unverified = cake::verify::Validated::assume_verified_unsafe(module);
     match cake::lower::lower_with(&unverified, &cake::lower::LowerOptions::with_source("variant.cake", &v.source)) {
         Err(e) if !e.is_not_supported_yet() => Label::Fails { how: format!("build_{}", e.code), evidence: Vec::new() },
+        Err(e) if super::reported::reproduces(signature, e.code, &e.message) => Label::Fails { how: format!("build_{} (the bucket's failure)", e.code), evidence: Vec::new() },
         _ => Label::Unlabelled,
     }
 }
