@@ -51,6 +51,21 @@ pub struct Diagnostic {
     pub notes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    /// Notes about the analysis itself (the dim binding a counterexample was found under):
+    /// shown only with `cake check --verbose`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+    /// Set on a finding that follows from an earlier one (the same barrier's hang after its
+    /// trip-count mismatch): hidden unless `cake check --all`, and gone once the cause is fixed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follows: Option<Cause>,
+}
+
+/// The finding another one follows from: its code and primary span.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cause {
+    pub code: String,
+    pub span: Span,
 }
 
 impl Diagnostic {
@@ -63,6 +78,8 @@ impl Diagnostic {
             secondary: Vec::new(),
             notes: Vec::new(),
             help: None,
+            details: Vec::new(),
+            follows: None,
         }
     }
 
@@ -86,9 +103,54 @@ impl Diagnostic {
         self
     }
 
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Diagnostic {
+        self.details.push(detail.into());
+        self
+    }
+
+    /// Mark this finding as a consequence of `cause`.
+    pub fn following(mut self, cause: &Diagnostic) -> Diagnostic {
+        self.follows = Some(Cause { code: cause.code.clone(), span: cause.primary.span });
+        self
+    }
+
+    pub fn is_follow_on(&self) -> bool {
+        self.follows.is_some()
+    }
+
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+}
+
+/// What a reader is shown of a list of findings: follow-on findings are left out unless `all`,
+/// and each finding's details become notes only when `verbose`.
+pub struct Shown {
+    pub diagnostics: Vec<Diagnostic>,
+    /// For each shown finding, how many of its follow-ons were left out.
+    pub hidden_per_finding: Vec<usize>,
+    /// Follow-on findings left out.
+    pub hidden: usize,
+}
+
+pub fn shown(diags: &[Diagnostic], all: bool, verbose: bool) -> Shown {
+    let mut out = Vec::with_capacity(diags.len());
+    let mut left_out: Vec<&Cause> = Vec::new();
+    for d in diags {
+        if let (Some(cause), false) = (&d.follows, all) {
+            left_out.push(cause);
+            continue;
+        }
+        let mut d = d.clone();
+        let details = std::mem::take(&mut d.details);
+        if verbose {
+            d.notes.extend(details);
+        }
+        out.push(d);
+    }
+    let hidden_per_finding =
+        out.iter().map(|d| left_out.iter().filter(|c| c.code == d.code && c.span == d.primary.span).count()).collect();
+    Shown { diagnostics: out, hidden_per_finding, hidden: left_out.len() }
 }
 
 /// The known name nearest to `name` by edit distance, when it is close enough to be a typo: the

@@ -79,16 +79,33 @@ pub fn render_json_line(file_name: &str, source: &str, d: &Diagnostic) -> String
 /// [`render_json_line`] for every diagnostic, each line followed by a newline; the source's
 /// line index is built once, so the time is linear in the number of diagnostics.
 pub fn render_json_lines(file_name: &str, source: &str, diags: &[Diagnostic]) -> String {
+    render_json_lines_shown(file_name, source, diags, &[])
+}
+
+/// [`render_json_lines`] where `hidden[i]` follow-on findings of `diags[i]` were left out: a
+/// line gets `"suppressed": n` when n > 0. A follow-on finding that is shown carries
+/// `"follows": {"code", "line", "column"}`, the finding it follows from.
+pub fn render_json_lines_shown(file_name: &str, source: &str, diags: &[Diagnostic], hidden: &[usize]) -> String {
     let index = LineIndex::new(source);
     let mut out = String::new();
-    for d in diags {
-        out.push_str(&json_line(file_name, source, &index, d));
+    for (i, d) in diags.iter().enumerate() {
+        let mut line = json_line(file_name, source, &index, d);
+        if let Some(n) = hidden.get(i).filter(|n| **n > 0) {
+            if let Some(body) = line.strip_suffix('}') {
+                line = format!("{body},\"suppressed\":{n}}}");
+            }
+        }
+        out.push_str(&line);
         out.push('\n');
     }
     out
 }
 
 fn json_line(file_name: &str, source: &str, index: &LineIndex<'_>, d: &Diagnostic) -> String {
+    let follows = d.follows.as_ref().map(|c| {
+        let (line, column) = index.line_col(clamp_span(source, c.span).start);
+        JsonCause { code: &c.code, line, column }
+    });
     let json = JsonDiagnostic {
         code: &d.code,
         severity: d.severity.as_str(),
@@ -98,6 +115,7 @@ fn json_line(file_name: &str, source: &str, index: &LineIndex<'_>, d: &Diagnosti
         secondary: d.secondary.iter().map(|l| json_label(source, index, l)).collect(),
         notes: &d.notes,
         help: d.help.as_deref(),
+        follows,
     };
     to_json(&json)
 }
@@ -114,6 +132,7 @@ pub fn render_json_line_unlocated(file_name: &str, d: &Diagnostic) -> String {
         secondary: Vec::new(),
         notes: &d.notes,
         help: d.help.as_deref(),
+        follows: None,
     };
     to_json(&json)
 }
@@ -235,6 +254,15 @@ struct JsonDiagnostic<'a> {
     secondary: Vec<JsonLabel<'a>>,
     notes: &'a [String],
     help: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    follows: Option<JsonCause<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonCause<'a> {
+    code: &'a str,
+    line: usize,
+    column: usize,
 }
 
 #[derive(Serialize)]

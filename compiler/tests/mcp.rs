@@ -206,7 +206,7 @@ fn initialize_list_check_cost_explain_lower_and_corpus_show() {
     assert_eq!(finding["primary"]["line"], line, "{finding}");
     assert_eq!(finding["primary"]["column"], column, "{finding}");
     let (start, end) = (finding["primary"]["start"].as_u64().unwrap() as usize, finding["primary"]["end"].as_u64().unwrap() as usize);
-    assert!(source[start..end].contains("arrive_expect_tx"), "the span covers the announcement: {:?}", &source[start..end]);
+    assert_eq!(&source[start..end], "32768", "the span covers the announced bytes");
     assert!(finding["help"].as_str().is_some_and(|h| h.contains("49152")), "{finding}");
 
     // The same program as a path: the findings are exactly the CLI's JSON lines.

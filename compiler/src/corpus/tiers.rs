@@ -96,11 +96,12 @@ impl Frontend {
     }
 }
 
-/// `(code, line, column)` of the findings of one severity, sorted.
+/// `(code, line, column)` of the findings of one severity, sorted; follow-on findings left out.
 pub fn findings_at(source: &str, diags: &[Diagnostic], severity: Severity) -> Vec<FindingSpec> {
     let mut out: Vec<FindingSpec> = diags
         .iter()
-        .filter(|d| d.severity == severity)
+        // Follow-on findings are what `cake check` hides: a case expects the causes.
+        .filter(|d| d.severity == severity && !d.is_follow_on())
         .map(|d| {
             let (line, column) = line_col(source, clamp_span(source, d.primary.span).start);
             FindingSpec { code: d.code.clone(), line, column }

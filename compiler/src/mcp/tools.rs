@@ -49,13 +49,20 @@ fn parse_line(line: &str) -> Value {
     serde_json::from_str(line).unwrap_or_else(|e| json!({ "code": "E0000", "message": format!("internal error: {e}") }))
 }
 
-/// Diagnostics located in `p`'s source as the CLI's JSON objects, one per diagnostic.
+/// Diagnostics located in `p`'s source as the CLI's JSON objects, one per diagnostic, as
+/// `cake check` shows them by default: follow-on findings left out (counted in their cause's
+/// `suppressed`), internal details left out.
 pub fn findings(p: &Program, diags: &[Diagnostic]) -> Vec<Value> {
-    render::render_json_lines(&p.name, &p.source, diags).lines().map(parse_line).collect()
+    let shown = crate::diag::shown(diags, false, false);
+    render::render_json_lines_shown(&p.name, &p.source, &shown.diagnostics, &shown.hidden_per_finding)
+        .lines()
+        .map(parse_line)
+        .collect()
 }
 
+/// Shown findings of one severity (follow-ons are not counted, as `cake check` does not).
 fn count(diags: &[Diagnostic], severity: Severity) -> usize {
-    diags.iter().filter(|d| d.severity == severity).count()
+    diags.iter().filter(|d| d.severity == severity && !d.is_follow_on()).count()
 }
 
 /// A stage that cannot go on because the program has error findings.

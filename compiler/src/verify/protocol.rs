@@ -76,7 +76,7 @@ mod tests;
 use std::collections::{HashMap, HashSet};
 
 use crate::diag::{Diagnostic, Severity};
-use crate::ir::Module;
+use crate::ir::{BarrierDecl, Handle, Module, PipelineDecl};
 use crate::target::TargetInfo;
 
 /// Finding codes of the protocol analysis. Each has a doc file in `compiler/rules/`.
@@ -136,19 +136,36 @@ pub mod code {
     ];
 }
 
+/// The synchronization declaration a finding is about: findings about the same one usually
+/// share a cause (one wrong loop bound makes both barriers of a ring hang).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Subject {
+    Pipeline(Handle<PipelineDecl>),
+    Barrier(Handle<BarrierDecl>),
+}
+
 /// Findings, deduplicated by code and primary span (the same mistake seen under two bindings
 /// or two schedules is one finding).
 #[derive(Default)]
 pub(crate) struct Findings {
-    list: Vec<Diagnostic>,
+    list: Vec<(Diagnostic, Option<Subject>)>,
     seen: HashSet<(String, u32, u32)>,
 }
 
+/// Codes that report what a hang looks like rather than why it happens: never the cause of
+/// another finding on the same barrier.
+const CONSEQUENCE_CODES: &[&str] = &[code::DEADLOCK, code::EXIT_WHILE_WAITED, code::PHASE_DESYNC];
+
 impl Findings {
     pub fn push(&mut self, d: Diagnostic) {
+        self.push_about(d, None);
+    }
+
+    /// A finding about one barrier or pipeline (see [`Findings::into_sorted`]).
+    pub fn push_about(&mut self, d: Diagnostic, subject: Option<Subject>) {
         let key = (d.code.clone(), d.primary.span.start, d.primary.span.end);
         if self.seen.insert(key) {
-            self.list.push(d);
+            self.list.push((d, subject));
         }
     }
 
@@ -157,18 +174,39 @@ impl Findings {
     }
 
     pub fn has_error(&self) -> bool {
-        self.list.iter().any(Diagnostic::is_error)
+        self.list.iter().any(|(d, _)| d.is_error())
     }
 
-    fn into_sorted(mut self) -> Vec<Diagnostic> {
-        self.list.sort_by(|a, b| {
+    /// Sorted by severity and position. Of the errors about one barrier or pipeline, the first
+    /// that names a cause (found first: the checks run cause-first) stays; the others are marked
+    /// as following from it.
+    fn into_sorted(self) -> Vec<Diagnostic> {
+        let mut roots: HashMap<Subject, Diagnostic> = HashMap::new();
+        for pass_consequences in [false, true] {
+            for (d, subject) in &self.list {
+                let Some(subject) = subject else { continue };
+                let consequence = CONSEQUENCE_CODES.contains(&d.code.as_str());
+                if d.is_error() && !d.is_follow_on() && consequence == pass_consequences {
+                    roots.entry(*subject).or_insert_with(|| d.clone());
+                }
+            }
+        }
+        let mut list: Vec<Diagnostic> = self
+            .list
+            .into_iter()
+            .map(|(d, subject)| match subject.and_then(|s| roots.get(&s)) {
+                Some(root) if d.is_error() && !d.is_follow_on() && *root != d => d.following(root),
+                _ => d,
+            })
+            .collect();
+        list.sort_by(|a, b| {
             (a.severity != Severity::Error, a.primary.span.start, a.code.as_str()).cmp(&(
                 b.severity != Severity::Error,
                 b.primary.span.start,
                 b.code.as_str(),
             ))
         });
-        self.list
+        list
     }
 }
 
@@ -225,11 +263,11 @@ pub fn analyze(module: &Module, target: &TargetInfo) -> Vec<Diagnostic> {
                 let mut failed = false;
                 for d in result.findings {
                     failed = true;
-                    out.push(d.with_note(format!("binding: {}", b.describe(module))));
+                    out.push(d.with_detail(format!("binding: {}", b.describe(module))));
                 }
                 if let Some(dl) = result.deadlock {
                     failed = true;
-                    out.push(sim::explain_deadlock(&model, traces, &order, &dl).with_note(format!("binding: {}", b.describe(module))));
+                    out.push(sim::explain_deadlock(&model, traces, &order, &dl).with_detail(format!("binding: {}", b.describe(module))));
                 }
                 if failed {
                     break 'bindings;

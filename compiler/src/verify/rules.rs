@@ -432,6 +432,8 @@ fn finding(rule: &Rule, require: &Predicate, c: &FactSet, facts: &ModuleFacts) -
         secondary: Vec::new(),
         notes: Vec::new(),
         help: rule.help.as_ref().map(|h| render(h, c, facts)),
+        details: Vec::new(),
+        follows: None,
     };
     add_secondary(&mut d, rule, c, facts);
     d.notes.push(format!("{} requires `{}`{}", rule.category.as_str(), require.text, values_note(&require.expr, c, facts)));

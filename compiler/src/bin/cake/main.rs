@@ -68,6 +68,13 @@ enum Command {
         /// around the current directory (or, outside a checkout, the rules built into `cake`).
         #[arg(long, value_name = "DIR")]
         rules: Option<PathBuf>,
+        /// Also show the findings that follow from an earlier one (a barrier's hang after its
+        /// trip-count mismatch); by default each mistake is reported once, at its cause.
+        #[arg(long)]
+        all: bool,
+        /// Also show the analyses' internal notes (the dim binding a counterexample was found under).
+        #[arg(long)]
+        verbose: bool,
     },
     /// Rewrite .cake files in canonical format (`-` formats standard input to standard output).
     Fmt {
@@ -151,7 +158,7 @@ fn main() -> ExitCode {
     };
     let mut out = Reporter::new(cli.message_format, color);
     let status = match cli.command {
-        Command::Check { files, rules } => check(&mut out, &files, rules.as_deref()),
+        Command::Check { files, rules, all, verbose } => check(&mut out, &files, rules.as_deref(), Shown { all, verbose }),
         Command::Fmt { check, files } => fmt(&mut out, &files, check),
         Command::Explain { code, list, ops, markdown } => {
             if ops {
@@ -178,7 +185,14 @@ fn main() -> ExitCode {
 // ---------------------------------------------------------------------------------------------
 // cake check
 
-fn check(out: &mut Reporter, files: &[PathBuf], rules: Option<&Path>) -> Status {
+/// Which findings `cake check` shows (`--all`, `--verbose`).
+#[derive(Clone, Copy)]
+struct Shown {
+    all: bool,
+    verbose: bool,
+}
+
+fn check(out: &mut Reporter, files: &[PathBuf], rules: Option<&Path>, show: Shown) -> Status {
     let active = match cake::rule_source::ActiveRules::resolve(rules) {
         Ok(a) => a,
         Err(d) => {
@@ -201,10 +215,26 @@ fn check(out: &mut Reporter, files: &[PathBuf], rules: Option<&Path>) -> Status 
             }
         };
         let result = cake::check::check_source_with(&source, &active.set);
-        out.located(&name, &source, &result.diagnostics);
+        let mut shown = cake::diag::shown(&result.diagnostics, show.all, show.verbose);
+        for d in shown.diagnostics.iter_mut().filter(|_| out.format == MessageFormat::Human) {
+            if let Some(cause) = &d.follows {
+                let (line, col) = line_col(&source, render::clamp_span(&source, cause.span).start);
+                d.notes.push(format!("this follows from [{}] at {name}:{line}:{col}; fixing that one removes it", cause.code));
+            }
+        }
+        out.located_shown(&name, &source, &shown.diagnostics, &shown.hidden_per_finding);
+        out.hidden += shown.hidden;
         if result.diagnostics.iter().any(Diagnostic::is_error) {
             status = status.max(Status::Findings);
         }
+    }
+    if out.hidden > 0 {
+        out.human_stderr(&format!(
+            "note: {} follow-on {} hidden; --all shows {}\n",
+            out.hidden,
+            plural(out.hidden, "finding", "findings"),
+            if out.hidden == 1 { "it" } else { "them" }
+        ));
     }
     out.summary();
     status
@@ -482,13 +512,15 @@ struct Reporter {
     warnings: usize,
     hints: usize,
     coverage_limits: usize,
+    /// Follow-on findings left out (`cake check` without `--all`).
+    hidden: usize,
     /// The `rules` field `cake check` adds to each JSON diagnostic (which rule set judged it).
     rules: Option<String>,
 }
 
 impl Reporter {
     fn new(format: MessageFormat, color: bool) -> Reporter {
-        Reporter { format, color, errors: 0, warnings: 0, hints: 0, coverage_limits: 0, rules: None }
+        Reporter { format, color, errors: 0, warnings: 0, hints: 0, coverage_limits: 0, hidden: 0, rules: None }
     }
 
     fn count(&mut self, d: &Diagnostic) {
@@ -502,6 +534,11 @@ impl Reporter {
 
     /// Diagnostics with spans into `source`.
     fn located(&mut self, name: &str, source: &str, diags: &[Diagnostic]) {
+        self.located_shown(name, source, diags, &[]);
+    }
+
+    /// [`Reporter::located`] where `hidden[i]` follow-ons of `diags[i]` were left out.
+    fn located_shown(&mut self, name: &str, source: &str, diags: &[Diagnostic], hidden: &[usize]) {
         diags.iter().for_each(|d| self.count(d));
         match self.format {
             MessageFormat::Human => {
@@ -509,7 +546,7 @@ impl Reporter {
                 let _ = io::stderr().write_all(text.as_bytes());
             }
             MessageFormat::Json => {
-                let lines = render::render_json_lines(name, source, diags);
+                let lines = render::render_json_lines_shown(name, source, diags, hidden);
                 self.stdout(&self.with_rules_field(lines));
             }
         }

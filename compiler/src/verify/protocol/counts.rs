@@ -14,20 +14,120 @@ use super::eval::{eval, Env, Val};
 use super::model::{BufKey, Model, PipeKind, SyncObj};
 use super::symbolic::{expr_poly, Atom, Poly};
 use super::trace::{Binding, Credit, Ek, Trace};
-use super::Findings;
+use super::{Findings, Subject};
+use crate::span::Span;
 
 // ------------------------------------------------------------------ listing (V108)
 
-/// Roles that wait on (or arrive on) a barrier or pipeline they are not declared on.
+/// A use of a barrier by a role: as a `producer` (it arrives) or a `consumer` (it waits).
+struct BarrierUse {
+    barrier: Handle<BarrierDecl>,
+    role: Handle<RoleDecl>,
+    side: &'static str,
+    stmt: Handle<Stmt>,
+    /// Whether the barrier declares the role on that side.
+    listed: bool,
+}
+
+/// Roles that wait on (or arrive on) a barrier they are not declared on. The cause is the
+/// barrier's role list, so each barrier gets one finding there; the uses it finds become its
+/// follow-ons.
 pub fn listing(model: &Model, out: &mut Findings) {
+    let mut uses = Vec::new();
     for (a, role) in model.actors.iter().enumerate() {
         if let Some(body) = model.body(a) {
-            listing_block(model, *role, body, out);
+            listing_block(model, *role, body, &mut uses);
         }
+    }
+    let m = model.m;
+    for (b, d) in m.barriers.iter() {
+        let mine: Vec<&BarrierUse> = uses.iter().filter(|u| u.barrier == b && !u.listed).collect();
+        let Some(first) = mine.first() else { continue };
+        // Every role that arrives (waits) but is not declared a producer (consumer).
+        let mut wrong: Vec<(&'static str, Handle<RoleDecl>)> = Vec::new();
+        for u in &mine {
+            if !wrong.contains(&(u.side, u.role)) {
+                wrong.push((u.side, u.role));
+            }
+        }
+        let names = |rs: &[Handle<RoleDecl>]| -> String {
+            if rs.is_empty() {
+                "none".to_string()
+            } else {
+                rs.iter().map(|r| format!("`{}`", model.role_name(*r))).collect::<Vec<_>>().join(", ")
+            }
+        };
+        // The lists the uses ask for: every role that arrives (waits); a side nobody uses
+        // keeps its declaration.
+        let actual = |side: &str, declared: &[Handle<RoleDecl>]| -> Vec<Handle<RoleDecl>> {
+            let mut v: Vec<Handle<RoleDecl>> = Vec::new();
+            for u in uses.iter().filter(|u| u.barrier == b && u.side == side) {
+                if !v.contains(&u.role) {
+                    v.push(u.role);
+                }
+            }
+            if v.is_empty() {
+                declared.to_vec()
+            } else {
+                v
+            }
+        };
+        let producers = actual("producer", &d.producers);
+        let consumers = actual("consumer", &d.consumers);
+        let what: Vec<String> = wrong
+            .iter()
+            .map(|(side, r)| {
+                let verb = if *side == "producer" { "arrives on it" } else { "waits on it" };
+                format!("`{}` {verb}", model.role_name(*r))
+            })
+            .collect();
+        let spans = m.barriers.span(b);
+        let attr_of = |side: &str| spans.attrs.iter().find(|(k, _)| k == side).map(|(_, s)| *s);
+        let sides: Vec<&str> = ["producer", "consumer"].into_iter().filter(|s| wrong.iter().any(|(w, _)| w == s)).collect();
+        let primary = match (attr_of(sides[0]), sides.get(1).and_then(|s| attr_of(s))) {
+            (Some(x), Some(y)) => Span { start: x.start.min(y.start), end: x.end.max(y.end) },
+            (Some(x), None) | (None, Some(x)) => x,
+            (None, None) => spans.name,
+        };
+        let fix = format!("producer {} consumer {}", role_list(model, &producers), role_list(model, &consumers));
+        let root = Diagnostic::error(
+            code::NOT_LISTED,
+            format!(
+                "barrier `{}` declares producer {} and consumer {}, but {}",
+                d.name,
+                names(&d.producers),
+                names(&d.consumers),
+                what.join(" and ")
+            ),
+            primary,
+            if sides.len() == 2 { "roles do not match the uses".to_string() } else { format!("`{}` not listed here", model.role_name(wrong[0].1)) },
+        )
+        .with_secondary(model.stmt_span(first.stmt), format!("`{}` {} here", model.role_name(first.role), if first.side == "producer" { "arrives" } else { "waits" }))
+        .with_note("a barrier's count and phases are derived from its declared producers (who arrive) and consumers (who wait)")
+        .with_help(format!("declare `barrier {}: ... {fix}`, or use a barrier that names these roles", d.name));
+        for u in &mine {
+            let rname = model.role_name(u.role);
+            let (verb, list) = if u.side == "consumer" { ("waits on", &d.consumers) } else { ("arrives on", &d.producers) };
+            let follow = Diagnostic::error(
+                code::NOT_LISTED,
+                format!("role `{rname}` {verb} barrier `{}`, but is not among its {}s ({})", d.name, u.side, names(list)),
+                model.stmt_span(u.stmt),
+                format!("`{rname}` is not a {} of `{}`", u.side, d.name),
+            )
+            .with_secondary(model.bar_span(b), format!("barrier `{}` declared here", d.name))
+            .following(&root);
+            out.push_about(follow, Some(Subject::Barrier(b)));
+        }
+        out.push_about(root, Some(Subject::Barrier(b)));
     }
 }
 
-fn listing_block(model: &Model, role: Handle<RoleDecl>, b: &Block, out: &mut Findings) {
+/// `mma` or `a b` as a barrier's role list is written.
+fn role_list(model: &Model, roles: &[Handle<RoleDecl>]) -> String {
+    roles.iter().map(|r| model.role_name(*r)).collect::<Vec<_>>().join(" ")
+}
+
+fn listing_block(model: &Model, role: Handle<RoleDecl>, b: &Block, out: &mut Vec<BarrierUse>) {
     let m = model.m;
     for s in &b.stmts {
         match &m.stmts[*s] {
@@ -44,10 +144,9 @@ fn listing_block(model: &Model, role: Handle<RoleDecl>, b: &Block, out: &mut Fin
     }
 }
 
-fn listing_op(model: &Model, role: Handle<RoleDecl>, call: &OpCall, s: Handle<Stmt>, out: &mut Findings) {
+fn listing_op(model: &Model, role: Handle<RoleDecl>, call: &OpCall, s: Handle<Stmt>, out: &mut Vec<BarrierUse>) {
     let m = model.m;
     let Some(def) = model.cat.get(&call.op) else { return };
-    let rname = model.role_name(role).to_string();
     // Pipelines: the rule V418 (acquire, tma_load, wait, release) and the type checker (E0322, `.stage`) check the
     // roles; here only explicit barriers.
     for (i, param) in def.params.iter().enumerate() {
@@ -67,34 +166,11 @@ fn listing_op(model: &Model, role: Handle<RoleDecl>, call: &OpCall, s: Handle<St
         let effs: Vec<_> = def.effects_on(&param.name).collect();
         let waits = effs.iter().any(|x| x.access == EffectAccess::Wait);
         let arrives = effs.iter().any(|x| matches!(x.access, EffectAccess::Arrive | EffectAccess::ExpectTx | EffectAccess::CompleteTx));
-        let (bad, side, list) = if waits && !d.consumers.contains(&role) {
-            (true, "consumer", &d.consumers)
-        } else if arrives && !d.producers.contains(&role) {
-            (true, "producer", &d.producers)
-        } else {
-            (false, "", &d.consumers)
-        };
-        if bad {
-            let names: Vec<String> = list.iter().map(|r| format!("`{}`", model.role_name(*r))).collect();
-            let verb = if side == "consumer" { "waits on" } else { "arrives on" };
-            let mut diag = Diagnostic::error(
-                code::NOT_LISTED,
-                format!(
-                    "role `{rname}` {verb} barrier `{}`, but is not among its {side}s ({})",
-                    d.name,
-                    if names.is_empty() { "none declared".to_string() } else { names.join(", ") }
-                ),
-                model.stmt_span(s),
-                format!("`{rname}` is not a {side} of `{}`", d.name),
-            )
-            .with_secondary(model.bar_span(b), format!("barrier `{}` declared here", d.name));
-            if let Some(r) = list.first() {
-                diag = diag.with_secondary(model.role_span(*r), format!("a declared {side}"));
-            }
-            diag = diag
-                .with_note("a barrier's count and phases are derived from its declared producers (who arrive) and consumers (who wait)")
-                .with_help(format!("add `{rname}` to the barrier's `{side}` list, or use a barrier that names it"));
-            out.push(diag);
+        if waits {
+            out.push(BarrierUse { barrier: b, role, side: "consumer", stmt: s, listed: d.consumers.contains(&role) });
+        }
+        if arrives {
+            out.push(BarrierUse { barrier: b, role, side: "producer", stmt: s, listed: d.producers.contains(&role) });
         }
     }
 }
@@ -239,6 +315,64 @@ fn sym_block(model: &Model, a: usize, b: &Block, mult: &Option<Poly>, in_tile: b
     }
 }
 
+/// Where two roles' loop nests around their synchronization ops run a different number of
+/// times per tile: the first loop (from the outermost) whose trip count differs from the other
+/// nest's loop at the same depth. `at` belongs to role `b` when `b` has a loop at that depth.
+struct LoopCause {
+    at: Handle<Stmt>,
+    at_actor: usize,
+    trip: Poly,
+    other: Option<(Handle<Stmt>, Poly)>,
+    /// How often each op runs per tile (the product of its loops' trips): `a`'s, then `b`'s.
+    per_tile: (Poly, Poly),
+}
+
+fn differing_loop(model: &Model, a: usize, sa: Handle<Stmt>, b: usize, sb: Handle<Stmt>) -> Option<LoopCause> {
+    let m = model.m;
+    let trips = |actor: usize, s: Handle<Stmt>| -> Option<Vec<(Handle<Stmt>, Poly)>> {
+        model
+            .loops_around(actor, s)?
+            .into_iter()
+            .map(|l| match &m.stmts[l] {
+                Stmt::For { lo, hi, .. } => Some((l, expr_poly(m, *hi)?.sub(&expr_poly(m, *lo)?)?)),
+                _ => None,
+            })
+            .collect()
+    };
+    let (la, lb) = (trips(a, sa)?, trips(b, sb)?);
+    let product = |ls: &[(Handle<Stmt>, Poly)]| ls.iter().try_fold(Poly::constant(1), |acc, (_, t)| acc.mul(t));
+    let per_tile = (product(&la)?, product(&lb)?);
+    if per_tile.0 == per_tile.1 {
+        return None;
+    }
+    for i in 0..la.len().max(lb.len()) {
+        match (la.get(i), lb.get(i)) {
+            (x, Some(y)) if x.is_none_or(|x| x.1 != y.1) => {
+                return Some(LoopCause { at: y.0, at_actor: b, trip: y.1.clone(), other: x.cloned(), per_tile });
+            }
+            (Some(x), None) => return Some(LoopCause { at: x.0, at_actor: a, trip: x.1.clone(), other: None, per_tile }),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn plural_times(n: u64) -> String {
+    match n {
+        1 => "once".to_string(),
+        2 => "twice".to_string(),
+        n => format!("{n} times"),
+    }
+}
+
+fn times(p: &Poly, m: &Module) -> String {
+    match p.as_const() {
+        Some(1) => "once".to_string(),
+        Some(2) => "twice".to_string(),
+        _ => format!("{} times", p.render(m)),
+    }
+}
+
 fn total(model: &Model, c: &SymCount) -> Option<Poly> {
     let t = if model.persistent { Poly::atom(Atom::Tiles) } else { Poly::constant(1) };
     c.per_tile.mul(&t)?.add(&c.outside)
@@ -328,7 +462,11 @@ fn compare_sides(model: &Model, p: Handle<PipelineDecl>, x: &Side, y: &Side, run
     if x.count.known && y.count.known && confirmed(&tx, x) && confirmed(&ty, y) {
         if let (Some(a), Some(b)) = (&tx, &ty) {
             if a != b {
-                out.push(mk(format!(
+                if let Some(d) = loop_cause_of_pipeline(model, p, x, y) {
+                    out.push_about(d, Some(Subject::Pipeline(p)));
+                    return;
+                }
+                let d = mk(format!(
                     "pipeline `{}`: `{}` {} {}, but `{}` {} {}",
                     d.name,
                     x.role,
@@ -337,7 +475,8 @@ fn compare_sides(model: &Model, p: Handle<PipelineDecl>, x: &Side, y: &Side, run
                     y.role,
                     y.verb,
                     render_count(model, y.count)
-                )));
+                ));
+                out.push_about(d, Some(Subject::Pipeline(p)));
             }
             return;
         }
@@ -353,9 +492,10 @@ fn compare_sides(model: &Model, p: Handle<PipelineDecl>, x: &Side, y: &Side, run
         let nx = count_kind(trx, p, x.kind);
         let ny = count_kind(try_, p, y.kind);
         if nx != ny {
-            out.push(
+            out.push_about(
                 mk(format!("pipeline `{}`: `{}` {} {nx} times, but `{}` {} {ny} times", d.name, x.role, x.verb, y.role, y.verb))
-                    .with_note(format!("binding: {}", b.describe(m))),
+                    .with_detail(format!("binding: {}", b.describe(m))),
+                Some(Subject::Pipeline(p)),
             );
             return;
         }
@@ -376,6 +516,52 @@ fn compare_sides(model: &Model, p: Handle<PipelineDecl>, x: &Side, y: &Side, run
             .with_help("trip counts are compared symbolically when loop bounds are dims and constants and conditions compare the loop variable with such a bound"),
         );
     }
+}
+
+/// The V104 finding at the loop bound behind a pipeline trip-count mismatch, when each side's
+/// op sits once in a nest of counted loops (no peeled iterations, no conditions) and one loop
+/// of the nests runs a different number of times.
+fn loop_cause_of_pipeline(model: &Model, p: Handle<PipelineDecl>, x: &Side, y: &Side) -> Option<Diagnostic> {
+    let m = model.m;
+    let (xa, ya) = (x.actor?, y.actor?);
+    let (xs, ys) = (x.count.first?, y.count.first?);
+    if !x.count.outside.is_zero() || !y.count.outside.is_zero() {
+        return None;
+    }
+    let cause = differing_loop(model, xa, xs, ya, ys)?;
+    // Only a nest that accounts for every call explains the count.
+    if cause.per_tile.0 != x.count.per_tile || cause.per_tile.1 != y.count.per_tile {
+        return None;
+    }
+    let d = &m.pipelines[p];
+    let (here, there, op_here) = if cause.at_actor == ya { (y, x, ys) } else { (x, y, xs) };
+    let mut diag = Diagnostic::error(
+        code::TRIP_COUNT,
+        format!(
+            "pipeline `{}`: `{}` {} {} per tile, but `{}` {} {} per tile",
+            d.name,
+            x.role,
+            x.verb,
+            times(&cause.per_tile.0, m),
+            y.role,
+            y.verb,
+            times(&cause.per_tile.1, m)
+        ),
+        model.loop_bound_span(cause.at),
+        format!("this loop of `{}` runs {}", here.role, times(&cause.trip, m)),
+    );
+    if let Some((other, trip)) = &cause.other {
+        diag = diag.with_secondary(model.loop_bound_span(*other), format!("the loop of `{}` runs {}", there.role, times(trip, m)));
+    }
+    diag = diag
+        .with_secondary(model.stmt_span(op_here), format!("`{}` {} once per iteration", here.role, here.verb))
+        .with_secondary(model.pipe_span(p), format!("pipeline `{}` declared here", d.name))
+        .with_note("every acquire must be matched by exactly one wait and one release, per tile: otherwise one side blocks forever on a phase the other never completes (or exits while it waits)");
+    let help = match &cause.other {
+        Some((_, trip)) => format!("make this loop run {} like the loop of `{}` (or change both)", times(trip, m), there.role),
+        None => "make the loops around acquire, wait and release run the same number of times".to_string(),
+    };
+    Some(diag.with_help(help))
 }
 
 fn count_kind(t: &Trace, p: Handle<PipelineDecl>, k: PipeKind) -> usize {
@@ -447,7 +633,8 @@ pub fn barrier_accounting(model: &Model, b: &Binding, traces: &[Trace], out: &mu
         let total: u64 = sides.iter().map(|s| s.arrivals).sum();
         let name = model.obj_name(o);
         let bspan = model.bar_span(*bar);
-        let note = format!("binding: {}", b.describe(m));
+        let subject = Some(Subject::Barrier(*bar));
+        let binding = format!("binding: {}", b.describe(m));
         let arrivers: Vec<usize> = (0..sides.len()).filter(|a| sides[*a].arrivals > 0).collect();
         for (w, side) in sides.iter().enumerate() {
             let nw = side.waits.len() as u64;
@@ -468,11 +655,11 @@ pub fn barrier_accounting(model: &Model, b: &Binding, traces: &[Trace], out: &mu
                         "never satisfied",
                     )
                     .with_secondary(bspan, format!("barrier `{}` declared here", decl.name))
-                    .with_note(note.clone());
+                    .with_detail(binding.clone());
                     if !listed.is_empty() {
                         d = d.with_note(format!("its declared producers ({}) never call `arrive` or `arrive_expect_tx` on it", listed.join(", ")));
                     }
-                    out.push(d.with_help("arrive on the barrier once per phase from its producer role"));
+                    out.push_about(d.with_help("arrive on the barrier once per phase from its producer role"), subject);
                 }
                 continue;
             }
@@ -492,25 +679,68 @@ pub fn barrier_accounting(model: &Model, b: &Binding, traces: &[Trace], out: &mu
                     .iter()
                     .map(|a| format!("`{}` {} per phase", model.actor_name(*a), sides[*a].arrivals / p))
                     .collect();
+                // The cause is the declared count: the arrivals are what the roles do.
                 let d = Diagnostic::error(
                     code::ARRIVAL_COUNT,
                     format!(
-                        "{name} completes a phase after {count} arrival(s), but {per} arrive per phase ({}): {}",
+                        "barrier `{}` counts {count} arrival(s) per phase, but {per} arrive per phase ({}): {}",
+                        decl.name,
                         who.join(", "),
                         if per < count { "every phase waits for arrivals that never come (hang)" } else { "phases complete early, before all producers are done" }
                     ),
-                    model.stmt_span(at),
-                    "arrivals per phase differ from the count",
+                    m.barriers.span(*bar).attr("count"),
+                    format!("{count} arrival(s) per phase declared here"),
                 )
-                .with_secondary(m.barriers.span(*bar).attr("count"), format!("count {count} declared here"))
+                .with_secondary(model.stmt_span(at), format!("`{}` arrives {} per phase", model.actor_name(first), plural_times(sides[first].arrivals / p)))
                 .with_secondary(model.stmt_span(side.waits[0]), format!("`{wname}` waits for each phase"))
                 .with_note("`arrive` is one arrival per call by the whole role (its warps meet first); an op issued per thread, warp or warpgroup arrives once per thread, warp or warpgroup")
-                .with_note(note.clone())
+                .with_detail(binding.clone())
                 .with_help(format!("declare `count {per}`, or arrive {count} time(s) per phase"));
-                out.push(d);
+                out.push_about(d, subject);
                 continue;
             }
             let phases = total / count;
+            // A phase count that differs because one role's loop runs more often than the
+            // other's: the cause is that loop's bound.
+            let cause = arrivers.first().and_then(|f| {
+                let arrive = sides[*f].first_arrive?;
+                let (a, sa, b, sb) = if *f > w { (w, side.waits[0], *f, arrive) } else { (*f, arrive, w, side.waits[0]) };
+                differing_loop(model, a, sa, b, sb).map(|c| (c, *f, a == w))
+            });
+            let root = cause.map(|(c, f, waiter_first)| {
+                let (waits_per_tile, arrives_per_tile) = if waiter_first { (&c.per_tile.0, &c.per_tile.1) } else { (&c.per_tile.1, &c.per_tile.0) };
+                let here = model.actor_name(c.at_actor).to_string();
+                let there = model.actor_name(if c.at_actor == w { f } else { w }).to_string();
+                let mut d = Diagnostic::error(
+                    code::TRIP_COUNT,
+                    format!(
+                        "role `{wname}` waits on barrier `{}` {} per tile, but `{}` arrives on it {} per tile",
+                        decl.name,
+                        times(waits_per_tile, m),
+                        model.actor_name(f),
+                        times(arrives_per_tile, m)
+                    ),
+                    model.loop_bound_span(c.at),
+                    format!("this loop of `{here}` runs {}", times(&c.trip, m)),
+                );
+                if let Some((other, trip)) = &c.other {
+                    d = d.with_secondary(model.loop_bound_span(*other), format!("the loop of `{there}` runs {}", times(trip, m)));
+                }
+                let help = match &c.other {
+                    Some((_, trip)) => format!("make this loop run {} like the loop of `{there}` (or change both)", times(trip, m)),
+                    None => "make the loops around the waits and the arrivals run the same number of times".to_string(),
+                };
+                d.with_secondary(model.stmt_span(side.waits[0]), format!("`{wname}` waits here once per iteration"))
+                    .with_secondary(model.stmt_span(sides[f].first_arrive.unwrap_or(side.waits[0])), format!("`{}` arrives here once per iteration", model.actor_name(f)))
+                    .with_secondary(bspan, format!("barrier `{}` declared here", decl.name))
+                    .with_note("every phase one role waits for must be completed by the other role's arrivals: a role that waits more often hangs, one that waits less often falls out of step")
+                    .with_detail(binding.clone())
+                    .with_help(help)
+            });
+            let mut report = |d: Diagnostic| match &root {
+                Some(r) => out.push_about(d.following(r), subject),
+                None => out.push_about(d, subject),
+            };
             if phases < needed {
                 let idx = (phases + u64::from(side.free)) as usize;
                 let at = side.waits.get(idx).copied().unwrap_or(side.waits[side.waits.len() - 1]);
@@ -528,7 +758,7 @@ pub fn barrier_accounting(model: &Model, b: &Binding, traces: &[Trace], out: &mu
                 if let Some(a) = arrivers.first() {
                     d = d.with_secondary(model.actor_span(*a), format!("`{}` arrives too few times", model.actor_name(*a)));
                 }
-                out.push(d.with_note(note.clone()).with_help("make every wait correspond to one phase the producers complete"));
+                report(d.with_detail(binding.clone()).with_help("make every wait correspond to one phase the producers complete"));
             } else {
                 let first = arrivers.first().copied().unwrap_or(0);
                 let mut d = Diagnostic::error(
@@ -541,11 +771,14 @@ pub fn barrier_accounting(model: &Model, b: &Binding, traces: &[Trace], out: &mu
                 if let Some(s) = sides[first].first_arrive {
                     d = d.with_secondary(model.stmt_span(s), format!("`{}` arrives here", model.actor_name(first)));
                 }
-                out.push(
+                report(
                     d.with_note("phases the waiter skips put its parity out of step with the barrier: it passes on a stale phase or hangs")
-                        .with_note(note.clone())
+                        .with_detail(binding.clone())
                         .with_help("wait once per phase the producers complete"),
                 );
+            }
+            if let Some(r) = root {
+                out.push_about(r, subject);
             }
         }
     }
@@ -580,16 +813,18 @@ pub fn tx_bytes(model: &Model, traces: &[Trace], out: &mut Findings, cov: &mut V
                         model.actor_name(a),
                         if sum < n { "the phase never completes (hang)" } else { "the phase completes before all data has landed" }
                     ),
-                    model.stmt_span(at),
-                    format!("expects {n} bytes"),
+                    model.arg_span(at, "bytes").unwrap_or_else(|| model.stmt_span(at)),
+                    format!("announces {n} bytes"),
                 )
+                .with_secondary(model.stmt_span(at), "the phase is armed here")
                 .with_secondary(model.obj_decl_span(obj), "barrier declared here");
                 if let Some(f) = first {
-                    d = d.with_secondary(model.stmt_span(f), "TMA loads completing on it start here");
+                    d = d.with_secondary(model.stmt_span(f), format!("the TMA loads completing on it from here deliver {sum} bytes"));
                 }
-                out.push(
+                out.push_about(
                     d.with_note("a phase completes when its arrivals are done and its transaction count is back to zero: every byte announced must be delivered by a copy that names the barrier")
                         .with_help(format!("announce exactly {sum} bytes (the sum of the boxes loaded), or let a pipeline derive them")),
+                    model.subject(obj),
                 );
             }
         };
@@ -623,7 +858,7 @@ pub fn tx_bytes(model: &Model, traces: &[Trace], out: &mut Findings, cov: &mut V
                                 .with_help("announce the bytes in the role that issues the loads"),
                             );
                         } else {
-                            out.push(
+                            out.push_about(
                                 Diagnostic::error(
                                     code::TX_BYTES,
                                     format!(
@@ -635,6 +870,7 @@ pub fn tx_bytes(model: &Model, traces: &[Trace], out: &mut Findings, cov: &mut V
                                 )
                                 .with_secondary(model.obj_decl_span(*obj), "barrier declared here")
                                 .with_help("call `arrive_expect_tx(b, bytes)` for the phase before (or with) its loads"),
+                                model.subject(*obj),
                             );
                         }
                     }
@@ -682,7 +918,7 @@ pub fn block_syncs(model: &Model, b: &Binding, traces: &[Trace], out: &mut Findi
             "block barrier not reached by every role",
         )
         .with_secondary(model.actor_span(lo), format!("`{}`", model.actor_name(lo)))
-        .with_note(format!("binding: {}", b.describe(model.m)))
+        .with_detail(format!("binding: {}", b.describe(model.m)))
         .with_help("use `sync_role(ROLE)` for a barrier among one role's warps"),
     );
 }

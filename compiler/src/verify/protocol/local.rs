@@ -90,6 +90,8 @@ struct St<'a, 'm> {
     /// Pipelines whose hold discipline this role already violated: after the first violation
     /// the role's idea of which stage it holds is off, so later ones would be echoes.
     hold_reported: HashSet<Handle<PipelineDecl>>,
+    /// The first V457 per accumulator and wgmma, which later uses before the same missing wait follow.
+    acc_unwaited: HashMap<(Handle<Local>, Handle<Stmt>), Diagnostic>,
 }
 
 pub fn check(model: &Model, feeds: &HashMap<usize, HashSet<BufKey>>, actor: usize, trace: &Trace, out: &mut Findings, cov: &mut Vec<Diagnostic>) {
@@ -116,6 +118,7 @@ pub fn check(model: &Model, feeds: &HashMap<usize, HashSet<BufKey>>, actor: usiz
         bar_off: HashMap::new(),
         free_pass: HashMap::new(),
         hold_reported: HashSet::new(),
+        acc_unwaited: HashMap::new(),
     };
     for ev in &trace.events {
         st.event(&ev.kind, ev.stmt);
@@ -148,6 +151,15 @@ impl St<'_, '_> {
     fn span(&self, s: Handle<Stmt>) -> crate::span::Span {
         self.model.stmt_span(s)
     }
+    /// Move a finding's primary span onto the parity argument of the wait at `w` (the initial
+    /// phase is what is wrong), when the wait names one.
+    fn at_parity(&self, mut d: Diagnostic, w: Handle<Stmt>) -> Diagnostic {
+        if let Some(span) = self.model.arg_span(w, "parity") {
+            d.primary.span = span;
+        }
+        d
+    }
+
     fn err(&mut self, code: &str, msg: String, at: Handle<Stmt>, label: &str) -> Diagnostic {
         let _ = code;
         Diagnostic::error(code, msg, self.span(at), label)
@@ -335,7 +347,7 @@ impl St<'_, '_> {
                 .with_secondary(self.model.obj_decl_span(obj), "barrier declared here")
                 .with_note("each wait on a barrier stage waits for the next phase; parity = phase mod 2. A parity derived from a loop counter that restarts (per tile) or skips (a conditional wait) goes out of step, and the waiter passes on a stale phase or hangs")
                 .with_help("use `wait(b)`, which derives the parity from the role's own wait counter");
-            self.out.push(d);
+            self.out.push_about(d, self.model.subject(obj));
         }
     }
 
@@ -559,13 +571,15 @@ impl St<'_, '_> {
                         self.model.buf_name(key)
                     ),
                     w,
-                    "passes before phase 0 completes",
+                    "parity 1 passes before phase 0 completes",
                 )
+                .with_secondary(self.span(w), "the first wait passes at once")
                 .with_secondary(self.span(h), "reads the buffer here")
                 .with_secondary(self.model.obj_decl_span(obj), "barrier declared here")
                 .with_note("consumers of a full barrier wait for phase 0 with parity 0; only a producer waiting on an empty barrier starts at parity 1")
                 .with_help("start this role's waits at parity 0 (`wait(b)` derives it)");
-            self.out.push(d);
+            let d = self.at_parity(d, w);
+            self.out.push_about(d, self.model.subject(obj));
         }
     }
 
@@ -732,16 +746,28 @@ impl St<'_, '_> {
                     self.out.push(d);
                 }
                 None => {
-                    let d = self
+                    let mut d = self
                         .err(
                             code::ACC_BEFORE_WAIT,
                             format!("role `{}` uses accumulator `{name}` before a `wgmma_wait` covers the wgmma that writes it: its registers are undefined until then", self.rname()),
                             h,
-                            "accumulator still being written",
+                            "read while the wgmma may still write it",
                         )
-                        .with_secondary(self.span(issue), "asynchronous wgmma into it")
+                        .with_secondary(self.span(h), format!("`{name}` is read in this statement"))
+                        .with_secondary(self.span(issue), format!("asynchronous wgmma into `{name}`"))
                         .with_help("`wgmma_wait(0)` after the `wgmma_commit()` and before this use");
-                    self.out.push(d);
+                    d.primary.span = self.model.local_use_span(h, local);
+                    // Later uses before the same missing wait are the same mistake.
+                    match self.acc_unwaited.get(&(local, issue)) {
+                        Some(first) => {
+                            let d = d.following(first);
+                            self.out.push(d);
+                        }
+                        None => {
+                            self.acc_unwaited.insert((local, issue), d.clone());
+                            self.out.push(d);
+                        }
+                    }
                 }
             }
         }

@@ -163,6 +163,96 @@ impl<'m> Model<'m> {
         }
     }
 
+    /// The barrier or pipeline declaration behind an object, which findings are grouped by.
+    pub fn subject(&self, o: usize) -> Option<super::Subject> {
+        match self.objs.get(o)? {
+            SyncObj::Full(p, _) | SyncObj::Empty(p, _) => Some(super::Subject::Pipeline(*p)),
+            SyncObj::Bar(b, _) => Some(super::Subject::Barrier(*b)),
+        }
+    }
+
+    /// The span of the argument an op call passes for its catalog parameter `param` (the bytes
+    /// of `arrive_expect_tx`, the parity of `wait_parity`), when the statement is such a call.
+    pub fn arg_span(&self, s: Handle<Stmt>, param: &str) -> Option<Span> {
+        let Stmt::Op(call) = &self.m.stmts[s] else { return None };
+        let def = self.cat.get(&call.op)?;
+        let i = def.params.iter().position(|p| p.name == param)?;
+        let e = call.args.get(i).copied().flatten()?;
+        Some(*self.m.exprs.span(e))
+    }
+
+    /// The span of the first read of `local` inside statement `s` (the accumulator an
+    /// expression uses), or the statement's span.
+    pub fn local_use_span(&self, s: Handle<Stmt>, local: Handle<Local>) -> Span {
+        let within = self.stmt_span(s);
+        self.m
+            .exprs
+            .iter()
+            .filter(|(_, e)| matches!(e.kind, ExprKind::Local(l) if l == local))
+            .map(|(h, _)| *self.m.exprs.span(h))
+            .filter(|sp| sp.start >= within.start && sp.end <= within.end)
+            .min_by_key(|sp| sp.start)
+            .unwrap_or(within)
+    }
+
+    /// The counted loops (`for v in lo..hi`) around statement `s` in the body of `actor`, from
+    /// the outermost, below the tile loop; `None` when `s` is not in the body or sits under an
+    /// `if` (its count is not a product of loop trips then).
+    pub fn loops_around(&self, actor: usize, s: Handle<Stmt>) -> Option<Vec<Handle<Stmt>>> {
+        fn walk(m: &Module, b: &Block, s: Handle<Stmt>, path: &mut Vec<Handle<Stmt>>, guarded: bool) -> Option<bool> {
+            for x in &b.stmts {
+                if *x == s {
+                    return Some(guarded);
+                }
+                match &m.stmts[*x] {
+                    Stmt::For { body, .. } => {
+                        path.push(*x);
+                        if let Some(g) = walk(m, body, s, path, guarded) {
+                            return Some(g);
+                        }
+                        path.pop();
+                    }
+                    Stmt::ForTiles { body, .. } => {
+                        // Trip counts are compared per tile: loops outside the tile loop do not count.
+                        let outer = std::mem::take(path);
+                        if let Some(g) = walk(m, body, s, path, guarded) {
+                            return Some(g);
+                        }
+                        *path = outer;
+                    }
+                    Stmt::If { then_block, else_block, .. } => {
+                        if let Some(g) = walk(m, then_block, s, path, true) {
+                            return Some(g);
+                        }
+                        if let Some(e) = else_block {
+                            if let Some(g) = walk(m, e, s, path, true) {
+                                return Some(g);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            None
+        }
+        let mut path = Vec::new();
+        let guarded = walk(self.m, self.body(actor)?, s, &mut path, false)?;
+        (!guarded).then_some(path)
+    }
+
+    /// The span of a loop's range where its trip count is decided: the upper bound of
+    /// `0..hi`, the whole `lo..hi` otherwise.
+    pub fn loop_bound_span(&self, l: Handle<Stmt>) -> Span {
+        let Stmt::For { lo, hi, .. } = &self.m.stmts[l] else { return self.stmt_span(l) };
+        let hs = *self.m.exprs.span(*hi);
+        if self.m.const_value(*lo) == Some(0) {
+            hs
+        } else {
+            let ls = *self.m.exprs.span(*lo);
+            Span { start: ls.start.min(hs.start), end: hs.end.max(ls.end) }
+        }
+    }
+
     /// How many independently tracked parts a region has: its stages, or for a one-stage region
     /// with a small leading dimension (`bf16[2, 128, 64]`), the slots of that dimension.
     pub fn slots(&self, s: Handle<SmemDecl>) -> u32 {

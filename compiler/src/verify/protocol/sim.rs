@@ -698,9 +698,10 @@ pub fn explain_deadlock(model: &Model, traces: &[Trace], order: &[usize], dl: &D
                     format!(
                         "role `{role}`'s first wait on {name} waits for phase 0 (parity 0), but that phase can only complete after `{role}` itself moves on: a role that waits for the other side to free a slot must start at parity 1, which a fresh barrier satisfies at once"
                     ),
-                    model.stmt_span(st),
-                    "wrong initial parity: hangs",
+                    model.arg_span(st, "parity").unwrap_or_else(|| model.stmt_span(st)),
+                    "parity 0 waits for a phase that cannot complete first",
                 )
+                .with_secondary(model.stmt_span(st), format!("`{role}` hangs in its first wait"))
                 .with_secondary(model.obj_decl_span(*obj), "barrier declared here");
                 for r in arrivers.iter().take(1) {
                     if let Some((_, rpc, _)) = dl.blocked.iter().find(|(x, _, _)| x == r) {

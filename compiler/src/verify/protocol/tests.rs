@@ -5,7 +5,7 @@ use crate::diag::{Diagnostic, Severity};
 use crate::span::line_col;
 use crate::target::TargetTable;
 
-use super::{analyze, code};
+use super::{analyze, code, Findings, Subject};
 
 fn run(src: &str) -> Vec<Diagnostic> {
     let out = check_source(src);
@@ -35,9 +35,11 @@ fn example(name: &str) -> String {
 }
 
 /// (code, line, column) of the findings of one severity class.
+/// The shown findings (follow-ons left out, as `cake check` does) of one kind, located.
 fn located(src: &str, ds: &[Diagnostic], coverage: bool) -> Vec<(String, usize, usize)> {
     let mut v: Vec<(String, usize, usize)> = ds
         .iter()
+        .filter(|d| !d.is_follow_on())
         .filter(|d| if coverage { d.severity == Severity::CoverageLimit } else { d.severity == Severity::Error })
         .map(|d| {
             let (l, c) = line_col(src, d.primary.span.start as usize);
@@ -563,4 +565,34 @@ fn protocol_file() {
         let ds = run(&src);
         println!("== {path}\n{}", show(&src, &ds));
     }
+}
+
+/// Of the errors about one barrier, a consequence (a deadlock) follows the cause even when it
+/// was found first; errors about another barrier, and findings without a subject, stay causes.
+#[test]
+fn findings_about_one_barrier_follow_its_first_cause() {
+    use crate::span::Span;
+    let mut arena: crate::ir::Arena<crate::ir::BarrierDecl, crate::ir::DeclSpans> = Default::default();
+    let ds = || crate::ir::DeclSpans { item: Span::default(), name: Span::default(), attrs: Vec::new() };
+    let bar = |name: &str| crate::ir::BarrierDecl { name: name.to_string(), stages: 1, count: 1, producers: Vec::new(), consumers: Vec::new() };
+    let (full, empty) = (arena.append(bar("full"), ds()), arena.append(bar("empty"), ds()));
+    let err = |code: &str, at: usize| Diagnostic::error(code, code, Span::new(at, at + 1), "");
+    let mut f = Findings::default();
+    f.push_about(err(code::DEADLOCK, 1), Some(Subject::Barrier(full)));
+    f.push_about(err(code::ARRIVAL_COUNT, 2), Some(Subject::Barrier(full)));
+    f.push_about(err(code::TX_BYTES, 3), Some(Subject::Barrier(full)));
+    f.push_about(err(code::DEADLOCK, 4), Some(Subject::Barrier(empty)));
+    f.push(err(code::RELEASE_BEFORE_READ, 5));
+    let out = f.into_sorted();
+    let follows: Vec<(&str, Option<&str>)> = out.iter().map(|d| (d.code.as_str(), d.follows.as_ref().map(|c| c.code.as_str()))).collect();
+    assert_eq!(
+        follows,
+        [
+            (code::DEADLOCK, Some(code::ARRIVAL_COUNT)),
+            (code::ARRIVAL_COUNT, None),
+            (code::TX_BYTES, Some(code::ARRIVAL_COUNT)),
+            (code::DEADLOCK, None),
+            (code::RELEASE_BEFORE_READ, None),
+        ]
+    );
 }
