@@ -16,6 +16,8 @@
 #   CAKE_BIN=PATH          use this cake binary and skip `cargo build` (e.g. a carried binary on
 #                          the GPU machine, which has no cargo)
 #   CAKE_SKIP_TOOLCHAIN=1  do not install the PyPI CUDA toolchain; use /usr/local/cuda if present
+#   CAKE_MAIN_KEEP_CLONES=1  keep the throwaway clones the evolution stages work in (removed at
+#                          exit otherwise), to review their proposals with `--repo CLONE`
 # Exit status: 0 all clean, 1 findings or a failed stage, 2 set-up failed.
 # Stage functions are called through STAGES and phase, which shellcheck cannot follow.
 # shellcheck disable=SC2329,SC2119
@@ -35,6 +37,25 @@ fi
 
 RESULTS=() # "stage  program  verdict" lines for the summary
 result() { RESULTS+=("$(printf '%-8s %-40s %s' "$1" "$2" "$3")"); }
+
+# The evolution stages work in throwaway clones under one scratch folder, removed on exit.
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/cake-main.XXXXXX")
+remove_scratch() {
+  if [ "${CAKE_MAIN_KEEP_CLONES:-0}" = 1 ]; then
+    echo "cake-main: kept the throwaway clones in $SCRATCH (CAKE_MAIN_KEEP_CLONES=1)"
+  else
+    rm -rf "$SCRATCH"
+  fi
+}
+trap remove_scratch EXIT
+# Where a clone's proposals can be reviewed, as the summary says it.
+clone_note() {
+  if [ "${CAKE_MAIN_KEEP_CLONES:-0}" = 1 ]; then
+    echo "review: cake-evolve-compiler show ID --repo $1"
+  else
+    echo "in a throwaway clone, removed at exit; CAKE_MAIN_KEEP_CLONES=1 keeps it"
+  fi
+}
 
 # ---------------------------------------------------------------------------------------------
 # Set-up
@@ -229,16 +250,16 @@ stage_evolve_propose() {
     result propose "(all)" "skipped: no cake-evolve-compiler"
     return 0
   fi
-  local clone store=$CAKE_ROOT/evolution/evidence/bundle
-  clone=$(mktemp -d)/cake
+  local clone=$SCRATCH/propose store=$CAKE_ROOT/evolution/evidence/bundle
   git clone -q "$CAKE_ROOT" "$clone" || { result propose "(all)" "clone failed"; return 1; }
   echo "--- cake-evolve-compiler mine --store evolution/evidence/bundle"
   "$evolve" mine --store "$store" --top 8 || true
+  # `mine` just printed the mining warnings (M002: superseded records); propose would repeat them.
   echo "--- cake-evolve-compiler propose (in a throwaway clone: $clone)"
-  if "$evolve" propose --repo "$clone" --evidence "$store" --tier static --no-progress; then
+  if "$evolve" propose --repo "$clone" --evidence "$store" --tier static --no-progress --no-mine-warnings; then
     echo "--- cake-evolve-compiler list"
     "$evolve" list --repo "$clone"
-    result propose "evolution/evidence/bundle" "proposals queued in $clone (review: cake-evolve-compiler show ID --repo $clone)"
+    result propose "evolution/evidence/bundle" "proposals queued ($(clone_note "$clone"))"
   else
     result propose "evolution/evidence/bundle" "proposals queued, some gates failed (see above)"
   fi
@@ -253,8 +274,7 @@ stage_calibrate() {
     result calibrate "sm_90a" "skipped: no cake-evolve-compiler"
     return 0
   fi
-  local clone saved args=()
-  clone=$(mktemp -d)/cake
+  local clone=$SCRATCH/calibrate saved out rc args=()
   git clone -q "$CAKE_ROOT" "$clone" || { result calibrate "sm_90a" "clone failed"; return 1; }
   if have_gpu; then
     echo "--- cake-evolve-compiler calibrate --target sm_90a (GPU: running the suite, in $clone)"
@@ -270,10 +290,18 @@ stage_calibrate() {
     echo "--- no GPU: cake-evolve-compiler calibrate --target sm_90a --from-saved ${saved#"$CAKE_ROOT"/} (in $clone)"
     args=(--from-saved "$saved")
   fi
-  if "$evolve" calibrate --repo "$clone" --target sm_90a --tier static "${args[@]}"; then
-    result calibrate "sm_90a" "fitted (a new proposal is queued in $clone unless this run was decided before)"
+  # `calibrate` prints `queued ID ...` for a new fit, `not fitted: ...` for a run decided before.
+  if out=$("$evolve" calibrate --repo "$clone" --target sm_90a --tier static "${args[@]}"); then rc=0; else rc=$?; fi
+  echo "$out"
+  if [ "$rc" != 0 ]; then
+    result calibrate "sm_90a" "calibrate failed, exit $rc (see above)"
+    return 1
+  elif grep -q '^not fitted' <<<"$out"; then
+    result calibrate "sm_90a" "not fitted: the newest run was fitted and decided before (see above); a GPU run measures anew"
+  elif grep -q '^queued ' <<<"$out"; then
+    result calibrate "sm_90a" "fitted; the proposal is queued ($(clone_note "$clone"))"
   else
-    result calibrate "sm_90a" "calibrate failed (see above)"
+    result calibrate "sm_90a" "calibrate said neither queued nor not fitted (see above)"
     return 1
   fi
 }

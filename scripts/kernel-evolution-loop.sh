@@ -53,7 +53,7 @@ ablate() {
 
 search() {
   "$KEVO" run "$CONTRACT" --db "$LOOP/search.sqlite" --seed "$SEED" --evidence "$LOOP/evidence" \
-    --rules "$LOOP/base/compiler/rules" --wall-seconds "$WALL" --budget-evals "$EVALS" --format json > "$LOOP/search.json"
+    --rules "$LOOP/base/compiler/rules" --wall-seconds "$WALL" --budget-evals "$EVALS" --message-format json > "$LOOP/search.json"
   local rc=$?
   # 3: the GPU stage was skipped (no GPU); the lowering's refusals were still routed.
   [ $rc -eq 0 ] || [ $rc -eq 3 ] || { echo "search: exit $rc"; return 1; }
@@ -75,7 +75,7 @@ learn() {
 confirm() {
   rm -f "$LOOP/confirm.sqlite"*
   "$KEVO" run "$CONTRACT" --db "$LOOP/confirm.sqlite" --seed "$SEED" --evidence "$LOOP/evidence-confirm" \
-    --rules "$LOOP/base/compiler/rules" --wall-seconds "$WALL" --budget-evals "$EVALS" --format json > "$LOOP/confirm.json"
+    --rules "$LOOP/base/compiler/rules" --wall-seconds "$WALL" --budget-evals "$EVALS" --message-format json > "$LOOP/confirm.json"
   local rc=$?
   [ $rc -eq 0 ] || [ $rc -eq 3 ] || { echo "confirm: exit $rc"; return 1; }
   python3 - "$LOOP/search.json" "$LOOP/confirm.json" "$LOOP/base/compiler/rules" <<'PY'

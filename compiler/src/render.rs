@@ -15,6 +15,8 @@ use serde::Serialize;
 
 use crate::diag::{Diagnostic, Label, Severity};
 use crate::span::{line_col, LineIndex, Span};
+use crate::verify::rules::category_in;
+use crate::verify::RuleSet;
 
 /// Render diagnostics for a terminal (or, with `color == false`, for snapshots and logs) in
 /// rustc's layout:
@@ -64,32 +66,35 @@ pub fn render_human_unlocated(d: &Diagnostic, color: bool) -> String {
 /// One diagnostic as one line of JSON (no trailing newline):
 ///
 /// ```json
-/// {"code":"E0201","severity":"error","message":"unknown dtype `bf17`","file":"gemm.cake",
+/// {"code":"E0201","category":"types","severity":"error","message":"unknown dtype `bf17`","file":"gemm.cake",
 ///  "primary":{"start":120,"end":124,"line":10,"column":7,"end_line":10,"end_column":11,"message":"not a dtype"},
 ///  "secondary":[],"notes":[],"help":"dtypes are ..."}
 /// ```
 ///
-/// `start`/`end` are byte offsets (clamped into the source), `line`/`column` are 1-based, columns
-/// count characters. `secondary` and `notes` are always present (possibly empty), `help` is a
-/// string or `null`.
+/// `category` is the rule's category or the stage that documents the code
+/// ([`crate::verify::rules::category_in`], judged by the built-in rules here). `start`/`end`
+/// are byte offsets (clamped into the source), `line`/`column` are 1-based, columns count
+/// characters. `secondary` and `notes` are always present (possibly empty), `help` is a string
+/// or `null`.
 pub fn render_json_line(file_name: &str, source: &str, d: &Diagnostic) -> String {
-    json_line(file_name, source, &LineIndex::new(source), d)
+    json_line(file_name, source, &LineIndex::new(source), d, RuleSet::builtin())
 }
 
 /// [`render_json_line`] for every diagnostic, each line followed by a newline; the source's
 /// line index is built once, so the time is linear in the number of diagnostics.
 pub fn render_json_lines(file_name: &str, source: &str, diags: &[Diagnostic]) -> String {
-    render_json_lines_shown(file_name, source, diags, &[])
+    render_json_lines_shown(file_name, source, diags, &[], RuleSet::builtin())
 }
 
-/// [`render_json_lines`] where `hidden[i]` follow-on findings of `diags[i]` were left out: a
-/// line gets `"suppressed": n` when n > 0. A follow-on finding that is shown carries
-/// `"follows": {"code", "line", "column"}`, the finding it follows from.
-pub fn render_json_lines_shown(file_name: &str, source: &str, diags: &[Diagnostic], hidden: &[usize]) -> String {
+/// [`render_json_lines`] with the categories of the rule set that judged the program, where
+/// `hidden[i]` follow-on findings of `diags[i]` were left out: a line gets `"suppressed": n` when
+/// n > 0. A follow-on finding that is shown carries `"follows": {"code", "line", "column"}`, the
+/// finding it follows from.
+pub fn render_json_lines_shown(file_name: &str, source: &str, diags: &[Diagnostic], hidden: &[usize], rules: &RuleSet) -> String {
     let index = LineIndex::new(source);
     let mut out = String::new();
     for (i, d) in diags.iter().enumerate() {
-        let mut line = json_line(file_name, source, &index, d);
+        let mut line = json_line(file_name, source, &index, d, rules);
         if let Some(n) = hidden.get(i).filter(|n| **n > 0) {
             if let Some(body) = line.strip_suffix('}') {
                 line = format!("{body},\"suppressed\":{n}}}");
@@ -101,13 +106,15 @@ pub fn render_json_lines_shown(file_name: &str, source: &str, diags: &[Diagnosti
     out
 }
 
-fn json_line(file_name: &str, source: &str, index: &LineIndex<'_>, d: &Diagnostic) -> String {
+fn json_line(file_name: &str, source: &str, index: &LineIndex<'_>, d: &Diagnostic, rules: &RuleSet) -> String {
+    let category = category_in(rules, &d.code);
     let follows = d.follows.as_ref().map(|c| {
         let (line, column) = index.line_col(clamp_span(source, c.span).start);
         JsonCause { code: &c.code, line, column }
     });
     let json = JsonDiagnostic {
         code: &d.code,
+        category: &category,
         severity: d.severity.as_str(),
         message: &d.message,
         file: file_name,
@@ -123,8 +130,10 @@ fn json_line(file_name: &str, source: &str, index: &LineIndex<'_>, d: &Diagnosti
 /// Like [`render_json_line`] for a diagnostic about a whole file (see
 /// [`render_human_unlocated`]): `primary` is `null` and `secondary` is empty.
 pub fn render_json_line_unlocated(file_name: &str, d: &Diagnostic) -> String {
+    let category = category_in(RuleSet::builtin(), &d.code);
     let json = JsonDiagnostic {
         code: &d.code,
+        category: &category,
         severity: d.severity.as_str(),
         message: &d.message,
         file: file_name,
@@ -247,6 +256,7 @@ fn fallback_text(file_name: &str, source: &str, d: &Diagnostic) -> String {
 #[derive(Serialize)]
 struct JsonDiagnostic<'a> {
     code: &'a str,
+    category: &'a str,
     severity: &'a str,
     message: &'a str,
     file: &'a str,

@@ -645,33 +645,34 @@ pub struct ImportArgs {
     /// GPU seconds the failing run cost.
     #[arg(long, value_name = "S")]
     pub gpu_seconds: Option<f64>,
-    /// `human` (one line per record) or `json` (the outcome as one object).
-    #[arg(long, value_enum, default_value_t = crate::Format::Human)]
-    pub format: crate::Format,
 }
 
-/// Run `import`; the exit status (0 imported, 2 usage, input or store error).
-pub fn run_import(args: ImportArgs) -> u8 {
+/// An error of `import`: text on standard error, or one JSON object on standard output; exit 2.
+fn import_error(format: crate::Format, message: &str) -> u8 {
+    match format {
+        crate::Format::Json => println!("{}", serde_json::json!({ "severity": "error", "message": message })),
+        crate::Format::Human => eprintln!("error: {}", crate::sanitize::text(message)),
+    }
+    2
+}
+
+/// Run `import`, printing one line per record (`human`) or the outcome as one object (`json`);
+/// the exit status (0 imported, 2 usage, input or store error).
+pub fn run_import(args: ImportArgs, format: crate::Format) -> u8 {
     let shapes = match args.shape.as_deref().map(|s| cake::shape::parse_all(&[s])).transpose() {
         Ok(s) => s.unwrap_or_default(),
-        Err(m) => {
-            eprintln!("error: --shape: {m}");
-            return 2;
-        }
+        Err(m) => return import_error(format, &format!("--shape: {m}")),
     };
     let store = match EvidenceStore::open(&args.store) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
+        Err(e) => return import_error(format, &e.to_string()),
     };
     let opts = ImportOptions { program: args.program.clone(), target: args.target.clone(), shapes, gpu_seconds: args.gpu_seconds };
     match import_file(&store, args.kind, &args.file, &opts) {
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe is not worth a panic: write errors are ignored.
-            match args.format {
+            match format {
                 crate::Format::Json => {
                     let _ = writeln!(stdout, "{}", serde_json::to_string(&out).unwrap_or_default());
                 }
@@ -694,9 +695,6 @@ pub fn run_import(args: ImportArgs) -> u8 {
             }
             0
         }
-        Err(e) => {
-            eprintln!("error: {}", crate::sanitize::text(&e.to_string()));
-            2
-        }
+        Err(e) => import_error(format, &e.to_string()),
     }
 }

@@ -6,6 +6,7 @@ pub mod attribute;
 pub mod benchmark;
 pub mod calibrate;
 pub mod durable;
+pub mod evidence;
 pub mod gate;
 pub mod git;
 pub mod import;

@@ -10,14 +10,39 @@ use cake::corpus::Tier;
 use cake_evolve::queue::{self, Kind, ProposeOptions, Status};
 use cake_evolve::review::{self, Accepted};
 use cake_evolve::sanitize;
+use cake_evolve::Format;
 use cake_merge_gates::GateOptions;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
 #[command(name = "cake-evolve-compiler", version, about = "Evolve the Cake compiler from run evidence: mine failures, propose rules / primitives / calibrations on git branches, gate them, review the queue")]
 struct Cli {
+    /// How results are printed: `human` (text) or `json` (JSON on standard output, errors too;
+    /// `--format` is the old spelling).
+    #[arg(long, global = true, value_enum, default_value_t = Format::Human, alias = "format")]
+    message_format: Format,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Subcommand)]
+enum EvidenceCommand {
+    /// One line per record of the store: id, kind, stage, class, program and the first
+    /// failure's signature.
+    List {
+        /// The evidence store.
+        #[arg(long, value_name = "DIR", default_value = cake_evolve::store::DEFAULT_STORE_DIR)]
+        store: PathBuf,
+    },
+    /// Open one record: its signatures, the program lines its failure names, and the run's
+    /// facts (`--message-format json`: the record's JSON).
+    Show {
+        /// The record id: 64 hex digits, or 8 or more of its first that no other record starts with.
+        id: String,
+        /// The evidence store.
+        #[arg(long, value_name = "DIR", default_value = cake_evolve::store::DEFAULT_STORE_DIR)]
+        store: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -142,6 +167,10 @@ enum Command {
         /// Print plain lines instead of a progress bar.
         #[arg(long)]
         no_progress: bool,
+        /// Do not repeat the warnings of mining the evidence (a `mine` of the same store has just
+        /// printed them).
+        #[arg(long)]
+        no_mine_warnings: bool,
         #[command(flatten)]
         lock: LockArgs,
     },
@@ -200,26 +229,33 @@ enum Command {
         classes: Vec<String>,
         #[command(flatten)]
         gates: GateArgs,
+        /// Breaks ties in the rule search (same seed, same report).
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Print the report as JSON.
-        #[arg(long)]
+        /// Print the report as JSON (the old spelling of `--message-format json`).
+        #[arg(long, hide = true)]
         json: bool,
     },
     /// Maintain the queue folder.
     #[command(subcommand)]
     Queue(QueueCommand),
-    /// List the queue.
+    /// Read the evidence store: `list` its records, `show` one.
+    #[command(subcommand)]
+    Evidence(EvidenceCommand),
+    /// List the queue (`--message-format json`: every listed record).
     List {
         #[command(flatten)]
         repo: RepoArgs,
+        /// Only proposals of this kind.
         #[arg(long, value_enum)]
         kind: Option<KindArg>,
+        /// Only proposals in this state.
         #[arg(long, value_enum)]
         status: Option<StatusArg>,
     },
     /// Show one proposal: evidence, what was synthesized, the gate table and the diff.
     Show {
+        /// The proposal id (`list` shows them).
         id: String,
         #[command(flatten)]
         repo: RepoArgs,
@@ -247,6 +283,7 @@ enum Command {
     /// Re-run the gates on current main merged with the proposal (as bors does); if they pass,
     /// merge it into main and record the acceptance.
     Accept {
+        /// The proposal id (`list` shows them).
         id: String,
         #[command(flatten)]
         repo: RepoArgs,
@@ -261,6 +298,7 @@ enum Command {
     /// Reject a proposal; the reason is remembered and the bucket is not proposed again until
     /// new evidence arrives.
     Reject {
+        /// The proposal id (`list` shows them).
         id: String,
         #[command(flatten)]
         repo: RepoArgs,
@@ -280,6 +318,7 @@ enum Command {
     Calibrate {
         #[command(flatten)]
         repo: RepoArgs,
+        /// The target whose cost model is fitted (`calibration/<target>.toml`).
         #[arg(long, default_value = "sm_90a")]
         target: String,
         /// The suite (default: calibration/microbench/<target>/suite.toml in the repository).
@@ -317,10 +356,15 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json = cli.message_format == Format::Json;
+    JSON_ERRORS.store(json, std::sync::atomic::Ordering::Relaxed);
+    if json && !prints_json(&cli.command) {
+        return ExitCode::from(fail_coded("Q011", "`--message-format json`: this command prints text only", "`mine`, `import`, `bench`, `list`, `show` and `evidence` print JSON; what the others make is recorded in proposals/ (read it with `list --message-format json`)"));
+    }
     let code = match cli.command {
-        Command::Mine(a) => cake_evolve::mine::run_mine(a),
-        Command::Import(a) => cake_evolve::import::run_import(a),
-        Command::Propose { repo, evidence, seed, gates, no_gates, limit, min_programs, no_progress, lock } => {
+        Command::Mine(a) => cake_evolve::mine::run_mine(a, cli.message_format),
+        Command::Import(a) => cake_evolve::import::run_import(a, cli.message_format),
+        Command::Propose { repo, evidence, seed, gates, no_gates, limit, min_programs, no_progress, no_mine_warnings, lock } => {
             let mut o = ProposeOptions::new(&repo.repo, evidence);
             o.seed = seed;
             o.main = repo.main;
@@ -329,6 +373,7 @@ fn main() -> ExitCode {
             o.limit = limit;
             o.min_programs = min_programs;
             o.progress = !no_progress;
+            o.mine_warnings = !no_mine_warnings;
             o.lock_timeout = lock.timeout();
             match queue::propose(&o) {
                 Ok(s) => {
@@ -389,8 +434,10 @@ fn main() -> ExitCode {
                 Err(e) => fail(&e),
             }
         }
-        Command::Bench { repo, benchmark, work, classes, gates, seed, json } => bench(&repo, benchmark, work, classes, &gates, seed, json),
+        Command::Bench { repo, benchmark, work, classes, gates, seed, json: old_json } => bench(&repo, benchmark, work, classes, &gates, seed, json || old_json),
         Command::Queue(QueueCommand::Rebuild { repo, lock }) => rebuild(&repo, lock),
+        Command::Evidence(EvidenceCommand::List { store }) => evidence_list(&store, json),
+        Command::Evidence(EvidenceCommand::Show { id, store }) => evidence_show(&store, &id, json),
         Command::List { repo, kind, status } => match git_workdir(&repo.repo) {
             Some(w) => {
                 let all = scan_reporting(&queue::queue_dir(&w));
@@ -405,7 +452,12 @@ fn main() -> ExitCode {
                     StatusArg::Accepted => Status::Accepted,
                     StatusArg::Rejected => Status::Rejected,
                 });
-                print!("{}", review::list(&review::filter(all, kind, status)));
+                let listed = review::filter(all, kind, status);
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&listed).unwrap_or_default());
+                } else {
+                    print!("{}", review::list(&listed));
+                }
                 0
             }
             None => fail(&format!("{}: not inside a git repository with a working directory", repo.repo.display())),
@@ -415,6 +467,10 @@ fn main() -> ExitCode {
             scan_reporting(&dir);
             queue::find(&dir, &id)
         }) {
+            Ok((_, r)) if json => {
+                println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+                0
+            }
             Ok((_, r)) => match review::show(&repo.repo, &r, !no_diff) {
                 Ok(t) => {
                     print!("{t}");
@@ -533,8 +589,17 @@ fn calibrate_suite(a: &CalibrateArgs) -> u8 {
             Err(e) => return fail(&e.to_string()),
         }
     };
+    if !run.failed.is_empty() {
+        // A run gives a time to fit only when it passed: a wrong answer (`mismatch`: the output
+        // did not match the oracle), an error, a hang or the deadline leaves it out.
+        eprintln!(
+            "{} run(s) of the {} not timed, so left out of the fit and its accuracy set: only a run whose output matches its oracle gives a time (`mismatch`: the output was outside the oracle's tolerance; `cake run PROGRAM --shape DIMS` shows the comparison)",
+            run.failed.len(),
+            if a.from_saved.is_some() { "saved run" } else { "suite" }
+        );
+    }
     for f in &run.failed {
-        eprintln!("  not timed: {f}");
+        eprintln!("  not timed: {}", sanitize::line(f));
     }
     let per_bench: Vec<String> = microbench::runs_per_bench(&run).into_iter().map(|(b, n)| format!("{b} {n}")).collect();
     eprintln!("timed on {}: suite runs [{}], {} accuracy run(s)", run.gpu, per_bench.join(", "), run.accuracy.len());
@@ -549,7 +614,7 @@ fn calibrate_suite(a: &CalibrateArgs) -> u8 {
         return 0;
     }
     if let Ok(Some(r)) = queue::decided_suite_calibration(&a.repo.repo, &run) {
-        println!("this run was fitted before and {} as {} ({}); nothing new to propose — measure again to refit", r.status.as_str(), r.id, r.title);
+        println!("not fitted: this run was fitted before and {} as {} ({}); nothing new to propose — measure again to refit", r.status.as_str(), r.id, r.title);
         return 0;
     }
     let label = if a.fitted_on.is_empty() { format!("{} on {}", utc_date(run.created_unix), run.gpu) } else { a.fitted_on.clone() };
@@ -675,8 +740,75 @@ fn rebuild(repo: &RepoArgs, lock: LockArgs) -> u8 {
     }
 }
 
+/// Whether errors are printed as JSON on standard output (`--message-format json`).
+static JSON_ERRORS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The commands with a JSON form of their output.
+fn prints_json(c: &Command) -> bool {
+    matches!(c, Command::Mine(_) | Command::Import(_) | Command::Bench { .. } | Command::List { .. } | Command::Show { .. } | Command::Evidence(_))
+}
+
 fn fail(msg: &str) -> u8 {
+    if JSON_ERRORS.load(std::sync::atomic::Ordering::Relaxed) {
+        println!("{}", serde_json::json!({ "severity": "error", "message": msg }));
+        return 2;
+    }
     // Errors quote evidence and records: escaped, newlines kept for the help line.
     eprintln!("error: {}", sanitize::text(msg));
     2
+}
+
+/// A coded error with its help line (as JSON with `--message-format json`); exit status 2.
+fn fail_coded(code: &str, msg: &str, help: &str) -> u8 {
+    if JSON_ERRORS.load(std::sync::atomic::Ordering::Relaxed) {
+        println!("{}", serde_json::json!({ "code": code, "severity": "error", "message": msg, "help": help }));
+    } else {
+        eprintln!("error[{code}]: {}\n  = help: {help}", sanitize::text(msg));
+    }
+    2
+}
+
+fn store_fail(e: &cake_evolve::store::StoreError) -> u8 {
+    if JSON_ERRORS.load(std::sync::atomic::Ordering::Relaxed) {
+        println!("{}", cake_evolve::evidence::error_json(e));
+    } else {
+        eprintln!("error[{}]: {}: {}\n  = help: {}", e.code, sanitize::line(&e.path.display().to_string()), sanitize::text(&e.message), cake_evolve::evidence::help(e));
+    }
+    2
+}
+
+/// `evidence list`: a row per readable record; each unreadable one is a warning (human: on
+/// standard error; JSON: in `problems`).
+fn evidence_list(store: &std::path::Path, json: bool) -> u8 {
+    let store = match cake_evolve::store::EvidenceStore::open_existing(store) {
+        Ok(s) => s,
+        Err(e) => return store_fail(&e),
+    };
+    let (rows, problems) = cake_evolve::evidence::list(&store);
+    if json {
+        let problems: Vec<serde_json::Value> = problems.iter().map(cake_evolve::evidence::error_json).collect();
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "records": rows, "problems": problems })).unwrap_or_default());
+    } else {
+        for p in &problems {
+            eprintln!("warning[{}]: {}: {}", p.code, sanitize::line(&p.path.display().to_string()), sanitize::line(&p.message));
+        }
+        print!("{}", cake_evolve::evidence::render_list(&rows));
+    }
+    0
+}
+
+/// `evidence show ID`.
+fn evidence_show(store: &std::path::Path, id: &str, json: bool) -> u8 {
+    let opened = cake_evolve::store::EvidenceStore::open_existing(store).and_then(|s| cake_evolve::evidence::open(&s, id).map(|r| (s, r)));
+    match opened {
+        Ok((s, r)) if json => {
+            println!("{}", serde_json::to_string_pretty(&cake_evolve::evidence::show_json(&s, &r)).unwrap_or_default());
+            0
+        }
+        Ok((s, r)) => {
+            print!("{}", cake_evolve::evidence::show_text(&s, &r));
+            0
+        }
+        Err(e) => store_fail(&e),
+    }
 }

@@ -485,6 +485,35 @@ fn observations(records: &[Stored], skip: &BTreeSet<String>) -> Vec<Observation>
     out
 }
 
+/// One failure a record shows, as mining reads it: its signature, the tool's message and the
+/// place the tool named (`cake-evolve-compiler evidence show`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RecordFailure {
+    pub signature: String,
+    pub message: String,
+    /// The line the tool named (of the program, its generated CUDA or PTX).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<SpanRef>,
+    /// The bytes of the program a lowering refusal names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<Span>,
+}
+
+/// The failures mining reads from one record (none for a passing run), before attribution.
+pub fn record_failures(s: &Stored) -> Vec<RecordFailure> {
+    observations(std::slice::from_ref(s), &BTreeSet::new())
+        .into_iter()
+        .map(|o| {
+            let (line, bytes) = match &o.locus {
+                Locus::None => (None, None),
+                Locus::Line(l) => (Some(l.clone()), None),
+                Locus::Bytes(b) => (None, Some(*b)),
+            };
+            RecordFailure { signature: o.signature(), message: o.message, line, bytes }
+        })
+        .collect()
+}
+
 // ─── Attribution ─────────────────────────────────────────────────────────────────────────────────
 
 /// What the miner knows about one program (computed once).
@@ -1006,22 +1035,20 @@ pub fn render_table(report: &MineReport) -> String {
     out
 }
 
-/// `cake-evolve-compiler mine [--store DIR] [--format human|json]`.
+/// `cake-evolve-compiler mine [--store DIR] [--message-format human|json]`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct MineArgs {
     /// The evidence store.
     #[arg(long, value_name = "DIR", default_value = crate::store::DEFAULT_STORE_DIR)]
     pub store: std::path::PathBuf,
-    /// `human` (a table) or `json` (the whole report: buckets, counts, warnings).
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
     /// Show only the first N buckets.
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
 }
 
-/// Run `mine`; the exit status (0, or 2 when the store cannot be opened).
-pub fn run_mine(args: MineArgs) -> u8 {
+/// Run `mine`, printing a table (`human`) or the whole report (`json`: buckets, counts,
+/// warnings); the exit status (0, or 2 when the store cannot be opened).
+pub fn run_mine(args: MineArgs, format: Format) -> u8 {
     let store = match EvidenceStore::open_existing(&args.store) {
         Ok(s) => s,
         Err(e) => {
@@ -1054,7 +1081,7 @@ pub fn run_mine(args: MineArgs) -> u8 {
     for b in report.buckets.iter().filter(|b| !crate::sanitize::is_clean_line(&b.signature)) {
         eprintln!("note[Q009]: bucket {}: its failure text holds control characters; they are shown escaped (\\x1b) and are escaped the same way in the rules, records and commits `propose` makes of it", b.id);
     }
-    let text = match args.format {
+    let text = match format {
         Format::Human => render_table(&report),
         Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
     };

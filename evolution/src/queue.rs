@@ -85,6 +85,9 @@ pub struct ProposeOptions {
     pub progress: bool,
     /// Plain progress lines go here too (tests collect them).
     pub quiet: bool,
+    /// Print the warnings of mining the evidence (off when a `mine` of the same store has just
+    /// printed them, as the main job does).
+    pub mine_warnings: bool,
     /// How long to wait for another run's queue lock (`--lock-timeout`).
     pub lock_timeout: std::time::Duration,
     /// An evidence store of labelled boundary variants (`--labels`): run records of the
@@ -106,6 +109,7 @@ impl ProposeOptions {
             llm: LlmConfig::from_env(),
             progress: true,
             quiet: false,
+            mine_warnings: true,
             lock_timeout: lock::DEFAULT_TIMEOUT,
             labels: None,
         }
@@ -337,7 +341,7 @@ pub fn propose(opts: &ProposeOptions) -> Result<ProposeSummary, String> {
     // Judge the evidence with the rules of the checkout being evolved, not the ones built in.
     let fe = cake_merge_gates::corpus_gate::frontend_for(&cake_merge_gates::Tree::new(&workdir)).map_err(|e| format!("the checkout's compiler data at {} does not load: {e}", workdir.display()))?;
     let report = mine::mine_report_with(&store, &fe);
-    if !opts.quiet {
+    if !opts.quiet && opts.mine_warnings {
         for w in &report.warnings {
             eprintln!("{}", sanitize::line(w));
         }

@@ -656,7 +656,11 @@ impl EvidenceStore {
                 let (kind, p) = found.remove(0);
                 read_record(kind, &p)
             }
-            n => Err(StoreError::new("S007", &self.root, format!("`{id}` is ambiguous: {n} records start with it"))),
+            n => {
+                let named: Vec<String> = found.iter().take(4).filter_map(|(_, p)| p.file_stem().map(|s| s.to_string_lossy().chars().take(16).collect())).collect();
+                let more = if n > named.len() { format!(", and {} more", n - named.len()) } else { String::new() };
+                Err(StoreError::new("S007", &self.root, format!("`{id}` is ambiguous: {n} records start with it ({}…{more})", named.join("…, "))))
+            }
         }
     }
 }

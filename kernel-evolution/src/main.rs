@@ -16,6 +16,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Parser)]
 #[command(name = "cake-evolve-kernel", about = "Search Cake IR schedules against a workload contract: generate → gates → cost rank → GPU → evidence")]
 struct Cli {
+    /// How results are printed: `human` (text) or `json` (one JSON object on standard output,
+    /// errors too; `--format` is the old spelling).
+    #[arg(long, global = true, value_enum, default_value = "human", alias = "format")]
+    message_format: Format,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -30,10 +34,12 @@ enum Format {
 enum Cmd {
     /// Run the search (continuing a database made under the same contract and seed).
     Run {
+        /// The workload contract (`.toml`: the seed program, its shapes, budgets and tactics).
         contract: PathBuf,
         /// The program database. Default: `.cake/kernel-evolution/<contract name>.sqlite`.
         #[arg(long)]
         db: Option<PathBuf>,
+        /// Seed of the search (default: the contract's); the same seed makes the same candidates.
         #[arg(long)]
         seed: Option<u64>,
         /// GPU evaluations over the database's life (default: the contract's budget).
@@ -57,77 +63,86 @@ enum Cmd {
         /// database keeps the rule set it was searched under.
         #[arg(long, value_name = "DIR")]
         rules: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "human")]
-        format: Format,
     },
     /// Continue the database's search after a crash, a kill or a spent wall-time budget.
     Resume {
+        /// The workload contract the database was searched under.
         contract: PathBuf,
+        /// The program database. Default: `.cake/kernel-evolution/<contract name>.sqlite`.
         #[arg(long)]
         db: Option<PathBuf>,
+        /// GPU evaluations over the database's life (default: the contract's budget).
         #[arg(long)]
         budget_evals: Option<u32>,
+        /// Wall-clock seconds of this invocation (default: the contract's `budget.wall_seconds`).
         #[arg(long)]
         wall_seconds: Option<u64>,
+        /// The evidence store failing candidates are routed to.
         #[arg(long, default_value = ".cake/evidence")]
         evidence: PathBuf,
+        /// Scratch directory of the GPU stage. Default: beside the database.
         #[arg(long)]
         work: Option<PathBuf>,
+        /// The verifier rules to gate with (a database keeps the rule set it was searched under).
         #[arg(long, value_name = "DIR")]
         rules: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "human")]
-        format: Format,
     },
     /// Counts and invocations of a database.
     Status {
+        /// The program database.
         #[arg(long)]
         db: PathBuf,
-        #[arg(long, value_enum, default_value = "human")]
-        format: Format,
     },
     /// Leaderboard, lineage of the best, gains per tactic, share filtered per gate, GPU time saved.
     Report {
+        /// The program database.
         #[arg(long)]
         db: PathBuf,
         /// Also draw the best-so-far trajectory (over evaluations and GPU seconds) as an SVG.
         #[arg(long)]
         svg: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "human")]
-        format: Format,
     },
     /// A Model Context Protocol server over stdio with the contract tools (contract_status,
     /// contract_submit); the compiler's tools are `cake mcp`'s.
     Mcp,
     /// The best candidate's program (canonical Cake IR) on stdout.
     Best {
+        /// The program database.
         #[arg(long)]
         db: PathBuf,
-        #[arg(long, value_enum, default_value = "human")]
-        format: Format,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let format = cli.message_format;
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("{e}");
+            if format == Format::Json {
+                println!("{}", serde_json::json!({ "code": e.code, "severity": "error", "subject": e.subject, "message": e.message, "help": e.help }));
+            } else {
+                eprintln!("{e}");
+            }
             ExitCode::from(1)
         }
     }
 }
 
 fn run(cli: Cli) -> Result<u8, KevoError> {
+    let format = cli.message_format;
+    if format == Format::Json && matches!(cli.cmd, Cmd::Mcp) {
+        return Err(KevoError::new("K307", "--message-format", "`mcp` speaks JSON-RPC on stdio and has no other output format", "run `cake-evolve-kernel mcp` without `--message-format`"));
+    }
     match cli.cmd {
-        Cmd::Run { contract, db, seed, budget_evals, wall_seconds, replay, evidence, work, rules, format } => {
+        Cmd::Run { contract, db, seed, budget_evals, wall_seconds, replay, evidence, work, rules } => {
             let mode = if replay { Mode::Replay } else { Mode::Run };
             search(Options { contract, db, seed, budget_evals, wall_seconds, mode, evidence, work, rules }, format)
         }
-        Cmd::Resume { contract, db, budget_evals, wall_seconds, evidence, work, rules, format } => {
+        Cmd::Resume { contract, db, budget_evals, wall_seconds, evidence, work, rules } => {
             search(Options { contract, db, seed: None, budget_evals, wall_seconds, mode: Mode::Resume, evidence, work, rules }, format)
         }
-        Cmd::Status { db, format } => {
+        Cmd::Status { db } => {
             let db = Db::open_existing(&db)?;
             let data = Data::load(&db)?;
             let runs = db.runs()?;
@@ -151,7 +166,7 @@ fn run(cli: Cli) -> Result<u8, KevoError> {
             }
             Ok(0)
         }
-        Cmd::Report { db, svg, format } => {
+        Cmd::Report { db, svg } => {
             let db = Db::open_existing(&db)?;
             let data = Data::load(&db)?;
             if let Some(path) = svg {
@@ -172,7 +187,7 @@ fn run(cli: Cli) -> Result<u8, KevoError> {
                 .map_err(|e| KevoError::new("K305", "mcp", format!("stdio failed: {e}"), "the client closed its pipe; start the server from an MCP client"))?;
             Ok(0)
         }
-        Cmd::Best { db, format } => {
+        Cmd::Best { db } => {
             let dbh = Db::open_existing(&db)?;
             let data = Data::load(&dbh)?;
             let Some((seq, ms, measured)) = data.best() else {

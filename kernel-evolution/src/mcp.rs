@@ -5,7 +5,7 @@
 //! agent registers both servers:
 //!
 //! * `contract_status {db}`: a kernel-evolution database's report (leaderboard, the share each gate
-//!   filtered, the GPU stage, the best and its lineage), the JSON of `report --format json`;
+//!   filtered, the GPU stage, the best and its lineage), the JSON of `report --message-format json`;
 //! * `contract_submit {contract, program}`: a program judged as the loop's stages 2 and 3 judge a
 //!   candidate: the hard gates (parse, types, verifier, the contract's shapes; findings as the
 //!   CLI's JSON) and the cost model at the headline. Nothing is recorded: the database holds only

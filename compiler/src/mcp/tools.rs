@@ -54,7 +54,7 @@ fn parse_line(line: &str) -> Value {
 /// `suppressed`), internal details left out.
 pub fn findings(p: &Program, diags: &[Diagnostic]) -> Vec<Value> {
     let shown = crate::diag::shown(diags, false, false);
-    render::render_json_lines_shown(&p.name, &p.source, &shown.diagnostics, &shown.hidden_per_finding)
+    render::render_json_lines_shown(&p.name, &p.source, &shown.diagnostics, &shown.hidden_per_finding, crate::verify::RuleSet::builtin())
         .lines()
         .map(parse_line)
         .collect()

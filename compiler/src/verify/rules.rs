@@ -977,6 +977,21 @@ pub fn documented(code: &str) -> Option<CodeDoc> {
     crate::codes::lookup(code).or_else(|| RuleSet::builtin().doc(code.trim()))
 }
 
+/// The category a finding of `code` belongs to, as JSON findings carry it: a verifier rule's
+/// category (`program-safety`, `hardware-conformance`, `data-consistency`,
+/// `schedule-semantics`) from `rules`, else the stage whose data file documents the code
+/// (`syntax`, `types`, `lowering`, `cli`, ... from `compiler/diagnostics/<stage>.toml`), else
+/// `undocumented`.
+pub fn category_in(rules: &RuleSet, code: &str) -> String {
+    if let Some(r) = rules.rules().iter().find(|r| r.code == code) {
+        return r.category.as_str().to_string();
+    }
+    match crate::codes::lookup(code) {
+        Some(doc) => doc.file.rsplit('/').next().unwrap_or(&doc.file).trim_end_matches(".toml").to_string(),
+        None => "undocumented".to_string(),
+    }
+}
+
 /// Every documented code, registry first, then the verifier's rules in code order.
 pub fn all_documented() -> Vec<CodeDoc> {
     let mut docs: Vec<CodeDoc> = crate::codes::all().to_vec();

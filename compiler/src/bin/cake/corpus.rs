@@ -4,12 +4,16 @@
 //!
 //! Exit status: 0 the gate passed; 1 it failed (a regression, or without a baseline any
 //! failure); 2 usage or I/O error (a missing corpus or baseline, an unwritable output).
+//!
+//! With `--message-format json` standard output carries one JSON document per command (errors
+//! too, as `{"code", "severity", "message"}`); the summary for people goes to standard error.
 
 use std::path::PathBuf;
 
 use cake::corpus::run::{self, GateRequest, GateRun, MergeRequest};
 use cake::corpus::{CorpusError, Selection, Tier};
 use clap::{Args, Subcommand, ValueEnum};
+use serde_json::json;
 
 #[derive(Args, Debug)]
 pub struct CorpusArgs {
@@ -133,6 +137,7 @@ pub struct MergeArgs {
 
 #[derive(Args, Debug)]
 pub struct ListArgs {
+    /// The corpus folder (default: `corpus/` of the enclosing Cake checkout).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// List the cases of this family only.
@@ -147,6 +152,7 @@ pub struct ListArgs {
 pub struct ShowArgs {
     /// The case id, `family/case`.
     pub id: String,
+    /// The corpus folder (default: `corpus/` of the enclosing Cake checkout).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// Print the effective manifest (family defaults merged with the instance) instead.
@@ -165,24 +171,28 @@ fn parse_shard(s: &str) -> Result<(u32, u32), String> {
 }
 
 
-/// Run a `cake corpus` command; returns the exit status.
-pub fn main(args: CorpusArgs) -> u8 {
+/// Run a `cake corpus` command (`json`: `--message-format json`); returns the exit status.
+pub fn main(args: CorpusArgs, json: bool) -> u8 {
     let done = match args.command {
-        CorpusCommand::Gate(g) => gate_cmd(g),
-        CorpusCommand::Merge(m) => merge_cmd(m),
-        CorpusCommand::List(l) => list_cmd(l),
-        CorpusCommand::Show(s) => show_cmd(s),
+        CorpusCommand::Gate(g) => gate_cmd(g, json),
+        CorpusCommand::Merge(m) => merge_cmd(m, json),
+        CorpusCommand::List(l) => list_cmd(l, json),
+        CorpusCommand::Show(s) => show_cmd(s, json),
     };
     match done {
         Ok(status) => status,
+        Err(e) if json => {
+            println!("{}", json!({ "code": e.code(), "severity": "error", "message": e.to_string() }));
+            2
+        }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error[{}]: {e}", e.code());
             2
         }
     }
 }
 
-fn gate_cmd(a: GateArgs) -> Result<u8, CorpusError> {
+fn gate_cmd(a: GateArgs, json: bool) -> Result<u8, CorpusError> {
     let req = GateRequest {
         root: a.root,
         tiers: a.tiers.iter().map(|t| Tier::from(*t)).collect(),
@@ -202,14 +212,50 @@ fn gate_cmd(a: GateArgs) -> Result<u8, CorpusError> {
         no_timings: a.no_timings,
     };
     let run = run::gate(&req)?;
-    if req.bless {
+    if req.bless && !json {
         for b in &run.blessed {
             println!("blessed {} [{}] in {}: {}", b.id, b.tier, b.file.display(), b.changes.join("; "));
         }
         let root = req.root.clone().unwrap_or_else(run::default_root);
         println!("bless: {} expectation(s) rewritten; review them with `git diff {}`", run.blessed.len(), root.display());
     }
-    Ok(finish(&run))
+    Ok(if json { finish_json(&run, None) } else { finish(&run) })
+}
+
+/// The run as one JSON object on stdout (the summary line on stderr, for people); the exit
+/// status. `merged`: the number of results files a `merge` joined.
+fn finish_json(run: &GateRun, merged: Option<usize>) -> u8 {
+    let counts: serde_json::Map<String, serde_json::Value> = cake::corpus::report::Class::ALL
+        .iter()
+        .map(|c| (c.as_str().to_string(), json!(run.report.count(*c))))
+        .collect();
+    let blocking: Vec<_> = run
+        .report
+        .items
+        .iter()
+        .filter(|i| i.class.is_blocking())
+        .map(|i| json!({ "class": i.class.as_str(), "id": i.result.id, "tier": i.result.tier, "reason": i.result.reason }))
+        .collect();
+    let skipped: Vec<_> = run.skipped.iter().map(|(tier, why, n)| json!({ "tier": tier, "reason": why, "count": n })).collect();
+    let blessed: Vec<_> = run.blessed.iter().map(|b| json!({ "id": b.id, "tier": b.tier, "file": b.file, "changes": b.changes })).collect();
+    let mut v = json!({
+        "passed": !run.is_failure(),
+        "results": run.report.items.len(),
+        "counts": counts,
+        "blocking": blocking,
+        "missing": run.report.missing,
+        "skipped": skipped,
+        "blessed": blessed,
+        "baseline": run.report.baseline,
+        "results_file": run.out,
+        "report_file": run.report_path,
+    });
+    if let Some(n) = merged {
+        v["merged_inputs"] = json!(n);
+    }
+    println!("{v}");
+    eprintln!("{}", run.report.summary_line());
+    u8::from(run.is_failure())
 }
 
 /// Print the blocking results, the skips and the summary; the exit status.
@@ -229,17 +275,36 @@ fn finish(run: &GateRun) -> u8 {
     u8::from(run.is_failure())
 }
 
-fn merge_cmd(m: MergeArgs) -> Result<u8, CorpusError> {
+fn merge_cmd(m: MergeArgs, json: bool) -> Result<u8, CorpusError> {
     let req = MergeRequest { inputs: m.inputs, out: m.out, baseline: m.baseline, report: m.report, root: m.root };
     let run = run::merge(&req)?;
+    if json {
+        return Ok(finish_json(&run, Some(req.inputs.len())));
+    }
     println!("merged {} results files: {} results", req.inputs.len(), run.results.results.len());
     Ok(finish(&run))
 }
 
-fn list_cmd(l: ListArgs) -> Result<u8, CorpusError> {
+fn list_cmd(l: ListArgs, json: bool) -> Result<u8, CorpusError> {
     let corpus = run::load(l.root.as_deref())?;
     let wanted = |f: &str| l.families.is_empty() || l.families.iter().any(|x| x == f);
-    if l.cases || !l.families.is_empty() {
+    let errors: Vec<_> = corpus.errors.iter().map(|e| json!({ "id": e.id, "message": e.message })).collect();
+    if json && (l.cases || !l.families.is_empty()) {
+        let cases: Vec<_> = corpus
+            .cases
+            .iter()
+            .filter(|c| wanted(&c.family))
+            .map(|c| json!({ "id": c.id, "family": c.family, "target": c.manifest.target, "verdict": c.manifest.expect.verdict.as_str(), "tiers": c.manifest.tiers }))
+            .collect();
+        println!("{}", json!({ "cases": cases, "errors": errors }));
+    } else if json {
+        let families: Vec<_> = corpus
+            .families
+            .iter()
+            .map(|f| json!({ "name": f.name, "cases": corpus.cases.iter().filter(|c| c.family == f.name).count(), "description": f.description }))
+            .collect();
+        println!("{}", json!({ "families": families, "errors": errors }));
+    } else if l.cases || !l.families.is_empty() {
         for c in corpus.cases.iter().filter(|c| wanted(&c.family)) {
             let tiers: Vec<&str> = c.manifest.tiers.iter().map(|t| t.as_str()).collect();
             println!("{:<48} {:<8} {:<7} {}", c.id, c.manifest.target, c.manifest.expect.verdict.as_str(), tiers.join(","));
@@ -257,16 +322,20 @@ fn list_cmd(l: ListArgs) -> Result<u8, CorpusError> {
         }
         println!("{} families, {total} cases", corpus.families.len());
     }
-    for e in &corpus.errors {
-        eprintln!("error: {}: {}", e.id, e.message);
+    if !json {
+        for e in &corpus.errors {
+            eprintln!("error: {}: {}", e.id, e.message);
+        }
     }
     Ok(u8::from(!corpus.errors.is_empty()) * 2)
 }
 
-fn show_cmd(s: ShowArgs) -> Result<u8, CorpusError> {
+fn show_cmd(s: ShowArgs, json: bool) -> Result<u8, CorpusError> {
     let corpus = run::load(s.root.as_deref())?;
     let Some(case) = corpus.case(&s.id) else { return Err(CorpusError::UnknownCase { id: s.id }) };
-    if s.manifest {
+    if json {
+        println!("{}", json!({ "id": case.id, "family": case.family, "manifest": case.manifest, "source": case.source }));
+    } else if s.manifest {
         match toml::to_string_pretty(&case.manifest) {
             Ok(t) => print!("{t}"),
             Err(e) => {

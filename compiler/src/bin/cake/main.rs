@@ -33,8 +33,8 @@ mod run;
 )]
 struct Cli {
     /// How diagnostics are printed: `human` (rustc style, on stderr) or `json` (one JSON object
-    /// per diagnostic and line, on stdout).
-    #[arg(long, global = true, value_enum, default_value_t = MessageFormat::Human)]
+    /// per diagnostic and line, on stdout; `--format` is another spelling).
+    #[arg(long, global = true, value_enum, default_value_t = MessageFormat::Human, alias = "format")]
     message_format: MessageFormat,
 
     /// When to color human output: `auto` colors when stderr is a terminal (and NO_COLOR is unset).
@@ -62,6 +62,7 @@ enum ColorWhen {
 enum Command {
     /// Parse, type-check and verify .cake files (`-` reads standard input).
     Check {
+        /// The programs to check (`-` reads standard input).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Verify with the rules under DIR (`<category>/*.toml`) instead of those of the checkout
@@ -81,6 +82,7 @@ enum Command {
         /// Rewrite nothing; print a diff of each file that would change and exit 1 if any would.
         #[arg(long)]
         check: bool,
+        /// The programs to format in place (`-` formats standard input to standard output).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
@@ -157,6 +159,15 @@ fn main() -> ExitCode {
         ColorWhen::Auto => io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     };
     let mut out = Reporter::new(cli.message_format, color);
+    if cli.message_format == MessageFormat::Json {
+        if let Some(name) = text_only_command(&cli.command) {
+            let d = Diagnostic::error("E0007", format!("`cake {name}` has no JSON output"), Span::default(), "").with_help(
+                "drop `--message-format json`; `build`, `run` and `bench` write their results as JSON files (launch.json, ptxas.json, run records)",
+            );
+            out.unlocated("<command line>", &d);
+            return ExitCode::from(Status::Failure as u8);
+        }
+    }
     let status = match cli.command {
         Command::Check { files, rules, all, verbose } => check(&mut out, &files, rules.as_deref(), Shown { all, verbose }),
         Command::Fmt { check, files } => fmt(&mut out, &files, check),
@@ -174,12 +185,24 @@ fn main() -> ExitCode {
         Command::RunChild(args) => return ExitCode::from(child::run_child(args)),
         Command::ProbeGpu => return ExitCode::from(child::probe_gpu()),
         Command::Mcp => return ExitCode::from(mcp::main()),
-        Command::Corpus(args) => return ExitCode::from(corpus::main(args)),
+        Command::Corpus(args) => return ExitCode::from(corpus::main(args, cli.message_format == MessageFormat::Json)),
         Command::Cost(args) => {
             return ExitCode::from(cost::main(args, cli.message_format == MessageFormat::Json, color))
         }
     };
     ExitCode::from(status as u8)
+}
+
+/// The name of a command whose output has no JSON form (`--message-format json` is E0007 there).
+fn text_only_command(c: &Command) -> Option<&'static str> {
+    match c {
+        Command::Lower(_) => Some("lower"),
+        Command::Build(_) => Some("build"),
+        Command::Run(_) => Some("run"),
+        Command::Bench(_) => Some("bench"),
+        Command::Mcp => Some("mcp"),
+        _ => None,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -203,6 +226,7 @@ fn check(out: &mut Reporter, files: &[PathBuf], rules: Option<&Path>, show: Show
     // Always on stderr, so JSON consumers keep a clean stdout and people see which set judged.
     let _ = writeln!(io::stderr(), "note: {}", active.describe());
     out.rules = Some(active.to_json().to_string());
+    out.rule_set = Some(active.set.clone());
     let mut status = Status::Clean;
     for path in files {
         let name = display_name(path);
@@ -516,11 +540,13 @@ struct Reporter {
     hidden: usize,
     /// The `rules` field `cake check` adds to each JSON diagnostic (which rule set judged it).
     rules: Option<String>,
+    /// The rule set that judged, for each JSON diagnostic's `category` (default: the built-in).
+    rule_set: Option<std::sync::Arc<cake::verify::RuleSet>>,
 }
 
 impl Reporter {
     fn new(format: MessageFormat, color: bool) -> Reporter {
-        Reporter { format, color, errors: 0, warnings: 0, hints: 0, coverage_limits: 0, hidden: 0, rules: None }
+        Reporter { format, color, errors: 0, warnings: 0, hints: 0, coverage_limits: 0, hidden: 0, rules: None, rule_set: None }
     }
 
     fn count(&mut self, d: &Diagnostic) {
@@ -546,7 +572,8 @@ impl Reporter {
                 let _ = io::stderr().write_all(text.as_bytes());
             }
             MessageFormat::Json => {
-                let lines = render::render_json_lines_shown(name, source, diags, hidden);
+                let rules = self.rule_set.as_deref().unwrap_or(cake::verify::RuleSet::builtin());
+                let lines = render::render_json_lines_shown(name, source, diags, hidden, rules);
                 self.stdout(&self.with_rules_field(lines));
             }
         }
