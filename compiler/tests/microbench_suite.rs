@@ -4,7 +4,8 @@
 //! — names the bottleneck the bench is meant to measure and moves with each fitted parameter
 //! (halving or doubling it changes every program's predicted time by a factor of at least 1.3,
 //! either way). With the CUDA toolchain (`needs_toolchain_`: left out where it is absent), every
-//! program also compiles without spills.
+//! program also compiles without spills. The `[[unfitted]]` probes (terms the model lacks) are held
+//! to the same program, workload and compile checks; what they `need` must not be a parameter yet.
 //!
 //! `cake-evolve-compiler calibrate --target sm_90a` (evolution/src/microbench.rs) reads the same
 //! file; the schema is in the file's header.
@@ -29,6 +30,25 @@ struct SuiteFile {
     #[serde(default)]
     #[allow(dead_code)]
     accuracy: Vec<toml::Value>,
+    /// Probes of terms the model lacks: checked here like benches, but nothing is fitted.
+    #[serde(default)]
+    unfitted: Vec<Unfitted>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Unfitted {
+    name: String,
+    measures: String,
+    programs: Vec<String>,
+    #[serde(default)]
+    workload: Option<String>,
+    shapes: Vec<BTreeMap<String, i64>>,
+    needs: Vec<String>,
+    #[serde(default)]
+    informs: Vec<String>,
+    #[serde(default)]
+    repeats: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -78,26 +98,51 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-/// Every program of the suite: (bench, file name, source, validated program).
+/// One program of `bench`, type-checked and verified with no warnings: (source, validated).
+fn checked_program(suite: &SuiteFile, bench: &str, p: &str) -> (String, Validated) {
+    let src = read(&suite_dir().join(p));
+    let checked = cake::check::check_source(&src);
+    let bad: Vec<String> = checked
+        .diagnostics
+        .iter()
+        .filter(|d| matches!(d.severity, Severity::Error | Severity::Warning))
+        .map(|d| format!("{} {}", d.code, d.message))
+        .collect();
+    assert!(bad.is_empty(), "bench `{bench}`: {p} has errors or warnings: {bad:#?}");
+    let v = checked.validated.unwrap_or_else(|| panic!("bench `{bench}`: {p} does not verify"));
+    assert_eq!(v.module().target, suite.target, "bench `{bench}`: {p} is for another target");
+    (src, v)
+}
+
+/// Every program of the suite's benches: (bench, file name, source, validated program).
 fn programs(suite: &SuiteFile) -> Vec<(&Bench, &str, String, Validated)> {
     let mut out = Vec::new();
     for b in &suite.bench {
         for p in &b.programs {
-            let src = read(&suite_dir().join(p));
-            let checked = cake::check::check_source(&src);
-            let bad: Vec<String> = checked
-                .diagnostics
-                .iter()
-                .filter(|d| matches!(d.severity, Severity::Error | Severity::Warning))
-                .map(|d| format!("{} {}", d.code, d.message))
-                .collect();
-            assert!(bad.is_empty(), "bench `{}`: {p} has errors or warnings: {bad:#?}", b.name);
-            let v = checked.validated.unwrap_or_else(|| panic!("bench `{}`: {p} does not verify", b.name));
-            assert_eq!(v.module().target, suite.target, "bench `{}`: {p} is for another target", b.name);
+            let (src, v) = checked_program(suite, &b.name, p);
             out.push((b, p.as_str(), src, v));
         }
     }
     out
+}
+
+/// Every program of the `[[unfitted]]` probes, likewise.
+fn probe_programs(suite: &SuiteFile) -> Vec<(&Unfitted, &str, String, Validated)> {
+    let mut out = Vec::new();
+    for u in &suite.unfitted {
+        for p in &u.programs {
+            let (src, v) = checked_program(suite, &u.name, p);
+            out.push((u, p.as_str(), src, v));
+        }
+    }
+    out
+}
+
+fn workload_path(workload: &Option<String>, program: &str) -> PathBuf {
+    suite_dir().join(match workload {
+        Some(w) => w.clone(),
+        None => format!("{}.workload.toml", program.trim_end_matches(".cake")),
+    })
 }
 
 /// The built-in calibration text with one parameter scaled (fractions capped at 1).
@@ -141,16 +186,48 @@ fn suite_file_is_well_formed() {
             assert!(suite_dir().join(p).is_file(), "bench `{}`: {p} does not exist", b.name);
         }
     }
+    for u in &suite.unfitted {
+        assert!(names.insert(u.name.as_str()), "two benches are named `{}`", u.name);
+        assert!(!u.measures.trim().is_empty() && !u.measures.contains('\n'), "[[unfitted]] `{}`: `measures` is one line", u.name);
+        assert!(!u.programs.is_empty() && !u.shapes.is_empty() && !u.needs.is_empty(), "[[unfitted]] `{}` needs programs, shapes and needs", u.name);
+        assert!(u.repeats.is_none_or(|r| r > 0), "[[unfitted]] `{}`: repeats must be positive", u.name);
+        for n in &u.needs {
+            assert!(!known.contains(&n.as_str()), "[[unfitted]] `{}` needs `{n}`, a cost-model parameter now: make it a [[bench]] that fits it", u.name);
+        }
+        for n in &u.informs {
+            assert!(known.contains(&n.as_str()), "[[unfitted]] `{}` informs `{n}`, which is not a cost-model parameter", u.name);
+        }
+        for p in &u.programs {
+            assert!(suite_dir().join(p).is_file(), "[[unfitted]] `{}`: {p} does not exist", u.name);
+        }
+    }
+}
+
+/// The probes' programs verify, their workloads (timing only) fit them at every shape, and the
+/// model predicts each of them there, so the device script's runs can be compared with it.
+#[test]
+fn unfitted_probes_verify_fit_their_workloads_and_are_predicted() {
+    let suite = load_suite();
+    assert!(!suite.unfitted.is_empty(), "issue 17's probes are registered as [[unfitted]]");
+    let base = cost::builtin_calibration("sm_90a").expect("sm_90a is calibrated");
+    for (u, p, _, v) in probe_programs(&suite) {
+        let wpath = workload_path(&u.workload, p);
+        let w = WorkloadSpec::load(&wpath).unwrap_or_else(|e| panic!("[[unfitted]] `{}`: {e}", u.name));
+        assert_eq!(w.oracle.name(), "none", "[[unfitted]] `{}`: {} times only (oracle `none`)", u.name, wpath.display());
+        w.validate(v.module()).unwrap_or_else(|e| panic!("[[unfitted]] `{}`: {} does not fit {p}: {e}", u.name, wpath.display()));
+        for s in &u.shapes {
+            workload::check_shape(v.module(), s).unwrap_or_else(|e| panic!("[[unfitted]] `{}`: {p} at {s:?}: {e}", u.name));
+            let e = cost::estimate(&v, base, s).unwrap_or_else(|err| panic!("[[unfitted]] `{}`: {p} at {s:?}: {err}", u.name));
+            eprintln!("{:<16} {:<24} {:<34} {:>9.4} ms  {}", u.name, p, workload::shape_label(s), e.predicted_ms, e.bottleneck.as_str());
+        }
+    }
 }
 
 #[test]
 fn programs_verify_and_workloads_fit_them() {
     let suite = load_suite();
     for (b, p, _, v) in programs(&suite) {
-        let wpath = suite_dir().join(match &b.workload {
-            Some(w) => w.clone(),
-            None => format!("{}.workload.toml", p.trim_end_matches(".cake")),
-        });
+        let wpath = workload_path(&b.workload, p);
         let w = WorkloadSpec::load(&wpath).unwrap_or_else(|e| panic!("bench `{}`: {e}", b.name));
         // Timing benches use oracle `none`; a bench over a real kernel keeps its oracle, so a
         // wrong answer is never timed.
@@ -218,17 +295,18 @@ fn needs_toolchain_programs_compile_without_spills() {
     cake::nvrtc::ensure_nvrtc().unwrap_or_else(|e| panic!("no CUDA toolchain: {e}"));
     let suite = load_suite();
     let target = TargetTable::builtin().get(&suite.target).expect("known target");
-    for (b, p, src, v) in programs(&suite) {
+    let all = programs(&suite).into_iter().map(|(b, p, src, v)| (b.name.as_str(), p, src, v));
+    let probes = probe_programs(&suite).into_iter().map(|(u, p, src, v)| (u.name.as_str(), p, src, v));
+    for (name, p, src, v) in all.chain(probes) {
         let built = cake::nvrtc::build_with(&v, target, &LowerOptions::with_source(p, &src))
-            .unwrap_or_else(|e| panic!("bench `{}`: {p} does not build: {e}", b.name));
+            .unwrap_or_else(|e| panic!("bench `{name}`: {p} does not build: {e}"));
         let r = &built.report;
-        eprintln!("{:<11} {p}: {} registers, spills {}/{} B", b.name, r.registers.unwrap_or(0), r.spill_store_bytes, r.spill_load_bytes);
-        assert_eq!(r.spills(), 0, "bench `{}`: {p} spills\n{}", b.name, built.log);
-        assert_eq!(r.stack_frame_bytes, 0, "bench `{}`: {p} has a stack frame\n{}", b.name, built.log);
+        eprintln!("{name:<16} {p}: {} registers, spills {}/{} B", r.registers.unwrap_or(0), r.spill_store_bytes, r.spill_load_bytes);
+        assert_eq!(r.spills(), 0, "bench `{name}`: {p} spills\n{}", built.log);
+        assert_eq!(r.stack_frame_bytes, 0, "bench `{name}`: {p} has a stack frame\n{}", built.log);
         assert!(
             built.diagnostics.iter().all(|d| d.code != "P003" && d.code != "P004"),
-            "bench `{}`: {p}: setmaxnreg ignored or wgmma serialized: {:#?}",
-            b.name,
+            "bench `{name}`: {p}: setmaxnreg ignored or wgmma serialized: {:#?}",
             built.diagnostics
         );
     }

@@ -50,6 +50,27 @@ fn default_repeats() -> u32 {
     5
 }
 
+/// A probe of a term the cost model does not have yet (`[[unfitted]]`): its programs isolate the
+/// term, but there is no parameter to fit, so `calibrate` neither runs nor fits it
+/// (scripts/device-cost-accuracy.sh times it). `needs` names the parameters the model would need
+/// (none may exist yet: once one does, the probe becomes a `[[bench]]` that fits it); `informs`
+/// names existing parameters its times also bear on.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unfitted {
+    pub name: String,
+    pub measures: String,
+    pub programs: Vec<String>,
+    #[serde(default)]
+    pub workload: Option<String>,
+    pub shapes: Vec<Shape>,
+    pub needs: Vec<String>,
+    #[serde(default)]
+    pub informs: Vec<String>,
+    #[serde(default = "default_repeats")]
+    pub repeats: u32,
+}
+
 /// Programs the fit is judged on: accepted GPU-tier corpus cases of some families, each run
 /// under its own manifest's workload (oracle, inputs, tolerance) at these shapes.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -70,6 +91,8 @@ struct SuiteFile {
     bench: Vec<Bench>,
     #[serde(default)]
     accuracy: Vec<AccuracySet>,
+    #[serde(default)]
+    unfitted: Vec<Unfitted>,
 }
 
 /// A loaded, validated suite.
@@ -79,6 +102,8 @@ pub struct Suite {
     pub target: String,
     pub benches: Vec<Bench>,
     pub accuracy: Vec<AccuracySet>,
+    /// Probes of terms the model lacks; never run or fitted by `calibrate`.
+    pub unfitted: Vec<Unfitted>,
 }
 
 impl Suite {
@@ -90,7 +115,7 @@ impl Suite {
     pub fn load(path: &Path) -> Result<Suite, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the microbenchmark suite {}: {e}", path.display()))?;
         let f: SuiteFile = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let s = Suite { path: path.to_path_buf(), target: f.target, benches: f.bench, accuracy: f.accuracy };
+        let s = Suite { path: path.to_path_buf(), target: f.target, benches: f.bench, accuracy: f.accuracy, unfitted: f.unfitted };
         s.validate()?;
         Ok(s)
     }
@@ -105,7 +130,11 @@ impl Suite {
 
     /// The workload of `program` in `bench`.
     pub fn workload_of(&self, bench: &Bench, program: &str) -> PathBuf {
-        match &bench.workload {
+        self.workload_file(bench.workload.as_deref(), program)
+    }
+
+    fn workload_file(&self, workload: Option<&str>, program: &str) -> PathBuf {
+        match workload {
             Some(w) => self.file(w),
             None => self.file(&format!("{}.workload.toml", program.trim_end_matches(".cake"))),
         }
@@ -135,6 +164,31 @@ impl Suite {
                 for f in [self.file(prog), self.workload_of(b, prog)] {
                     if !f.is_file() {
                         return Err(format!("{at}: bench `{}`: {} does not exist", b.name, f.display()));
+                    }
+                }
+            }
+        }
+        for u in &self.unfitted {
+            if !names.insert(u.name.as_str()) {
+                return Err(format!("{at}: two benches are named `{}`", u.name));
+            }
+            if u.programs.is_empty() || u.shapes.is_empty() || u.needs.is_empty() {
+                return Err(format!("{at}: [[unfitted]] `{}` needs programs, shapes and needs", u.name));
+            }
+            for p in &u.needs {
+                if known.contains(&p.as_str()) {
+                    return Err(format!("{at}: [[unfitted]] `{}` needs `{p}`, which is a cost-model parameter now: make it a [[bench]] that fits it", u.name));
+                }
+            }
+            for p in &u.informs {
+                if !known.contains(&p.as_str()) {
+                    return Err(format!("{at}: [[unfitted]] `{}` informs `{p}`, which is not a cost-model parameter", u.name));
+                }
+            }
+            for prog in &u.programs {
+                for f in [self.file(prog), self.workload_file(u.workload.as_deref(), prog)] {
+                    if !f.is_file() {
+                        return Err(format!("{at}: [[unfitted]] `{}`: {} does not exist", u.name, f.display()));
                     }
                 }
             }

@@ -148,6 +148,33 @@ fn suite_files_are_checked_when_loaded() {
     assert!(Suite::load(&path).is_err(), "unknown keys are errors");
 }
 
+/// `[[unfitted]]` probes load beside the benches; what they need must not be a parameter yet
+/// (then they would be a `[[bench]]`), what they inform must be one.
+#[test]
+fn unfitted_probes_are_checked_when_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    gemm_suite(dir.path(), "tensor_bf16_flops_per_s");
+    let path = dir.path().join("suite.toml");
+    let probe = |needs: &str, informs: &str| {
+        format!(
+            "\n[[unfitted]]\nname = \"fill\"\nmeasures = \"small-shape fill\"\nprograms = [\"gemm.cake\"]\nshapes = [{{ M = 128, N = 128, K = 64 }}]\n\
+             needs = [\"{needs}\"]\ninforms = [\"{informs}\"]\n"
+        )
+    };
+    let good = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, good.clone() + &probe("pipeline_setup_ns", "cta_prologue_ns")).unwrap();
+    let suite = Suite::load(&path).unwrap();
+    assert_eq!((suite.benches.len(), suite.unfitted.len()), (1, 1));
+    assert_eq!(suite.unfitted[0].needs, ["pipeline_setup_ns"]);
+    std::fs::write(&path, good.clone() + &probe("cta_prologue_ns", "cta_prologue_ns")).unwrap();
+    let err = Suite::load(&path).unwrap_err();
+    assert!(err.contains("needs `cta_prologue_ns`, which is a cost-model parameter now"), "{err}");
+    std::fs::write(&path, good.clone() + &probe("pipeline_setup_ns", "pipeline_setup_ns")).unwrap();
+    assert!(Suite::load(&path).unwrap_err().contains("informs `pipeline_setup_ns`, which is not a cost-model parameter"));
+    std::fs::write(&path, good + &probe("pipeline_setup_ns", "cta_prologue_ns").replace("\"fill\"", "\"tensor\"")).unwrap();
+    assert!(Suite::load(&path).unwrap_err().contains("two benches are named `tensor`"));
+}
+
 /// Needs a machine without a GPU: `scripts/test.sh` leaves it out where it finds one.
 #[test]
 fn needs_no_gpu_the_suite_run_says_what_to_do() {
