@@ -12,6 +12,7 @@ programs are left to `calibrate`, which times and fits them itself).
 
     python3 scripts/cost-accuracy-bench.py run  -o OUT.json [--resume FILE ...]
     python3 scripts/cost-accuracy-bench.py merge A.json B.json ... -o OUT.json
+    python3 scripts/cost-accuracy-bench.py plan DIR     # no GPU: every run's program and workload, as JSON
 
 `run` writes OUT.json (schema cake-cost-accuracy/1) after every run, so a killed call keeps what it
 measured; with --resume (and OUT.json itself, when it exists) it skips every run those files hold.
@@ -180,6 +181,45 @@ def write_json(path, doc):
     os.replace(tmp, path)
 
 
+def build_jobs(cake, target, prefixes, si, sn, repeats, work):
+    """(row, program, workload, repeats) of every run of shard si of sn; corpus programs and workloads written to work."""
+    jobs = []
+    for cid, fam, src, w, shapes in corpus_plan(cake, target, prefixes):
+        if shard_of(cid, sn) != si:
+            continue
+        stem = cid.replace("/", "__")
+        prog, wl = os.path.join(work, stem + ".cake"), os.path.join(work, stem + ".workload.toml")
+        with open(prog, "w") as f:
+            f.write(src)
+        with open(wl, "w") as f:
+            f.write("".join(f"{toml_key(k)} = {toml_value(v)}\n" for k, v in w.items()))
+        for kind, shape in shapes:
+            jobs.append(({"kind": "corpus", "id": cid, "family": fam, "shape_kind": kind, "shape": shape}, prog, wl, repeats))
+    if os.environ.get("PROBES", "1") != "0":
+        for bench, prog, wl, shapes, rep in probe_plan(target):
+            if shard_of(prog, sn) != si:
+                continue
+            for shape in shapes:
+                jobs.append(({"kind": "probe", "id": prog, "family": f"probe:{bench}", "shape_kind": "probe", "shape": shape},
+                             os.path.join(ROOT, prog), os.path.join(ROOT, wl), str(rep) if rep else repeats))
+    return jobs
+
+
+def cmd_plan(argv):
+    """Write every run's program and workload under DIR and print the runs as JSON (no GPU needed)."""
+    if len(argv) != 1:
+        sys.exit("usage: cost-accuracy-bench.py plan DIR")
+    exe = os.environ.get("CAKE_BIN")
+    if not exe or not os.path.exists(exe):
+        sys.exit(f"error: no `cake` binary at CAKE_BIN={exe!r}")
+    os.makedirs(argv[0], exist_ok=True)
+    prefixes = [p for p in os.environ.get("CASES", "").split(",") if p]
+    jobs = build_jobs(Cake(os.path.abspath(exe)), os.environ.get("TARGET", "sm_90a"), prefixes, 0, 1, None, os.path.abspath(argv[0]))
+    json.dump([dict(row, program=prog, workload=wl) for row, prog, wl, _ in jobs], sys.stdout, indent=1)
+    print()
+    return 0
+
+
 def cmd_run(argv):
     out, resume = None, []
     it = iter(argv)
@@ -213,25 +253,7 @@ def cmd_run(argv):
     doc = {"schema": SCHEMA, "target": target, "shard": f"{si + 1}/{sn}", "gpu": None, "created_unix": int(time.time()),
            "runs": sorted(done.values(), key=run_key), "not_run": []}
     work = tempfile.mkdtemp(prefix="cost-accuracy-")
-    jobs = []
-    for cid, fam, src, w, shapes in corpus_plan(cake, target, prefixes):
-        if shard_of(cid, sn) != si:
-            continue
-        stem = cid.replace("/", "__")
-        prog, wl = os.path.join(work, stem + ".cake"), os.path.join(work, stem + ".workload.toml")
-        with open(prog, "w") as f:
-            f.write(src)
-        with open(wl, "w") as f:
-            f.write("".join(f"{toml_key(k)} = {toml_value(v)}\n" for k, v in w.items()))
-        for kind, shape in shapes:
-            jobs.append(({"kind": "corpus", "id": cid, "family": fam, "shape_kind": kind, "shape": shape}, prog, wl, repeats))
-    if os.environ.get("PROBES", "1") != "0":
-        for bench, prog, wl, shapes, rep in probe_plan(target):
-            if shard_of(prog, sn) != si:
-                continue
-            for shape in shapes:
-                jobs.append(({"kind": "probe", "id": prog, "family": f"probe:{bench}", "shape_kind": "probe", "shape": shape},
-                             os.path.join(ROOT, prog), os.path.join(ROOT, wl), str(rep) if rep else repeats))
+    jobs = build_jobs(cake, target, prefixes, si, sn, repeats, work)
     todo = [j for j in jobs if run_key(j[0]) not in done]
     print(f"{len(jobs)} run(s) in shard {si + 1}/{sn}, {len(jobs) - len(todo)} already measured, {len(todo)} to go", flush=True)
     for n, (row, prog, wl, rep) in enumerate(todo):
@@ -278,6 +300,8 @@ if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd == "run":
         sys.exit(cmd_run(sys.argv[2:]))
+    if cmd == "plan":
+        sys.exit(cmd_plan(sys.argv[2:]))
     if cmd == "merge":
         sys.exit(cmd_merge(sys.argv[2:]))
-    sys.exit("usage: cost-accuracy-bench.py run -o OUT.json [--resume FILE ...] | merge A.json ... -o OUT.json")
+    sys.exit("usage: cost-accuracy-bench.py run -o OUT.json [--resume FILE ...] | merge A.json ... -o OUT.json | plan DIR")

@@ -167,3 +167,27 @@ fn device_script_without_a_gpu_says_skip_and_writes_nothing() {
     assert!(stdout.starts_with("SKIP: no NVIDIA GPU on this machine"), "{stdout}");
     assert!(!out_dir.path().join("cost-accuracy-h200.json").exists(), "no JSON without a GPU");
 }
+
+/// What the device script runs, prepared here: `cost-accuracy-bench.py plan` writes every run's
+/// program and workload (the manifest's `[workload]` rewritten as TOML by the script) and lists the
+/// runs; `cake bench` will accept each workload for its program at the run's shape.
+#[test]
+fn device_plan_has_both_shapes_of_every_case_and_workloads_cake_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rc, out, err) = python(&["scripts/cost-accuracy-bench.py", "plan", dir.path().to_str().unwrap()], &[("CAKE_BIN", env!("CARGO_BIN_EXE_cake"))]);
+    assert_eq!(rc, 0, "{err}");
+    let runs: Vec<serde_json::Value> = serde_json::from_str(&out).expect("the plan is JSON");
+    let count = |kind: &str| runs.iter().filter(|r| r["shape_kind"] == kind).count();
+    assert!(count("gpu-tier") >= 155 && count("gpu-tier") == count("headline"), "{} gpu-tier, {} headline runs", count("gpu-tier"), count("headline"));
+    assert!(count("probe") > 0, "the suite's [[unfitted]] probes are timed too");
+    for r in &runs {
+        let id = r["id"].as_str().unwrap();
+        assert!(!id.starts_with('/'), "ids are repo-relative: {id}");
+        let src = std::fs::read_to_string(r["program"].as_str().unwrap()).unwrap();
+        let v = cake::check::check_source(&src).validated.unwrap_or_else(|| panic!("{id}: does not verify"));
+        let w = WorkloadSpec::load(Path::new(r["workload"].as_str().unwrap())).unwrap_or_else(|e| panic!("{id}: {e}"));
+        w.validate(v.module()).unwrap_or_else(|e| panic!("{id}: {e}"));
+        let shape: workload::Shape = serde_json::from_value(r["shape"].clone()).unwrap();
+        workload::check_shape(v.module(), &shape).unwrap_or_else(|e| panic!("{id} @ {}: {e}", r["shape_kind"]));
+    }
+}

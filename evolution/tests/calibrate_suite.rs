@@ -148,6 +148,13 @@ fn suite_files_are_checked_when_loaded() {
     assert!(Suite::load(&path).is_err(), "unknown keys are errors");
 }
 
+/// The checkout's own suite loads as `calibrate` reads it, probes included.
+#[test]
+fn the_checkout_suite_loads() {
+    let suite = Suite::load(&Suite::default_path(&fixture::checkout(), "sm_90a")).unwrap();
+    assert!(!suite.benches.is_empty() && !suite.unfitted.is_empty());
+}
+
 /// `[[unfitted]]` probes load beside the benches; what they need must not be a parameter yet
 /// (then they would be a `[[bench]]`), what they inform must be one.
 #[test]
