@@ -153,7 +153,11 @@ def bench_one(cake, prog, workload, shape, repeats, timeout_s, evdir):
     if repeats:
         args += ["--repeats", str(repeats)]
     t0 = time.time()
-    p = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+    try:
+        # `cake bench --timeout` bounds the run in its child; this bounds the build and the host work around it.
+        p = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=timeout_s + 60)
+    except subprocess.TimeoutExpired:
+        return {"wall_s": round(time.time() - t0, 2), "verdict": "timeout", "detail": f"cake bench did not finish in {timeout_s + 60:.0f} s"}, None, None
     wall = round(time.time() - t0, 2)
     rec = read_record(evdir)
     row = {"wall_s": wall}
