@@ -54,3 +54,34 @@ fn tempfile_dir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// scripts/corpus-cost-accuracy.py --svg draws its scatter through this binary: both shapes of the
+/// fixture (compiler/tests/fixtures/cost-accuracy/), one series per family, every passing run a point.
+#[test]
+fn the_cost_accuracy_report_draws_its_scatter_with_cake_plot() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let svg = std::env::temp_dir().join(format!("cake-cost-accuracy-{}.svg", std::process::id()));
+    let fixture = root.join("compiler/tests/fixtures/cost-accuracy");
+    let o = Command::new("python3")
+        .arg(root.join("scripts/corpus-cost-accuracy.py"))
+        .arg(fixture.join("measured.json"))
+        .arg("--predictions")
+        .arg(fixture.join("predictions.json"))
+        .arg("--svg")
+        .arg(&svg)
+        .env("CAKE_PLOT_BIN", env!("CARGO_BIN_EXE_cake-plot"))
+        .env("CAKE_BIN", "/nonexistent/cake")
+        .current_dir(&root)
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    let tsv = std::fs::read_to_string(format!("{}.tsv", svg.display())).unwrap();
+    let _ = (std::fs::remove_file(&svg), std::fs::remove_file(format!("{}.tsv", svg.display())));
+    assert!(drawn.starts_with("<svg") && drawn.contains("n=16"), "{}", &drawn[..drawn.len().min(400)]);
+    for family in ["alpha", "beta", "gamma"] {
+        assert!(drawn.contains(family), "series `{family}` in the legend");
+    }
+    // 8 + 6 + 2 passing runs (gamma's headline failed its oracle), both shapes.
+    assert_eq!(tsv.lines().filter(|l| !l.starts_with('#')).count(), 16, "{tsv}");
+}
