@@ -17,10 +17,9 @@ FILE`, from a JSON list of {"id", "shape_kind", "predicted_us"} (to score record
 `cake` is $CAKE_BIN, else target/release/cake, else target/debug/cake. With --svg FILE it draws
 predicted against measured time (log axes, the y = x line, one series per family, both shapes)
 with `cake-plot scatter` ($CAKE_PLOT_BIN, else the one beside `cake`), keeping its data in FILE.tsv.
-Needs Python 3.11 (tomllib). Reads only; nothing is fitted.
+Reads only; nothing is fitted.
 """
 import json, os, statistics, subprocess, sys, tempfile
-import tomllib
 
 TOP_K, TOP_K_MIN_CASES = 5, 8
 SHAPE_KINDS = ("gpu-tier", "headline")
@@ -107,26 +106,27 @@ def load_runs(paths):
 
 class Predictor:
     def __init__(self, cake, calibration):
-        self.cake, self.calibration, self.sources, self.manifests = cake, calibration, {}, {}
+        self.cake, self.calibration, self.cases, self.sources = cake, calibration, {}, {}
         self.tmp = tempfile.mkdtemp(prefix="cost-accuracy-")
 
-    def show(self, cid, *flags):
-        p = subprocess.run([self.cake, "corpus", "show", *flags, cid], capture_output=True, text=True)
-        if p.returncode != 0:
-            raise LookupError(f"`cake corpus show {' '.join(flags)} {cid}` failed: {p.stderr.strip()[:200]}")
-        return p.stdout
+    def case(self, cid):
+        """The case's manifest and program (`cake corpus show --message-format json`)."""
+        if cid not in self.cases:
+            p = subprocess.run([self.cake, "corpus", "show", cid, "--message-format", "json"], capture_output=True, text=True)
+            if p.returncode != 0:
+                raise LookupError(f"`cake corpus show {cid}` failed: {(p.stderr or p.stdout).strip()[:200]}")
+            self.cases[cid] = json.loads(p.stdout)
+        return self.cases[cid]
 
     def gpu_tier_shape(self, cid):
-        if cid not in self.manifests:
-            self.manifests[cid] = tomllib.loads(self.show(cid, "--manifest"))
-        return self.manifests[cid]["workload"]["shapes"][-1]
+        return self.case(cid)["manifest"]["workload"]["shapes"][-1]
 
     def predict(self, cid, shape):
         """(predicted µs, bottleneck) or raises LookupError with the reason."""
         if cid not in self.sources:
             path = os.path.join(self.tmp, cid.replace("/", "__") + ".cake")
             with open(path, "w") as f:
-                f.write(self.show(cid))
+                f.write(self.case(cid)["source"])
             self.sources[cid] = path
         cmd = [self.cake, "cost", self.sources[cid], "--shape", shape_text(shape), "--message-format", "json"]
         if self.calibration:

@@ -22,7 +22,7 @@ as `cake corpus gate --shard`), DEADLINE_UNIX (stop starting runs after it), PER
 ids starting with one of these comma-separated prefixes), PROBES (0: leave the microbenchmark probes
 out). Ids and paths in the JSON are relative to the checkout. Exit: 0 done (some runs may have
 failed their oracle: the JSON says which), 1 an error, 3 no GPU (nothing measured, nothing written).
-Python 3.8+; TOML through tomllib, tomli or pip's vendored tomli.
+Python 3.8+; the suite's TOML through tomllib, tomli or pip's vendored tomli (the device has 3.12).
 """
 import hashlib, json, os, shutil, subprocess, sys, tempfile, time
 
@@ -105,20 +105,17 @@ class Cake:
 def corpus_plan(cake, target, prefixes):
     """(id, family, program text, workload table, [(shape_kind, shape)]) of every gpu-tier case of target."""
     plan = []
-    for line in cake.out("corpus", "list", "--cases").splitlines():
-        f = line.split()
-        if len(f) != 4:
-            continue
-        cid, tgt, verdict, tiers = f
-        if tgt != target or verdict != "accept" or "gpu" not in tiers.split(","):
+    for c in json.loads(cake.out("corpus", "list", "--cases", "--message-format", "json"))["cases"]:
+        cid = c["id"]
+        if c["target"] != target or c["verdict"] != "accept" or "gpu" not in c["tiers"]:
             continue
         if prefixes and not any(cid.startswith(p) for p in prefixes):
             continue
-        m = toml_loads(cake.out("corpus", "show", "--manifest", cid))
-        w = m.get("workload")
+        shown = json.loads(cake.out("corpus", "show", cid, "--message-format", "json"))
+        w = shown["manifest"].get("workload")
         if not w or not w.get("shapes") or not w.get("headline"):
             raise RuntimeError(f"{cid}: the case's [workload] needs `shapes` and `headline`")
-        plan.append((cid, cid.split("/")[0], cake.out("corpus", "show", cid), w, [("gpu-tier", w["shapes"][-1]), ("headline", w["headline"])]))
+        plan.append((cid, c["family"], shown["source"], w, [("gpu-tier", w["shapes"][-1]), ("headline", w["headline"])]))
     return plan
 
 

@@ -5,7 +5,7 @@
 //! - `scripts/corpus-cost-accuracy.py` prints hand-computed numbers for a fixture of three families
 //!   (`fixtures/cost-accuracy/`: measured times and predictions chosen so the statistics are easy to
 //!   work out), and predicts real corpus cases at both shapes with `cake cost`.
-//! The scripts need bash and Python 3.11 (the report reads TOML with tomllib).
+//! The scripts need bash and python3.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
