@@ -10,8 +10,9 @@ measured cases, how many are among the model's 5 fastest).
 
 RESULTS.json is either what scripts/device-cost-accuracy.sh measured (schema cake-cost-accuracy/1,
 both shapes; shards given as several files are joined) or a corpus gpu-tier results file
-(cake-corpus-results, e.g. corpus/results/gpu-h200.json: the gpu-tier shape only). Only runs whose
-oracle passed count. Predictions come from `cake cost` at each run's own shape (with
+(cake-corpus-results, e.g. corpus/results/gpu-h200.json: the gpu-tier shape only). Without a file:
+corpus/results/gpu-h200.json, the 8 families of benchmarks/RESULTS.md's 2026-11-30 comparison
+unless FAMILY arguments say otherwise. Only runs whose oracle passed count. Predictions come from `cake cost` at each run's own shape (with
 `--calibration FILE`: that parameter file instead of the built-in one), or, with `--predictions
 FILE`, from a JSON list of {"id", "shape_kind", "predicted_us"} (to score recorded predictions).
 `cake` is $CAKE_BIN, else target/release/cake, else target/debug/cake. With --svg FILE it draws
@@ -23,6 +24,7 @@ import json, os, statistics, subprocess, sys, tempfile
 
 TOP_K, TOP_K_MIN_CASES = 5, 8
 SHAPE_KINDS = ("gpu-tier", "headline")
+DEFAULT_FAMILIES = {"tma-copy", "tma-transpose", "smem-view", "softmax", "row-reduce", "rmsnorm", "layernorm", "elementwise"}
 
 
 def fail(msg):
@@ -178,7 +180,9 @@ def main():
     paths = [a for a in args if a.endswith(".json")]
     wanted = set(a for a in args if not a.endswith(".json"))
     if not paths:
+        # The comparison of benchmarks/RESULTS.md (2026-11-30): the families that got the gpu tier that day.
         paths = ["corpus/results/gpu-h200.json"]
+        wanted = wanted or DEFAULT_FAMILIES
     runs, excluded = load_runs(paths)
     runs = [r for r in runs if not wanted or r["family"] in wanted]
     given = {}

@@ -15,7 +15,9 @@
 # family, shape kind, shape, oracle verdict, median/min/p90 µs). The file is rewritten after every run.
 #
 # Resumable: RESUME=FILE[:FILE...] (a previous call's JSON, carried back into the checkout) skips
-# every run those files hold, and the output keeps them. With several GPUs and no SHARD, one worker
+# every run those files hold, and the output keeps them: copy the last call's file to
+# target/cost-accuracy-prev.json here, then run(command="RESUME=target/cost-accuracy-prev.json bash
+# scripts/device-cost-accuracy.sh", carry=["target/release/cake-device", "target/cost-accuracy-prev.json"]). With several GPUs and no SHARD, one worker
 # per GPU runs shard g/n on GPU g and the shards are merged into $OUT/cost-accuracy-h200.json.
 # Without a GPU it prints a SKIP line and exits 3, writing nothing.
 #
