@@ -185,6 +185,7 @@ def write_json(path, doc):
 def build_jobs(cake, target, prefixes, si, sn, repeats, work):
     """(row, program, workload, repeats) of every run of shard si of sn; corpus programs and workloads written to work."""
     jobs = []
+    per_family = {}
     for cid, fam, src, w, shapes in corpus_plan(cake, target, prefixes):
         if shard_of(cid, sn) != si:
             continue
@@ -194,8 +195,10 @@ def build_jobs(cake, target, prefixes, si, sn, repeats, work):
             f.write(src)
         with open(wl, "w") as f:
             f.write("".join(f"{toml_key(k)} = {toml_value(v)}\n" for k, v in w.items()))
-        for kind, shape in shapes:
-            jobs.append(({"kind": "corpus", "id": cid, "family": fam, "shape_kind": kind, "shape": shape}, prog, wl, repeats))
+        per_family.setdefault(fam, []).append([({"kind": "corpus", "id": cid, "family": fam, "shape_kind": kind, "shape": shape}, prog, wl, repeats) for kind, shape in shapes])
+    # The probes first (few, short), then the cases round-robin over the families, both shapes
+    # of a case together: a call cut short by TIME_CAP_S still covers every family (resume takes
+    # the rest).
     if os.environ.get("PROBES", "1") != "0":
         for bench, prog, wl, shapes, rep in probe_plan(target):
             if shard_of(prog, sn) != si:
@@ -203,6 +206,10 @@ def build_jobs(cake, target, prefixes, si, sn, repeats, work):
             for shape in shapes:
                 jobs.append(({"kind": "probe", "id": prog, "family": f"probe:{bench}", "shape_kind": "probe", "shape": shape},
                              os.path.join(ROOT, prog), os.path.join(ROOT, wl), str(rep) if rep else repeats))
+    for k in range(max((len(v) for v in per_family.values()), default=0)):
+        for fam in sorted(per_family):
+            if k < len(per_family[fam]):
+                jobs.extend(per_family[fam][k])
     return jobs
 
 

@@ -180,6 +180,15 @@ fn device_plan_has_both_shapes_of_every_case_and_workloads_cake_accepts() {
     let count = |kind: &str| runs.iter().filter(|r| r["shape_kind"] == kind).count();
     assert!(count("gpu-tier") >= 155 && count("gpu-tier") == count("headline"), "{} gpu-tier, {} headline runs", count("gpu-tier"), count("headline"));
     assert!(count("probe") > 0, "the suite's [[unfitted]] probes are timed too");
+    // Probes first, then the cases round-robin over the families: a call cut short still has
+    // every family, both shapes of each case it reached.
+    let kinds: Vec<&str> = runs.iter().map(|r| r["shape_kind"].as_str().unwrap()).collect();
+    assert!(kinds.iter().take(count("probe")).all(|k| *k == "probe"), "{kinds:?}");
+    let corpus: Vec<&serde_json::Value> = runs.iter().filter(|r| r["shape_kind"] != "probe").collect();
+    let families: std::collections::BTreeSet<&str> = corpus.iter().map(|r| r["family"].as_str().unwrap()).collect();
+    let first: std::collections::BTreeSet<&str> = corpus.iter().take(2 * families.len()).map(|r| r["family"].as_str().unwrap()).collect();
+    assert_eq!(first, families, "the first case of every family comes before any family's second");
+    assert!(corpus.chunks(2).all(|p| p.len() == 2 && p[0]["id"] == p[1]["id"] && p[0]["shape_kind"] == "gpu-tier" && p[1]["shape_kind"] == "headline"));
     for r in &runs {
         let id = r["id"].as_str().unwrap();
         assert!(!id.starts_with('/'), "ids are repo-relative: {id}");
