@@ -3,9 +3,15 @@
 
     python3 benchmarks/torch_peer.py softmax --rows 65536 --cols 4096 --dtype bf16
     python3 benchmarks/torch_peer.py rmsnorm|layernorm|rowsum ...
+    python3 benchmarks/torch_peer.py rope --rows 8192 --cols 4096 --head-dim 128 --dtype bf16
+    python3 benchmarks/torch_peer.py fp8quant --rows 8192 --cols 4096 --dtype bf16
 
 Prints one JSON line: op, shape, dtype, median/min milliseconds over --repeats samples, each timed
 with CUDA events after an L2 flush (a 256 MB write), the same method `cake bench` uses.
+`rope` (rotate-half, cos/sin tables [rows, head_dim / 2] in f32, Hugging Face's
+apply_rotary_pos_emb in eager torch) and `fp8quant` (per-row absmax scale / 448, e4m3 output, as
+vLLM's per-token dynamic quantization computes it in torch) check their output against a
+reference before timing; a wrong output exits 1.
 Exit 3 without a CUDA device or torch (nothing to measure here).
 """
 import argparse
@@ -20,13 +26,15 @@ from peer_timing import time_ms  # noqa: E402
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum"])
+    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant"])
     p.add_argument("--rows", type=int, required=True)
     p.add_argument("--cols", type=int, required=True)
     p.add_argument("--dtype", choices=["bf16", "f16", "f32"], default="bf16")
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--eps", type=float, default=1e-5)
+    p.add_argument("--head-dim", type=int, default=128, help="rope: the head_dim D (--cols is H·D)")
+    p.add_argument("--min-scale", type=float, default=1.0 / (448.0 * 512.0), help="fp8quant: the scale's floor")
     a = p.parse_args()
     try:
         import torch
@@ -53,11 +61,55 @@ def main() -> int:
     elif a.op == "layernorm":
         wd, bd = w.to(dt), b.to(dt)
         run = lambda: F.layer_norm(x, (a.cols,), wd, bd, a.eps)
+    elif a.op == "rope":
+        half = a.head_dim // 2
+        if a.head_dim % 2 or a.cols % a.head_dim:
+            print(f"torch_peer: --head-dim {a.head_dim} must be even and divide --cols {a.cols}", file=sys.stderr)
+            return 2
+        cos = torch.rand(a.rows, half, device=dev, generator=g) * 2 - 1
+        sin = torch.rand(a.rows, half, device=dev, generator=g) * 2 - 1
+        # HF layout: tables repeated over both halves, broadcast over the heads.
+        cos_f = torch.cat([cos, cos], dim=-1).to(dt)[:, None, :]
+        sin_f = torch.cat([sin, sin], dim=-1).to(dt)[:, None, :]
+        xh = x.view(a.rows, a.cols // a.head_dim, a.head_dim)
+
+        def rotate_half(t):
+            return torch.cat([-t[..., half:], t[..., :half]], dim=-1)
+
+        run = lambda: (xh * cos_f + rotate_half(xh) * sin_f).view(a.rows, a.cols)
+        xf = xh.float()
+        x1, x2 = xf[..., :half], xf[..., half:]
+        c, s = cos.to(dt).float()[:, None, :], sin.to(dt).float()[:, None, :]
+        want = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).view(a.rows, a.cols)
+        # Eager torch rounds each product to the dtype: allow a few of its ulps.
+        tol = {torch.bfloat16: 3e-2, torch.float16: 4e-3, torch.float32: 1e-5}[dt]
+        err = (run().float() - want).abs().max().item()
+        if not err <= tol * max(want.abs().max().item(), 1.0):
+            print(f"torch_peer: rope output off by {err}", file=sys.stderr)
+            return 1
+    elif a.op == "fp8quant":
+        qmax = 448.0
+
+        def run():
+            s = (x.abs().amax(dim=-1, keepdim=True).float() / qmax).clamp(min=a.min_scale)
+            return (x.float() / s).clamp(-qmax, qmax).to(torch.float8_e4m3fn), s
+
+        q, s = run()
+        xd = x.double()
+        want_s = (xd.abs().amax(dim=-1, keepdim=True) / qmax).clamp(min=a.min_scale)
+        ref = (xd / s.double()).clamp(-qmax, qmax)
+        # Round to nearest e4m3 moves a value by at most 2^-4 of it (2^-10 in the subnormals).
+        bad_q = ((q.double() - ref).abs() > ref.abs() * 2.0**-4 * (1 + 1e-6) + 2.0**-10).sum().item()
+        bad_s = ((s.double() - want_s).abs() > want_s * 2e-5).sum().item()
+        if bad_q or bad_s:
+            print(f"torch_peer: fp8quant: {bad_q} elements and {bad_s} scales off", file=sys.stderr)
+            return 1
     else:
         run = lambda: x.sum(dim=-1, dtype=torch.float32)
     times = time_ms(torch, run, a.repeats, a.warmup)
     print(json.dumps({
         "op": a.op, "rows": a.rows, "cols": a.cols, "dtype": a.dtype,
+        **({"head_dim": a.head_dim} if a.op == "rope" else {}),
         "median_ms": statistics.median(times), "min_ms": min(times), "repeats": a.repeats,
         "torch": torch.__version__, "device": torch.cuda.get_device_name(0),
     }))

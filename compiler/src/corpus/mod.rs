@@ -156,7 +156,8 @@ impl CompileBounds {
 /// `[workload]`: how the GPU tier runs the case — the GPU runtime's workload spec
 /// (`cake::runtime::workload::WorkloadSpec`, documented in `compiler/src/runtime/README.md`):
 /// `oracle` (`matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `copy`,
-/// `transpose`, `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`, `none`), `headline` and `shapes` (values of the
+/// `transpose`, `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`, `rotary`, `fp8_quant_row`, `none`), `headline`
+/// and `shapes` (values of the
 /// program's `dim`s), per-input distributions (`inputs`), derived inputs (`derive`), `scalars`,
 /// `tolerance` (`rtol`, `atol`, `samples`), `reduce` (`row_reduce`), `expr` (`elementwise`) and
 /// `seed`. Kept as a table here and parsed by the runtime, so the corpus and `cake run` share one

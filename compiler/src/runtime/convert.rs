@@ -97,8 +97,7 @@ impl MiniFloat {
         let emin = 1 - bias; // exponent of the smallest normal
         let m = self.man_bits as i32;
         // Exponent of `a` (floor(log2 a)), exact from the f64 bits (a is finite and non-zero).
-        let e = exponent_of(a).max(emin);
-        let quantum = pow2(e - m);
+        let quantum = self.quantum(a);
         let r = (a / quantum).round_ties_even() * quantum;
         // Encode r (it may have rounded up into the next binade).
         let er = exponent_of(r);
@@ -113,6 +112,14 @@ impl MiniFloat {
             return overflow();
         }
         sign | (exp_field << self.man_bits) | man
+    }
+
+    /// The spacing of the representable values in the binade of `x` (finite; zero included): the
+    /// subnormal spacing below the smallest normal. Rounding to nearest moves `x` by at most half
+    /// of it.
+    pub fn quantum(self, x: f64) -> f64 {
+        let emin = 1 - self.bias();
+        pow2(exponent_of(x.abs()).max(emin) - self.man_bits as i32)
     }
 
     /// The value of a bit pattern.

@@ -758,6 +758,8 @@ fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -
         }
         OracleName::KnnTileMin => res.checks.extend(check_knn(job, &tensors, &downloaded, tol, &mut rng)?),
         OracleName::KmeansUpdate => res.checks.push(check_kmeans_update(job, &tensors, &downloaded, tol, &mut rng)?),
+        OracleName::Rotary => res.checks.push(check_rotary(job, &tensors, &downloaded, tol)?),
+        OracleName::Fp8QuantRow => res.checks.extend(check_fp8_quant_row(job, &tensors, &downloaded, tol)?),
         OracleName::Copy | OracleName::Transpose => {
             let name = wl.oracle.name();
             let (a, b) = (find(&wl.role("input")), find(&wl.role("output")));
@@ -1029,6 +1031,60 @@ fn check_row_kernel(
         }
         other => return Err(bad(format!("`{}` is not a row kernel's oracle", other.name()))),
     })
+}
+
+/// `rotary`'s check: the role tensors' shapes are checked again against the launch (X and Y
+/// [T, H·D], COS and SIN [T, D/2] with D dividing H·D), then every element of Y is compared
+/// with the fp64 rotation of X by the tables as uploaded.
+fn check_rotary(
+    job: &Job,
+    tensors: &[Tensor],
+    downloaded: &BTreeMap<String, Vec<u8>>,
+    tol: oracle::Tolerance,
+) -> Result<CheckReport, RunError> {
+    let wl = &job.workload;
+    let bad = |m: String| RunError::new("workload", format!("rotary: {m}"));
+    let get = |role: &str| role_tensor(wl, tensors, role);
+    let (x, cos, sin, y) = (get("x")?, get("cos")?, get("sin")?, get("y")?);
+    let fits = x.shape.len() == 2 && cos.shape.len() == 2 && {
+        let (t, c, half) = (x.shape[0], x.shape[1], cos.shape[1]);
+        cos.shape[0] == t && half > 0 && c % (2 * half) == 0 && sin.shape == cos.shape && y.shape == x.shape
+    };
+    if !fits {
+        return Err(bad(format!("shapes X{:?} COS{:?} SIN{:?} Y{:?} do not fit", x.shape, cos.shape, sin.shape, y.shape)));
+    }
+    fn host(t: &Tensor) -> Result<&[f32], RunError> {
+        t.host.as_deref().ok_or_else(|| RunError::new("workload", format!("rotary: `{}` is not a filled input", t.name)))
+    }
+    let bytes = downloaded.get(&y.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", y.name)))?;
+    let got = convert::decode_all_f32(y.dtype, bytes);
+    Ok(oracle::rotary(host(x)?, host(cos)?, host(sin)?, &got, x.shape[0], x.shape[1], cos.shape[1], tol))
+}
+
+/// `fp8_quant_row`'s checks: the role tensors' shapes are checked again against the launch (X
+/// and Q [R, C], S [R]; Q fp8), then every scale and every quantized element is compared with
+/// fp64 from X as uploaded and `min_scale` as the kernel receives it.
+fn check_fp8_quant_row(
+    job: &Job,
+    tensors: &[Tensor],
+    downloaded: &BTreeMap<String, Vec<u8>>,
+    tol: oracle::Tolerance,
+) -> Result<[CheckReport; 2], RunError> {
+    let wl = &job.workload;
+    let bad = |m: String| RunError::new("workload", format!("fp8_quant_row: {m}"));
+    let get = |role: &str| role_tensor(wl, tensors, role);
+    let (x, q, s) = (get("x")?, get("q")?, get("s")?);
+    if x.shape.len() != 2 || q.shape != x.shape || s.shape[..] != x.shape[..1] {
+        return Err(bad(format!("shapes X{:?} Q{:?} S{:?} do not fit", x.shape, q.shape, s.shape)));
+    }
+    let format = oracle::fp8_format(q.dtype).ok_or_else(|| bad(format!("`{}` is {}, not an fp8 dtype", q.name, q.dtype)))?;
+    let xh = x.host.as_deref().ok_or_else(|| bad(format!("`{}` is not a filled input", x.name)))?;
+    let out = |t: &Tensor| {
+        downloaded.get(&t.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", t.name)))
+    };
+    let (got_q, got_s) = (convert::decode_all_f32(q.dtype, out(q)?), convert::decode_all_f32(s.dtype, out(s)?));
+    let min_scale = scalar_as_received(job, "min_scale")?;
+    Ok(oracle::fp8_quant_row(xh, &got_q, &got_s, x.shape[0], x.shape[1], format, min_scale, tol))
 }
 
 /// The kernel tensor an oracle role names (a coded error when the kernel has none: the spec was

@@ -25,14 +25,16 @@ pub struct WorkloadSpec {
     #[serde(default)]
     pub kernel: Option<String>,
     /// `matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `kmeans_update`, `knn_tile_min`, `copy`, `transpose`,
-    /// `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise` or `none` (run and time only).
+    /// `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`, `rotary`, `fp8_quant_row` or `none` (run and
+    /// time only).
     pub oracle: OracleName,
     /// Oracle role → tensor name (defaults: matmul_abt and grouped_matmul_abt a=A b=B c=C;
     /// attention q=Q k=K vt=VT o=O and the scalar scale=scale; kmeans_assign x=X c=C idx=Idx;
     /// kmeans_update xt=XT oh=OH icnt=ICNT ct=CT;
     /// copy and transpose input=A output=B; softmax x=X y=Y; row_reduce x=X out=Out; rmsnorm
     /// x=X w=W y=Y, and the scalar eps=eps; layernorm x=X w=W b=Bias y=Y eps=eps; elementwise
-    /// x=X y=Y w=W z=Z).
+    /// x=X y=Y w=W z=Z; rotary x=X cos=COS sin=SIN y=Y; fp8_quant_row x=X q=Q s=S and the scalar
+    /// min_scale=min_scale).
     #[serde(default)]
     pub args: BTreeMap<String, String>,
     /// `row_reduce` only: which reduction of each row the kernel computes.
@@ -101,6 +103,11 @@ pub enum OracleName {
     KnnTileMin,
     /// KMeans centroid update as a one-hot GEMM: CT[b] = XT[b]·OH[b]ᵀ·diag(ICNT[b]).
     KmeansUpdate,
+    /// Rotary position embedding, rotate-half: each head's pairs (j, j + D/2) of X rotated by the
+    /// token's COS/SIN [T, D/2] entries.
+    Rotary,
+    /// Per-row fp8 quantization: S[r] = max(absmax(X[r, :]) / QMAX, min_scale), Q = fp8(X / S).
+    Fp8QuantRow,
     None,
 }
 
@@ -146,6 +153,8 @@ impl OracleName {
             OracleName::Attention => "attention",
             OracleName::KnnTileMin => "knn_tile_min",
             OracleName::KmeansUpdate => "kmeans_update",
+            OracleName::Rotary => "rotary",
+            OracleName::Fp8QuantRow => "fp8_quant_row",
             OracleName::None => "none",
         }
     }
@@ -164,6 +173,8 @@ impl OracleName {
             OracleName::Attention => &[("q", "Q"), ("k", "K"), ("vt", "VT"), ("o", "O")],
             OracleName::KnnTileMin => &[("q", "Q"), ("qn", "QN"), ("c", "C"), ("cn", "CN"), ("dist", "Dist"), ("idx", "Idx")],
             OracleName::KmeansUpdate => &[("xt", "XT"), ("oh", "OH"), ("icnt", "ICNT"), ("ct", "CT")],
+            OracleName::Rotary => &[("x", "X"), ("cos", "COS"), ("sin", "SIN"), ("y", "Y")],
+            OracleName::Fp8QuantRow => &[("x", "X"), ("q", "Q"), ("s", "S")],
             OracleName::None => &[],
         }
     }
@@ -174,6 +185,7 @@ impl OracleName {
         match self {
             OracleName::Rmsnorm | OracleName::Layernorm => &[("eps", "eps")],
             OracleName::Attention => &[("scale", "scale")],
+            OracleName::Fp8QuantRow => &[("min_scale", "min_scale")],
             _ => &[],
         }
     }
@@ -184,13 +196,15 @@ impl OracleName {
             OracleName::MatmulAbt | OracleName::GroupedMatmulAbt => Some("c"),
             OracleName::KmeansAssign => Some("idx"),
             OracleName::Copy | OracleName::Transpose => Some("output"),
-            OracleName::Softmax | OracleName::Rmsnorm | OracleName::Layernorm => Some("y"),
+            OracleName::Softmax | OracleName::Rmsnorm | OracleName::Layernorm | OracleName::Rotary => Some("y"),
             OracleName::RowReduce => Some("out"),
             OracleName::Elementwise => Some("z"),
             OracleName::Attention => Some("o"),
             // Idx is checked too (by the same oracle, an i32 output: no `written` scan applies).
             OracleName::KnnTileMin => Some("dist"),
             OracleName::KmeansUpdate => Some("ct"),
+            // S is checked too (by the same oracle: `fp8_quant_row.scale`).
+            OracleName::Fp8QuantRow => Some("q"),
             OracleName::None => None,
         }
     }
@@ -208,9 +222,9 @@ impl OracleName {
         self.is_exact() || self.is_row_kernel()
     }
 
-    /// The row kernels' oracles (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, and
-    /// `elementwise` over rows [R, C]): fp64 references of every element, tolerances by output
-    /// dtype.
+    /// The row kernels' oracles (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `rotary`,
+    /// `fp8_quant_row`, and `elementwise` over rows [R, C]): fp64 references of every element,
+    /// tolerances by output dtype (`fp8_quant_row`: half an fp8 step per element).
     pub fn is_row_kernel(self) -> bool {
         matches!(
             self,
@@ -219,6 +233,8 @@ impl OracleName {
                 | OracleName::Rmsnorm
                 | OracleName::Layernorm
                 | OracleName::Elementwise
+                | OracleName::Rotary
+                | OracleName::Fp8QuantRow
         )
     }
 
@@ -232,7 +248,12 @@ impl OracleName {
     pub fn distinct_roles(self) -> bool {
         matches!(
             self,
-            OracleName::GroupedMatmulAbt | OracleName::Attention | OracleName::KnnTileMin | OracleName::KmeansUpdate
+            OracleName::GroupedMatmulAbt
+                | OracleName::Attention
+                | OracleName::KnnTileMin
+                | OracleName::KmeansUpdate
+                | OracleName::Rotary
+                | OracleName::Fp8QuantRow
         )
     }
 
@@ -247,6 +268,7 @@ impl OracleName {
             OracleName::KnnTileMin => Tolerance::KNN,
             OracleName::KmeansUpdate => Tolerance::KMEANS_UPDATE,
             OracleName::Copy | OracleName::Transpose => Tolerance::EXACT,
+            OracleName::Fp8QuantRow => Tolerance::FP8_QUANT,
             o if o.is_row_kernel() => Tolerance::for_row_output(output.unwrap_or(DType::BF16)),
             OracleName::GroupedMatmulAbt => Tolerance::for_gemm_output(output.unwrap_or(DType::BF16)),
             OracleName::Attention => Tolerance::for_attention_output(output.unwrap_or(DType::BF16)),
@@ -513,6 +535,17 @@ impl WorkloadSpec {
                 ("y", (2, 2), ROW_FLOATS, false),
                 ("w", (1, 1), &[DType::F32], false),
                 ("z", (2, 2), ROW_FLOATS, true),
+            ],
+            OracleName::Rotary => &[
+                ("x", (2, 2), ROW_FLOATS, false),
+                ("cos", (2, 2), ROW_FLOATS, false),
+                ("sin", (2, 2), ROW_FLOATS, false),
+                ("y", (2, 2), ROW_FLOATS, true),
+            ],
+            OracleName::Fp8QuantRow => &[
+                ("x", (2, 2), ROW_FLOATS, false),
+                ("q", (2, 2), &[DType::F8E4M3, DType::F8E5M2], true),
+                ("s", (1, 1), &[DType::F32], true),
             ],
             OracleName::None => &[],
         };
@@ -868,6 +901,8 @@ impl WorkloadSpec {
             OracleName::Rmsnorm => ("x", &["w", "y"]),
             OracleName::Layernorm => ("x", &["w", "b", "y"]),
             OracleName::Elementwise => ("x", &["y", "w", "z"]),
+            OracleName::Rotary => ("x", &["y"]),
+            OracleName::Fp8QuantRow => ("x", &["q", "s"]),
             _ => return Ok(()),
         };
         let dims: Vec<i64> = m.dims.iter().map(|(_, d)| shape.get(&d.name).copied().unwrap_or(0)).collect();
@@ -891,7 +926,9 @@ impl WorkloadSpec {
             let want: Vec<i64> = match (self.oracle, role) {
                 (OracleName::Transpose, _) => a.iter().rev().copied().collect(),
                 (_, "w" | "b") => a.get(1..).map(<[i64]>::to_vec).unwrap_or_default(),
-                (OracleName::RowReduce, _) => a.get(..1).map(<[i64]>::to_vec).unwrap_or_default(),
+                (OracleName::RowReduce, _) | (OracleName::Fp8QuantRow, "s") => {
+                    a.get(..1).map(<[i64]>::to_vec).unwrap_or_default()
+                }
                 _ => a.clone(),
             };
             if b != want {
@@ -902,6 +939,34 @@ impl WorkloadSpec {
                     to: label(role, &name),
                     want: format!("{want:?}"),
                     got: b,
+                });
+            }
+        }
+        if self.oracle == OracleName::Rotary {
+            // COS and SIN are [T, D/2]: one angle per token and pair, D the head_dim, which must
+            // split X's row of H·D values into whole heads.
+            let (cos, sin) = (self.role("cos"), self.role("sin"));
+            let tc = concrete(&cos)?;
+            let fits = tc.len() == 2 && tc[0] == a[0] && tc[1] > 0 && a.get(1).is_some_and(|&c| c % (2 * tc[1]) == 0);
+            if !fits {
+                return Err(ShapeError::Relation {
+                    oracle: self.oracle.name(),
+                    from: label("x", &input),
+                    from_shape: a.clone(),
+                    to: label("cos", &cos),
+                    want: format!("[{}, D/2] with the head_dim D dividing {}", a[0], a.get(1).copied().unwrap_or(0)),
+                    got: tc,
+                });
+            }
+            let ts = concrete(&sin)?;
+            if ts != tc {
+                return Err(ShapeError::Relation {
+                    oracle: self.oracle.name(),
+                    from: label("cos", &cos),
+                    from_shape: tc.clone(),
+                    to: label("sin", &sin),
+                    want: format!("{tc:?}"),
+                    got: ts,
                 });
             }
         }

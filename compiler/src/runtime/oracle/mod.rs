@@ -38,6 +38,13 @@
 //!     fast division err by a few f32 ulps, ~1e-6 of the value, far inside every `rtol`), then
 //!     rounds once to the output dtype; where terms cancel to near zero (`a + b` with a ≈ −b) the
 //!     f32 error is ~2^-23 of the terms, which `atol` × RMS covers.
+//!   - `rotary`: rotary position embedding, rotate-half: Y[r, h·D + j] = x1·cos − x2·sin and
+//!     Y[r, h·D + D/2 + j] = x2·cos + x1·sin for the pair x1 = X[r, h·D + j], x2 = X[r, h·D + D/2 + j]
+//!     and the token's table entries COS[r, j], SIN[r, j] ([`rotary`]).
+//! - `fp8_quant_row`: per-row dynamic fp8 quantization, S[r] = max(max |X[r, :]| / QMAX, min_scale)
+//!   and Q = X / S rounded to e4m3 or e5m2: every scale under [`Tolerance::ROW_F32`], every element
+//!   within half an fp8 step of X / S (the scale as stored) ([`fp8_quant_row`];
+//!   [`Tolerance::FP8_QUANT`]).
 //! - [`compare_full`]: element-wise comparison of a whole output against another implementation
 //!   (cuBLAS for GEMM; the input itself for `copy` and `transpose`), same rule as `matmul_abt`, or
 //!   exact equality under [`Tolerance::EXACT`].
@@ -47,7 +54,7 @@
 //!
 //! One file per oracle family, each re-exported here: `matmul.rs` (the GEMMs), `kmeans.rs`,
 //! `knn.rs`, `attention.rs`, `copy.rs` (copy, transpose), `rows.rs` (softmax, row_reduce,
-//! rmsnorm, layernorm), `elementwise.rs`, and `derive.rs` (inputs derived on the host). This file
+//! rmsnorm, layernorm), `elementwise.rs`, `rotary.rs`, `fp8_quant.rs`, and `derive.rs` (inputs derived on the host). This file
 //! holds what they share: the report types, the tolerances, the comparison rule (`Comparer`),
 //! the parallel fp64 helpers and the arg-min judge. The elementwise expression language is
 //! [`crate::runtime::expr`].
@@ -60,9 +67,11 @@ mod attention;
 mod copy;
 mod derive;
 mod elementwise;
+mod fp8_quant;
 mod kmeans;
 mod knn;
 mod matmul;
+mod rotary;
 mod rows;
 #[cfg(test)]
 mod test_support;
@@ -71,9 +80,11 @@ pub use attention::attention;
 pub use copy::{copy, transpose};
 pub use derive::{inv_row_sum, one_hot, row_sqnorm};
 pub use elementwise::elementwise;
+pub use fp8_quant::{fp8_format, fp8_quant_row};
 pub use kmeans::{kmeans_assign, kmeans_update};
 pub use knn::knn_tile_min;
 pub use matmul::{grouped_matmul_abt, matmul_abt, matmul_abt_batched};
+pub use rotary::rotary;
 pub use rows::{layernorm, rmsnorm, row_reduce, softmax, RowReduce};
 // The expression language lives in `runtime::expr` now; these paths stay for its callers.
 pub use crate::runtime::expr::{ElementExpr, ExprError, ExprFunc, ExprVar};
@@ -127,6 +138,12 @@ impl Tolerance {
     /// the warp (about 1e-6 of the RMS of the results, where terms cancel). rtol = 2e-5 and
     /// atol = 1e-5 × RMS leave a margin of about ten.
     pub const ROW_F32: Tolerance = Tolerance { rtol: 2e-5, atol: 1e-5, samples: 0 };
+    /// `fp8_quant_row`'s quantized elements: each may be off by half the fp8 spacing at its
+    /// reference (round to nearest; the bound is the element's own, not this table's) plus
+    /// `rtol` of it for the kernel's f32 division (a few 2^-24, ~3e-7 at most: 1e-6 leaves a
+    /// margin of three, far below the 2^-4 / 2^-3 relative step of e4m3 / e5m2). `atol` is unused;
+    /// every element is checked.
+    pub const FP8_QUANT: Tolerance = Tolerance { rtol: 1e-6, atol: 0.0, samples: 0 };
 
     /// GEMM with an f16 output and f32 accumulation (`grouped_matmul_abt`'s default for f16): one
     /// f16 rounding moves a value by at most 2^-11 ≈ 4.9e-4 of itself and the f32 sums add about
@@ -210,7 +227,7 @@ pub struct BadElement {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckReport {
     /// `matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `kmeans_update`, `knn_tile_min` (and `knn_tile_min.idx`), `copy`, `transpose`,
-    /// `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`, `cublas` (full comparison against cuBLAS) or `written` (an output no oracle
+    /// `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`, `rotary`, `fp8_quant_row` (and `fp8_quant_row.scale`), `cublas` (full comparison against cuBLAS) or `written` (an output no oracle
     /// checks, scanned for unwritten elements).
     pub oracle: String,
     pub tolerance: Tolerance,
@@ -316,9 +333,15 @@ impl Comparer {
     }
 
     fn add(&mut self, index: impl FnOnce() -> Vec<u64>, got: f64, want: f64) {
+        let allowed = self.abs_tol + self.tol.rtol * want.abs();
+        self.add_within(index, got, want, allowed)
+    }
+
+    /// As [`Comparer::add`], with the element's own allowed error (an oracle whose bound depends
+    /// on where the reference lies, such as half a step of an fp8 grid).
+    fn add_within(&mut self, index: impl FnOnce() -> Vec<u64>, got: f64, want: f64, allowed: f64) {
         self.report.checked += 1;
         let err = (got - want).abs();
-        let allowed = self.abs_tol + self.tol.rtol * want.abs();
         let ok = if self.tol.is_exact() {
             // Equal (false for NaN), and -0 is not +0: a copy moves values bit for bit.
             got == want && got.is_sign_negative() == want.is_sign_negative()
