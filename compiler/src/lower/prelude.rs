@@ -40,6 +40,9 @@ pub(crate) enum Helper {
     MmaF16Acc,
     PackBf16x2,
     PackF16x2,
+    /// f32 → one fp8 byte, round to nearest even, saturating to the largest finite value (sm_89+).
+    CvtE4m3,
+    CvtE5m2,
     UnpackF16x2,
     RoundBf16,
     RoundF16,
@@ -259,6 +262,23 @@ static __device__ __forceinline__ unsigned cake_pack_bf16x2(float lo, float hi) 
     unsigned r;
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
+}
+"#
+        .into(),
+        Helper::CvtE4m3 => r#"// Round an f32 to fp8 e4m3 (nearest even, saturating to ±448): the byte of `x`, the low half of
+// an e4m3x2 pair (cvt puts its first operand in the upper byte).
+static __device__ __forceinline__ unsigned char cake_cvt_e4m3(float x) {
+    unsigned short r;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+    return (unsigned char)(r & 0xFFu);
+}
+"#
+        .into(),
+        Helper::CvtE5m2 => r#"// Round an f32 to fp8 e5m2 (nearest even, saturating to ±57344): the low byte of an e5m2x2 pair.
+static __device__ __forceinline__ unsigned char cake_cvt_e5m2(float x) {
+    unsigned short r;
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+    return (unsigned char)(r & 0xFFu);
 }
 "#
         .into(),

@@ -732,7 +732,14 @@ impl<'a> Lw<'a> {
                 format!("(unsigned short)(cake_pack_f16x2({v}, 0.0f) & 0xFFFFu)")
             }
             DType::Bool => format!("(unsigned char)({v})"),
-            DType::F8E4M3 | DType::F8E5M2 => return Err(unsupported(format!("storing {dtype} values"), span)),
+            DType::F8E4M3 => {
+                self.need(Helper::CvtE4m3);
+                format!("cake_cvt_e4m3({v})")
+            }
+            DType::F8E5M2 => {
+                self.need(Helper::CvtE5m2);
+                format!("cake_cvt_e5m2({v})")
+            }
             _ => v,
         };
         let vector_store = self.vector_store() && matches!(m.exprs[dst].ty, Type::Global { .. });
