@@ -5,6 +5,13 @@
     python3 benchmarks/torch_peer.py rmsnorm|layernorm|rowsum ...
     python3 benchmarks/torch_peer.py rope --rows 8192 --cols 4096 --head-dim 128 --dtype bf16
     python3 benchmarks/torch_peer.py fp8quant --rows 8192 --cols 4096 --dtype bf16
+    python3 benchmarks/torch_peer.py cross_entropy --rows 8192 --cols 128256 --dtype bf16
+    python3 benchmarks/torch_peer.py rmsnorm_bwd --rows 8192 --cols 4096 --dtype bf16
+
+cross_entropy is F.cross_entropy(reduction="none") on [rows, cols] logits with int64 targets
+(the Cake kernel's f32 loss per row); rmsnorm_bwd is autograd's input gradient of F.rms_norm
+(dgamma is computed too; the Cake kernel leaves it out). Both outputs are checked against fp64
+on 64 sampled rows before timing (exit 1 when they disagree).
 
 Prints one JSON line: op, shape, dtype, median/min milliseconds over --repeats samples, each timed
 with CUDA events after an L2 flush (a 256 MB write), the same method `cake bench` uses.
@@ -26,7 +33,7 @@ from peer_timing import time_ms  # noqa: E402
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant"])
+    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant", "cross_entropy", "rmsnorm_bwd"])
     p.add_argument("--rows", type=int, required=True)
     p.add_argument("--cols", type=int, required=True)
     p.add_argument("--dtype", choices=["bf16", "f16", "f32"], default="bf16")
@@ -103,6 +110,34 @@ def main() -> int:
         bad_s = ((s.double() - want_s).abs() > want_s * 2e-5).sum().item()
         if bad_q or bad_s:
             print(f"torch_peer: fp8quant: {bad_q} elements and {bad_s} scales off", file=sys.stderr)
+            return 1
+    elif a.op == "cross_entropy":
+        t = torch.randint(0, a.cols, (a.rows,), device=dev, generator=g)
+        run = lambda: F.cross_entropy(x, t, reduction="none")
+        rows = torch.randperm(a.rows, device=dev, generator=g)[:64]
+        x64 = x[rows].double()
+        want = torch.logsumexp(x64, dim=-1) - x64.gather(1, t[rows, None])[:, 0]
+        got = run()[rows].double()
+        # torch returns the loss in the logits' dtype: a bf16 loss near ln V ≈ 12 is within 2^-8 of it.
+        tol = 1e-2 if dt != torch.float32 else 1e-4
+        if not torch.allclose(got, want, rtol=tol, atol=tol):
+            print(f"torch_peer: cross_entropy disagrees with fp64 by {(got - want).abs().max().item():.3e}", file=sys.stderr)
+            return 1
+    elif a.op == "rmsnorm_bwd":
+        wd = w.to(dt).requires_grad_(True)
+        xg = x.detach().requires_grad_(True)
+        dy = torch.randn(a.rows, a.cols, device=dev, dtype=torch.float32, generator=g).to(dt)
+        y = F.rms_norm(xg, (a.cols,), wd, a.eps)
+        run = lambda: torch.autograd.grad(y, (xg, wd), dy, retain_graph=True)
+        rows = torch.randperm(a.rows, device=dev, generator=g)[:64]
+        x64, g64, w64 = x[rows].double(), dy[rows].double(), wd.detach().double()
+        rstd = torch.rsqrt((x64 * x64).mean(-1, keepdim=True) + a.eps)
+        gw = g64 * w64
+        want = rstd * (gw - x64 * rstd * rstd * (gw * x64).mean(-1, keepdim=True))
+        got = run()[0][rows].double()
+        tol = 2e-2 if dt != torch.float32 else 1e-4
+        if not torch.allclose(got, want, rtol=tol, atol=tol * want.abs().max().item()):
+            print(f"torch_peer: rmsnorm_bwd disagrees with fp64 by {(got - want).abs().max().item():.3e}", file=sys.stderr)
             return 1
     else:
         run = lambda: x.sum(dim=-1, dtype=torch.float32)

@@ -152,3 +152,37 @@ fn needs_toolchain_row_reductions_compile_in_registers() {
         assert_eq!(b.report.spills(), 0, "{}", b.log);
     }
 }
+
+/// A row-window sum of a `select`: the fold keeps the select's parentheses, or C would read
+/// `cake_v + c ? a : b` as `(cake_v + c) ? a : b` (a masked sum that returns one element).
+#[test]
+fn a_window_sum_of_a_select_keeps_its_parentheses() {
+    let src = "kernel masked_row_sum target sm_90a
+
+dim R multiple_of 4
+const C = 256
+
+in X: f32[R, C]
+in T: i32[R]
+in Col: i32[C]
+out Out: f32[R]
+
+grid tiles[r = R / 4]
+
+role rows: warp 0..4
+
+on rows {
+    reg acc: f32[1] per warp
+    for t in tiles {
+        let tgt = T[t.r * 4 + rows.warp :+ 1]
+        acc = reduce_sum(select(Col[:] == tgt, X[t.r * 4 + rows.warp, :], 0.0), axis=0)
+        store(Out[t.r * 4 + rows.warp :+ 1], acc)
+    }
+}
+";
+    let cuda = lower(src);
+    let sum = stmt_c(&cuda, "acc = reduce_sum(");
+    let fold = sum.lines().find(|l| l.contains("cake_v = cake_v + ") && !l.contains("__shfl")).unwrap_or_else(|| panic!("{sum}"));
+    let folded = fold.trim().strip_prefix("cake_v = cake_v + ").unwrap_or_else(|| panic!("{fold}"));
+    assert!(folded.starts_with("(*(const int*)(Col + cake_i0) == tgt_e ? ") && folded.ends_with(" : 0.0f);"), "the select is one parenthesized operand: {fold}");
+}

@@ -666,7 +666,14 @@ impl<'a> Lw<'a> {
         self.w.line(format!("{cty} cake_v = {identity};"));
         let idx = self.begin_elements(&shape, n, &tid, what, &[x], None)?;
         let v = self.flat_elem(x, &shape, &idx)?;
-        self.w.line(format!("cake_v = {};", combine("cake_v", strip_parens(&v))));
+        // A sum keeps its operand's own parentheses: stripped, `cake_v + (c ? a : b)` would
+        // parse as `(cake_v + c) ? a : b`.
+        let folded = if op == "reduce_sum" {
+            super::binary_c(crate::syntax::ast::BinOp::Add, "cake_v", 10, &v, self.alias_prec(x))
+        } else {
+            combine("cake_v", strip_parens(&v))
+        };
+        self.w.line(format!("cake_v = {folded};"));
         self.end_elements(None, span)?;
         self.w.line("// the other elements live in the other lanes of the warp");
         self.w.line("#pragma unroll");

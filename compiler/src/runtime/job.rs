@@ -367,6 +367,7 @@ pub fn derive_bytes(
         Derive::RowSqnorm { .. } => from_rows(oracle::row_sqnorm)?,
         Derive::InvRowSum { .. } => from_rows(oracle::inv_row_sum)?,
         Derive::OneHot => oracle::one_hot(shape, seed, index).ok_or_else(|| format!("one_hot() needs rank 2 or more, not {shape:?}"))?,
+        Derive::ColumnIndex => oracle::column_index(shape),
     };
     if out.len() as u64 != elems {
         return Err(format!("{} values for a tensor of {elems} elements", out.len()));
@@ -800,11 +801,13 @@ fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -
                 _ => oracle::copy(ah, &got, &b.shape),
             });
         }
+        OracleName::CrossEntropy => res.checks.push(check_cross_entropy(job, &tensors, &downloaded, tol, &mut rng)?),
         OracleName::Softmax
         | OracleName::RowReduce
         | OracleName::Rmsnorm
         | OracleName::Layernorm
-        | OracleName::Elementwise => {
+        | OracleName::Elementwise
+        | OracleName::RmsnormBwd => {
             res.checks.push(check_row_kernel(job, &tensors, &downloaded, tol)?)
         }
         OracleName::None => {
@@ -975,6 +978,35 @@ fn check_kmeans_update(
     Ok(oracle::kmeans_update(host(xt)?, host(oh)?, host(icnt)?, &got, b, d, k, n, tol, rng))
 }
 
+/// `cross_entropy`'s check: the role tensors' shapes are checked again against the launch (X
+/// [R, V], T [R], Col [V], Loss [R]), then sampled rows are compared with fp64 from the logits and
+/// targets as uploaded (the oracle rejects a target outside [0, V)).
+fn check_cross_entropy(
+    job: &Job,
+    tensors: &[Tensor],
+    downloaded: &BTreeMap<String, Vec<u8>>,
+    tol: oracle::Tolerance,
+    rng: &mut Rng,
+) -> Result<CheckReport, RunError> {
+    let wl = &job.workload;
+    let bad = |m: String| RunError::new("workload", format!("cross_entropy: {m}"));
+    let get = |role: &str| role_tensor(wl, tensors, role);
+    let (x, target, col, loss) = (get("x")?, get("target")?, get("col")?, get("loss")?);
+    let fits = x.shape.len() == 2 && {
+        let (r, v) = (x.shape[0], x.shape[1]);
+        target.shape == [r] && col.shape == [v] && loss.shape == [r]
+    };
+    if !fits {
+        return Err(bad(format!("shapes X{:?} T{:?} Col{:?} Loss{:?} do not fit", x.shape, target.shape, col.shape, loss.shape)));
+    }
+    fn host(t: &Tensor) -> Result<&[f32], RunError> {
+        t.host.as_deref().ok_or_else(|| RunError::new("workload", format!("cross_entropy: `{}` is not a filled input", t.name)))
+    }
+    let bytes = downloaded.get(&loss.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", loss.name)))?;
+    let got = convert::decode_all_f32(loss.dtype, bytes);
+    oracle::cross_entropy(host(x)?, host(target)?, &got, x.shape[0], x.shape[1], tol, rng).map_err(bad)
+}
+
 /// The row kernels' check (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`): the role tensors'
 /// shapes are checked again here (the spec was validated against the program, not against the
 /// launch spec), then every output element is compared with the fp64 reference computed from the
@@ -1025,6 +1057,7 @@ fn check_row_kernel(
         }
         OracleName::Rmsnorm => oracle::rmsnorm(xh, input("w")?, &got, rows, cols, eps()?, tol),
         OracleName::Layernorm => oracle::layernorm(xh, input("w")?, input("b")?, &got, rows, cols, eps()?, tol),
+        OracleName::RmsnormBwd => oracle::rmsnorm_bwd(xh, input("dy")?, input("w")?, &got, rows, cols, eps()?, tol),
         OracleName::Elementwise => {
             let expr = wl.element_expr().map_err(|e| bad(format!("expr: {e}")))?;
             oracle::elementwise(&expr, xh, input("y")?, input("w")?, &got, rows, cols, tol)

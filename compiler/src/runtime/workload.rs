@@ -108,6 +108,10 @@ pub enum OracleName {
     Rotary,
     /// Per-row fp8 quantization: S[r] = max(absmax(X[r, :]) / QMAX, min_scale), Q = fp8(X / S).
     Fp8QuantRow,
+    /// Loss[r] = logsumexp(X[r, :]) − X[r, T[r]], Col the column index 0..V−1 (derived).
+    CrossEntropy,
+    /// DX = rstd · (DY·W − X·rstd²·mean(DY·W·X)), rstd = (mean(X²) + eps)^-½, row by row.
+    RmsnormBwd,
     None,
 }
 
@@ -155,6 +159,8 @@ impl OracleName {
             OracleName::KmeansUpdate => "kmeans_update",
             OracleName::Rotary => "rotary",
             OracleName::Fp8QuantRow => "fp8_quant_row",
+            OracleName::CrossEntropy => "cross_entropy",
+            OracleName::RmsnormBwd => "rmsnorm_bwd",
             OracleName::None => "none",
         }
     }
@@ -175,6 +181,8 @@ impl OracleName {
             OracleName::KmeansUpdate => &[("xt", "XT"), ("oh", "OH"), ("icnt", "ICNT"), ("ct", "CT")],
             OracleName::Rotary => &[("x", "X"), ("cos", "COS"), ("sin", "SIN"), ("y", "Y")],
             OracleName::Fp8QuantRow => &[("x", "X"), ("q", "Q"), ("s", "S")],
+            OracleName::CrossEntropy => &[("x", "X"), ("target", "T"), ("col", "Col"), ("loss", "Loss")],
+            OracleName::RmsnormBwd => &[("x", "X"), ("dy", "DY"), ("w", "W"), ("dx", "DX")],
             OracleName::None => &[],
         }
     }
@@ -183,7 +191,7 @@ impl OracleName {
     /// `[scalars]` gives) and their default scalar names.
     pub fn scalar_roles(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            OracleName::Rmsnorm | OracleName::Layernorm => &[("eps", "eps")],
+            OracleName::Rmsnorm | OracleName::Layernorm | OracleName::RmsnormBwd => &[("eps", "eps")],
             OracleName::Attention => &[("scale", "scale")],
             OracleName::Fp8QuantRow => &[("min_scale", "min_scale")],
             _ => &[],
@@ -205,6 +213,8 @@ impl OracleName {
             OracleName::KmeansUpdate => Some("ct"),
             // S is checked too (by the same oracle: `fp8_quant_row.scale`).
             OracleName::Fp8QuantRow => Some("q"),
+            OracleName::CrossEntropy => Some("loss"),
+            OracleName::RmsnormBwd => Some("dx"),
             OracleName::None => None,
         }
     }
@@ -235,6 +245,7 @@ impl OracleName {
                 | OracleName::Elementwise
                 | OracleName::Rotary
                 | OracleName::Fp8QuantRow
+                | OracleName::RmsnormBwd
         )
     }
 
@@ -254,6 +265,7 @@ impl OracleName {
                 | OracleName::KmeansUpdate
                 | OracleName::Rotary
                 | OracleName::Fp8QuantRow
+                | OracleName::CrossEntropy
         )
     }
 
@@ -267,6 +279,7 @@ impl OracleName {
             OracleName::KmeansAssign => Tolerance::KMEANS,
             OracleName::KnnTileMin => Tolerance::KNN,
             OracleName::KmeansUpdate => Tolerance::KMEANS_UPDATE,
+            OracleName::CrossEntropy => Tolerance::CROSS_ENTROPY,
             OracleName::Copy | OracleName::Transpose => Tolerance::EXACT,
             OracleName::Fp8QuantRow => Tolerance::FP8_QUANT,
             o if o.is_row_kernel() => Tolerance::for_row_output(output.unwrap_or(DType::BF16)),
@@ -315,10 +328,13 @@ pub enum Derive {
     /// 1 / (sum over the innermost axis of `of`), 0 for a row summing to 0 (shape = `of`'s
     /// shape without it): `inv_row_sum(OH)` is 1/count per cluster.
     InvRowSum { of: String },
+    /// `column_index()`, from nothing: 0, 1, …, n − 1 along the innermost axis (rank ≥ 1), the
+    /// column numbers a compare-and-select matches against an index (cross-entropy's target).
+    ColumnIndex,
 }
 
 impl Derive {
-    pub const KNOWN: &'static str = "row_sqnorm(T), inv_row_sum(T), one_hot()";
+    pub const KNOWN: &'static str = "row_sqnorm(T), inv_row_sum(T), one_hot(), column_index()";
 
     pub fn parse(text: &str) -> Result<Derive, DeriveError> {
         let t = text.trim();
@@ -328,6 +344,9 @@ impl Derive {
         let f = f.trim();
         if f == "one_hot" {
             return if arg.is_empty() { Ok(Derive::OneHot) } else { Err(DeriveError::OneHotArgument { text: text() }) };
+        }
+        if f == "column_index" {
+            return if arg.is_empty() { Ok(Derive::ColumnIndex) } else { Err(DeriveError::ColumnIndexArgument { text: text() }) };
         }
         if arg.is_empty() || !arg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(DeriveError::BadArgument { text: text() });
@@ -343,7 +362,7 @@ impl Derive {
     pub fn source(&self) -> Option<&str> {
         match self {
             Derive::RowSqnorm { of } | Derive::InvRowSum { of } => Some(of),
-            Derive::OneHot => None,
+            Derive::OneHot | Derive::ColumnIndex => None,
         }
     }
 }
@@ -354,6 +373,7 @@ impl std::fmt::Display for Derive {
             Derive::RowSqnorm { of } => write!(f, "row_sqnorm({of})"),
             Derive::InvRowSum { of } => write!(f, "inv_row_sum({of})"),
             Derive::OneHot => f.write_str("one_hot()"),
+            Derive::ColumnIndex => f.write_str("column_index()"),
         }
     }
 }
@@ -514,6 +534,18 @@ impl WorkloadSpec {
                 ("oh", (3, 3), KMEANS_UPDATE_IN, false),
                 ("icnt", (2, 2), &[DType::F32], false),
                 ("ct", (3, 3), &[DType::F32], true),
+            ],
+            OracleName::CrossEntropy => &[
+                ("x", (2, 2), ROW_FLOATS, false),
+                ("target", (1, 1), &[DType::I32], false),
+                ("col", (1, 1), &[DType::I32], false),
+                ("loss", (1, 1), &[DType::F32], true),
+            ],
+            OracleName::RmsnormBwd => &[
+                ("x", (2, 2), ROW_FLOATS, false),
+                ("dy", (2, 2), ROW_FLOATS, false),
+                ("w", (1, 1), ROW_FLOATS, false),
+                ("dx", (2, 2), ROW_FLOATS, true),
             ],
             OracleName::Copy => &[("input", (1, 5), POISON_IS_NAN, false), ("output", (1, 5), POISON_IS_NAN, true)],
             OracleName::Transpose => &[("input", (2, 2), POISON_IS_NAN, false), ("output", (2, 2), POISON_IS_NAN, true)],
@@ -710,6 +742,9 @@ impl WorkloadSpec {
                 return Err(err(format!("`{name}` is both in [inputs] and in [derive]")));
             }
             let Some(of) = d.source() else {
+                if d == Derive::ColumnIndex {
+                    continue;
+                }
                 // one_hot(): a 1 over the second-to-last axis per column.
                 if t.shape.len() < 2 {
                     return Err(err(format!(
@@ -832,6 +867,11 @@ impl WorkloadSpec {
                     format!("1/count of each cluster of `{}` (0 when empty)", self.role("oh")),
                 ),
             ],
+            OracleName::CrossEntropy => vec![(
+                "col",
+                Derive::ColumnIndex,
+                "the column numbers 0..V−1 the kernel matches the targets against".to_string(),
+            )],
             _ => Vec::new(),
         };
         let derived = self.derived()?;
@@ -903,6 +943,8 @@ impl WorkloadSpec {
             OracleName::Elementwise => ("x", &["y", "w", "z"]),
             OracleName::Rotary => ("x", &["y"]),
             OracleName::Fp8QuantRow => ("x", &["q", "s"]),
+            OracleName::RmsnormBwd => ("x", &["dy", "w", "dx"]),
+            OracleName::CrossEntropy => ("x", &["target", "col", "loss"]),
             _ => return Ok(()),
         };
         let dims: Vec<i64> = m.dims.iter().map(|(_, d)| shape.get(&d.name).copied().unwrap_or(0)).collect();
@@ -925,8 +967,8 @@ impl WorkloadSpec {
             let b = concrete(&name)?;
             let want: Vec<i64> = match (self.oracle, role) {
                 (OracleName::Transpose, _) => a.iter().rev().copied().collect(),
-                (_, "w" | "b") => a.get(1..).map(<[i64]>::to_vec).unwrap_or_default(),
-                (OracleName::RowReduce, _) | (OracleName::Fp8QuantRow, "s") => {
+                (_, "w" | "b" | "col") => a.get(1..).map(<[i64]>::to_vec).unwrap_or_default(),
+                (OracleName::RowReduce | OracleName::CrossEntropy, _) | (OracleName::Fp8QuantRow, "s") => {
                     a.get(..1).map(<[i64]>::to_vec).unwrap_or_default()
                 }
                 _ => a.clone(),
@@ -1928,7 +1970,11 @@ mod kmeans_update_oracle_tests {
         let m = Derive::parse("inv_row_sum()").unwrap_err().to_string();
         assert!(m.contains("the argument must be one tensor name"), "{m}");
         let m = Derive::parse("count(OH)").unwrap_err().to_string();
-        assert!(m.contains("unknown function `count` (known: row_sqnorm(T), inv_row_sum(T), one_hot())"), "{m}");
+        assert!(m.contains("unknown function `count` (known: row_sqnorm(T), inv_row_sum(T), one_hot(), column_index())"), "{m}");
+        assert_eq!(Derive::parse("column_index()").unwrap(), Derive::ColumnIndex);
+        assert_eq!(Derive::ColumnIndex.to_string(), "column_index()");
+        let m = Derive::parse("column_index(X)").unwrap_err().to_string();
+        assert!(m.contains("column_index() takes no argument"), "{m}");
         // one_hot() needs rank ≥ 2; inv_row_sum drops the innermost axis and needs a float.
         let m = spec("", "OH = \"one_hot()\"\nICNT = \"inv_row_sum(OH)\"\nIC1 = \"one_hot()\"").unwrap_err().0;
         assert!(m.contains("derive.IC1: one_hot() puts one 1 per column over the second-to-last axis, so `IC1` needs rank 2 or more (it has rank 1)"), "{m}");

@@ -33,7 +33,7 @@ pub enum ShapeError {
     Overflow { tensor: String },
 }
 
-/// A `derive` recipe that does not parse (`FUNCTION(TENSOR)` or `one_hot()`).
+/// A `derive` recipe that does not parse (`FUNCTION(TENSOR)`, `one_hot()` or `column_index()`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DeriveError {
     #[error("`{text}`: expected `FUNCTION(TENSOR)` or `FUNCTION()`")]
@@ -42,6 +42,8 @@ pub enum DeriveError {
     Unclosed { text: String },
     #[error("`{text}`: one_hot() takes no argument (it draws from the seed)")]
     OneHotArgument { text: String },
+    #[error("`{text}`: column_index() takes no argument (it numbers the innermost axis)")]
+    ColumnIndexArgument { text: String },
     #[error("`{text}`: the argument must be one tensor name")]
     BadArgument { text: String },
     #[error("`{text}`: unknown function `{function}` (known: {known})")]

@@ -1,6 +1,6 @@
 //! Inputs a workload derives on the host from other inputs (`derive = { ... }`): squared row
-//! norms, reciprocal row sums and one-hot assignments, computed in fp64 so the kernel and its
-//! oracle read the same values.
+//! norms, reciprocal row sums, one-hot assignments and column numbers, computed in fp64 so the
+//! kernel and its oracle read the same values.
 
 use crate::runtime::rng::Rng;
 
@@ -50,9 +50,23 @@ pub fn one_hot(shape: &[u64], seed: u64, stream: u64) -> Option<Vec<f64>> {
     Some(out)
 }
 
+/// `column_index()` for a tensor of `shape` (row-major, rank ≥ 1): every element is its index
+/// along the innermost axis, 0, 1, …, n − 1, repeated over the leading axes.
+pub fn column_index(shape: &[u64]) -> Vec<f64> {
+    let inner = *shape.last().unwrap_or(&1) as usize;
+    let total: u64 = shape.iter().product();
+    (0..total as usize).map(|i| (i % inner.max(1)) as f64).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn column_index_numbers_the_innermost_axis() {
+        assert_eq!(column_index(&[4]), vec![0.0, 1.0, 2.0, 3.0]);
+        assert_eq!(column_index(&[2, 3]), vec![0.0, 1.0, 2.0, 0.0, 1.0, 2.0]);
+    }
 
     #[test]
     fn row_sqnorm_sums_squares_of_the_last_axis() {

@@ -45,6 +45,11 @@
 //!   and Q = X / S rounded to e4m3 or e5m2: every scale under [`Tolerance::ROW_F32`], every element
 //!   within half an fp8 step of X / S (the scale as stored) ([`fp8_quant_row`];
 //!   [`Tolerance::FP8_QUANT`]).
+//!   - `rmsnorm_bwd`: DX = rstd · (DY·W − X·rstd²·mean(DY·W·X)), rstd = (mean(X²) + eps)^-½
+//!     ([`rmsnorm_bwd`], `norm_bwd.rs`).
+//! - `cross_entropy`: Loss[r] = logsumexp(X[r, :]) − X[r, T[r]], fp64 over whole rows on sampled
+//!   rows, every loss scanned for unwritten values ([`cross_entropy`], `cross_entropy.rs`;
+//!   tolerance [`Tolerance::CROSS_ENTROPY`]).
 //! - [`compare_full`]: element-wise comparison of a whole output against another implementation
 //!   (cuBLAS for GEMM; the input itself for `copy` and `transpose`), same rule as `matmul_abt`, or
 //!   exact equality under [`Tolerance::EXACT`].
@@ -54,7 +59,8 @@
 //!
 //! One file per oracle family, each re-exported here: `matmul.rs` (the GEMMs), `kmeans.rs`,
 //! `knn.rs`, `attention.rs`, `copy.rs` (copy, transpose), `rows.rs` (softmax, row_reduce,
-//! rmsnorm, layernorm), `elementwise.rs`, `rotary.rs`, `fp8_quant.rs`, and `derive.rs` (inputs derived on the host). This file
+//! rmsnorm, layernorm), `norm_bwd.rs` (rmsnorm_bwd), `cross_entropy.rs`, `elementwise.rs`, `rotary.rs`,
+//! `fp8_quant.rs`, and `derive.rs` (inputs derived on the host). This file
 //! holds what they share: the report types, the tolerances, the comparison rule (`Comparer`),
 //! the parallel fp64 helpers and the arg-min judge. The elementwise expression language is
 //! [`crate::runtime::expr`].
@@ -65,6 +71,7 @@ use crate::ir::DType;
 
 mod attention;
 mod copy;
+mod cross_entropy;
 mod derive;
 mod elementwise;
 mod fp8_quant;
@@ -72,19 +79,22 @@ mod kmeans;
 mod knn;
 mod matmul;
 mod rotary;
+mod norm_bwd;
 mod rows;
 #[cfg(test)]
 mod test_support;
 
 pub use attention::attention;
 pub use copy::{copy, transpose};
-pub use derive::{inv_row_sum, one_hot, row_sqnorm};
+pub use cross_entropy::cross_entropy;
+pub use derive::{column_index, inv_row_sum, one_hot, row_sqnorm};
 pub use elementwise::elementwise;
 pub use fp8_quant::{fp8_format, fp8_quant_row};
 pub use kmeans::{kmeans_assign, kmeans_update};
 pub use knn::knn_tile_min;
 pub use matmul::{grouped_matmul_abt, matmul_abt, matmul_abt_batched};
 pub use rotary::rotary;
+pub use norm_bwd::rmsnorm_bwd;
 pub use rows::{layernorm, rmsnorm, row_reduce, softmax, RowReduce};
 // The expression language lives in `runtime::expr` now; these paths stay for its callers.
 pub use crate::runtime::expr::{ElementExpr, ExprError, ExprFunc, ExprVar};
@@ -174,6 +184,14 @@ impl Tolerance {
     /// slice (~x/c per point lost, ≥ 1e-2 of the RMS for c ≤ 10^4) each fail. `samples` rows and
     /// as many columns, shared among the batch entries (at least one of each per entry).
     pub const KMEANS_UPDATE: Tolerance = Tolerance { rtol: 1e-3, atol: 1e-3, samples: 64 };
+    /// `cross_entropy`: an f32 loss from f32 math over a row of V logits. The kernel's `__expf`
+    /// terms err by about 1e-6 of themselves, so their sum s (1 ≤ s ≤ V) does too; `__logf` adds at
+    /// most 3 ulp of ln s, and m + ln s − x[t] rounds three times at ~6e-8 of |m| + ln s + |x[t]|
+    /// (about 2e-6 for unit-normal logits and V = 128 Ki). The loss is ln V ≈ 10 or more for such
+    /// logits, so rtol = 2e-5 and atol = 1e-5 × RMS leave a margin of about ten; a wrong target
+    /// column (its logit off by O(1)) or a dropped chunk (s short by ~1/NCH of itself) fails by
+    /// orders of magnitude. `samples` rows, each over its whole row (a row costs V exps in fp64).
+    pub const CROSS_ENTROPY: Tolerance = Tolerance { rtol: 2e-5, atol: 1e-5, samples: 256 };
 
     /// `grouped_matmul_abt`'s tolerance for an output of `dtype`: [`Tolerance::MATMUL_F16`] for
     /// f16, [`Tolerance::MATMUL_BF16`] otherwise.
