@@ -186,3 +186,40 @@ on rows {
     let folded = fold.trim().strip_prefix("cake_v = cake_v + ").unwrap_or_else(|| panic!("{fold}"));
     assert!(folded.starts_with("(*(const int*)(Col + cake_i0) == tgt_e ? ") && folded.ends_with(" : 0.0f);"), "the select is one parenthesized operand: {fold}");
 }
+
+/// A window indexed through a scalar `let` of the warp (`let r = … + rows.warp`) is one warp's:
+/// its elements are split over that warp's lanes, not over the role's threads (each warp would
+/// then write a quarter of its own row and leave the rest unwritten, as the rotary family did on
+/// the H200, 2026-12-02). A reduction over such a window lowers for the same reason.
+#[test]
+fn a_window_indexed_by_a_let_of_the_warp_is_split_over_that_warps_lanes() {
+    let src = "kernel let_row_copy target sm_90a
+
+dim R multiple_of 8
+const C = 256
+
+in X: f32[R, C]
+out Y: f32[R, C]
+out S: f32[R]
+
+grid tiles[r = R / 8]
+
+role rows: warp 0..4
+
+on rows {
+    reg acc: f32[1] per warp
+    for t in tiles {
+        for i in 0..2 {
+            let r = t.r * 8 + rows.warp * 2 + i
+            store(Y[r, :], X[r, :] * 2.0)
+            acc = reduce_sum(X[r, :], axis=0)
+            store(S[r :+ 1], acc)
+        }
+    }
+}
+";
+    let cuda = lower(src);
+    let store = stmt_c(&cuda, "store(Y[r, :]");
+    assert!(store.contains("over the lanes of each warp (32)") && store.contains("const int cake_t = cake_lane;"), "{store}");
+    assert!(!store.contains("role's threads"), "{store}");
+}

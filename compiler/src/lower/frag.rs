@@ -805,11 +805,13 @@ impl<'a> Lw<'a> {
             Type::Scalar(d) => {
                 let cty = layout::scalar_ctype(*d).ok_or_else(|| unsupported(format!("{d} scalars"), span))?;
                 let v = self.scalar(value)?;
+                self.scalar_lets.insert(l, value);
                 self.w.line(format!("const {cty} {name} = {};", strip_parens(&v)));
                 Ok(())
             }
             Type::Literal { float } => {
                 let v = self.scalar(value)?;
+                self.scalar_lets.insert(l, value);
                 self.w.line(format!("const {} {name} = {};", if *float { "float" } else { "int" }, strip_parens(&v)));
                 Ok(())
             }

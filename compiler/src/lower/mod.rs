@@ -312,6 +312,9 @@ pub(crate) struct Lw<'a> {
     packed: std::collections::HashSet<Handle<Local>>,
     /// `let` names of read-only windows (and math on them): read where they are used.
     aliases: HashMap<Handle<Local>, Handle<Expr>>,
+    /// `let` names of scalars (`let r = t.r * 8 + rows.warp * 2 + i`), with their values: which
+    /// threads share a window indexed by one depends on what the value reads (`rows.warp`).
+    scalar_lets: HashMap<Handle<Local>, Handle<Expr>>,
     /// Inside a layout-free store: the C temporaries holding the current element of each name.
     alias_temps: HashMap<Handle<Local>, String>,
     /// Inside a layout-free store or reduction: the C arrays of the reductions its value contains
@@ -402,6 +405,7 @@ impl<'a> Lw<'a> {
             layouts: HashMap::new(),
             packed: std::collections::HashSet::new(),
             aliases: HashMap::new(),
+            scalar_lets: HashMap::new(),
             alias_temps: HashMap::new(),
             flat_reductions: Vec::new(),
             vector_reads: Vec::new(),

@@ -345,7 +345,7 @@ impl<'a> Lw<'a> {
         self.walk_expr(e, &mut |x| match &m.exprs[x].kind {
             ExprKind::Field { base, field } if matches!(m.exprs[*base].kind, ExprKind::Role(_)) => out.push(field.clone()),
             ExprKind::Local(l) => {
-                if let Some(v) = self.aliases.get(l) {
+                if let Some(v) = self.aliases.get(l).or_else(|| self.scalar_lets.get(l)) {
                     self.role_fields(*v, out);
                 }
             }
