@@ -414,3 +414,29 @@ fn gemm_sm90_ws_family_lowers() {
 fn gemm_sm80_family_lowers() {
     family_lowers("gemm-sm80", &["cake_mma_m16n8k16_f16_f16(acc[cake_d / 2], acc[cake_d / 2 + 1],"]);
 }
+
+/// fp8 read in an expression: each byte widened to f32 through an f16 pair (`cvt.rn.f16x2.e4m3x2`,
+/// sm_89+), where the lowering refused it with L001 before (2026-12-02).
+fn fp8_dequant() -> (String, Validated) {
+    let path = format!("{}/tests/fixtures/fp8_dequant_rows.cake", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    let v = cake::check::check_source(&src).validated.unwrap_or_else(|| panic!("{path} does not verify"));
+    (src, v)
+}
+
+#[test]
+fn fp8_windows_are_read_widened_to_f32() {
+    let (src, v) = fp8_dequant();
+    let cuda = cake::lower::lower_with(&v, &LowerOptions::with_source("fp8_dequant_rows.cake", &src)).unwrap_or_else(|e| panic!("{e}")).cuda;
+    assert!(cuda.contains("cvt.rn.f16x2.e4m3x2") && cuda.contains("cake_e4m3_get(*(const unsigned char*)(Q + "), "{cuda}");
+    // The f16 helper it widens through is defined before it.
+    assert!(cuda.find("float cake_f16x2_get(").unwrap() < cuda.find("float cake_e4m3_get(").unwrap());
+}
+
+#[test]
+fn needs_toolchain_fp8_windows_read_in_expressions_compile() {
+    toolchain();
+    let (src, v) = fp8_dequant();
+    let b = nvrtc::build_with(&v, target("sm_90a"), &LowerOptions::with_source("fp8_dequant_rows.cake", &src)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.report.spill_store_bytes, 0, "{:?}", b.report);
+}

@@ -1669,7 +1669,8 @@ impl<'a> Lw<'a> {
                 let v = if from.is_int() { format!("(float)({x})") } else { x.to_string() };
                 format!("cake_round_f16({v})")
             }
-            (F32 | BF16 | F16, F32) => x.to_string(),
+            // Window elements of 16-bit and fp8 floats are widened to f32 where they are read.
+            (F32 | BF16 | F16 | F8E4M3 | F8E5M2, F32) => x.to_string(),
             (F32 | BF16 | F16, I32) => format!("(int)({x})"),
             (F32 | BF16 | F16, U32) => format!("(unsigned)({x})"),
             (F32 | BF16 | F16, I64) => format!("(long long)({x})"),

@@ -44,6 +44,10 @@ pub(crate) enum Helper {
     CvtE4m3,
     CvtE5m2,
     UnpackF16x2,
+    /// One fp8 byte widened to f32 through the f16x2 pair (`cvt.rn.f16x2.e4m3x2`, sm_89+); uses
+    /// [`Helper::UnpackF16x2`], which comes first.
+    E4m3Get,
+    E5m2Get,
     RoundBf16,
     RoundF16,
     NamedBarrier,
@@ -296,6 +300,22 @@ static __device__ __forceinline__ float cake_f16x2_get(unsigned r, int hi) {
     float f;
     asm("{ .reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "h"(h));
     return f;
+}
+"#
+        .into(),
+        Helper::E4m3Get => r#"// An fp8 e4m3 byte as f32 (exact): widened to an f16 pair, the byte in the lower half.
+static __device__ __forceinline__ float cake_e4m3_get(unsigned char b) {
+    unsigned h2;
+    asm("{ .reg .b16 t; mov.b16 t, %1; cvt.rn.f16x2.e4m3x2 %0, t; }" : "=r"(h2) : "h"((unsigned short)b));
+    return cake_f16x2_get(h2, 0);
+}
+"#
+        .into(),
+        Helper::E5m2Get => r#"// An fp8 e5m2 byte as f32 (exact): widened to an f16 pair, the byte in the lower half.
+static __device__ __forceinline__ float cake_e5m2_get(unsigned char b) {
+    unsigned h2;
+    asm("{ .reg .b16 t; mov.b16 t, %1; cvt.rn.f16x2.e5m2x2 %0, t; }" : "=r"(h2) : "h"((unsigned short)b));
+    return cake_f16x2_get(h2, 0);
 }
 "#
         .into(),

@@ -46,11 +46,12 @@ impl<'a> Lw<'a> {
                     self.need(Helper::UnpackF16x2);
                     format!("cake_f16x2_get({bits}, 0)")
                 }
+                DType::F8E4M3 | DType::F8E5M2 => self.fp8_get(dtype, &bits),
                 _ => bits,
             });
         }
         let (ptr, guards) = self.window_ptr(e, idx, span)?;
-        let v = self.load_c(dtype, &ptr, span)?;
+        let v = self.load_c(dtype, &ptr);
         Ok(if guards.is_empty() { v } else { format!("({} ? {v} : 0)", guards.join(" && ")) })
     }
 
@@ -159,17 +160,29 @@ impl<'a> Lw<'a> {
     }
 
     /// C: the value at `ptr` (a C pointer expression) as its register type.
-    fn load_c(&mut self, dtype: DType, ptr: &str, span: Span) -> Result<String, LowerError> {
-        Ok(match dtype {
+    fn load_c(&mut self, dtype: DType, ptr: &str) -> String {
+        match dtype {
             DType::BF16 => format!("__uint_as_float((unsigned)*(const unsigned short*)({ptr}) << 16)"),
             DType::F16 => {
                 self.need(Helper::UnpackF16x2);
                 format!("cake_f16x2_get(*(const unsigned short*)({ptr}), 0)")
             }
             DType::Bool => format!("(*(const unsigned char*)({ptr}) != 0)"),
-            DType::F8E4M3 | DType::F8E5M2 => return Err(unsupported(format!("reading {dtype} values in an expression"), span)),
+            DType::F8E4M3 | DType::F8E5M2 => self.fp8_get(dtype, &format!("*(const unsigned char*)({ptr})")),
             d => format!("*(const {}*)({ptr})", layout::mem_ctype(d)),
-        })
+        }
+    }
+
+    /// C: an fp8 byte `bits` (its storage type) as f32.
+    fn fp8_get(&mut self, dtype: DType, bits: &str) -> String {
+        self.need(Helper::UnpackF16x2);
+        if dtype == DType::F8E4M3 {
+            self.need(Helper::E4m3Get);
+            format!("cake_e4m3_get({bits})")
+        } else {
+            self.need(Helper::E5m2Get);
+            format!("cake_e5m2_get({bits})")
+        }
     }
 
     /// The window coordinates of layout element `i` for a window of shape `wshape` broadcast
