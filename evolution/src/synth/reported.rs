@@ -34,10 +34,20 @@ pub fn lowering_refusal(frontend: &cake::corpus::tiers::Frontend, source: &str) 
 /// run record's message normalized, which may say more before the lowering's own words — "not
 /// supported by the lowering yet: …").
 pub fn reproduces(signature: &str, code: &str, message: &str) -> bool {
-    let Some((class, detail)) = signature.split_once(": ") else { return false };
-    let class = class.rsplit('/').next().unwrap_or(class);
+    let Some((class, detail)) = class_and_detail(signature) else { return false };
     let message = crate::normalize::normalize(message);
     class == format!("build_{code}") && !message.is_empty() && (detail == message || detail.ends_with(&format!(": {message}")))
+}
+
+/// Whether a bucket's signature is a lowering refusal (`lower/build_L001: …`).
+pub fn is_lowering_refusal(signature: &str) -> bool {
+    class_and_detail(signature).is_some_and(|(class, _)| class.starts_with("build_L"))
+}
+
+/// A signature's class without its stage (`build_L001`), and its detail.
+fn class_and_detail(signature: &str) -> Option<(&str, &str)> {
+    let (class, detail) = signature.split_once(": ")?;
+    Some((class.rsplit('/').next().unwrap_or(class), detail))
 }
 
 /// A word as fact names and messages are compared: lower case, a plural `s` dropped, the byte

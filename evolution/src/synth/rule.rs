@@ -333,7 +333,7 @@ pub fn reported_facts(signature: &str, kind: ConstructKind) -> Vec<String> {
 /// again, and where the refusal is the bucket's own, the facts its message names with their
 /// values are reported. Facts reported in every such program, in name order.
 fn refusal_reported(base: &Base, bucket: &BucketInfo, failing: &[&(&Program, Module)], kind: ConstructKind, op: Option<&str>) -> Vec<String> {
-    if !bucket.signature.split_once(": ").is_some_and(|(class, _)| class.rsplit('/').next().is_some_and(|c| c.starts_with("build_L"))) {
+    if !super::reported::is_lowering_refusal(&bucket.signature) {
         return Vec::new();
     }
     let mut common: Option<BTreeSet<String>> = None;

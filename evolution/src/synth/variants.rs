@@ -456,8 +456,9 @@ impl LabelIndex {
 /// unlabelled ones are left out. `held_out` says whether a variant is kept apart from fitting
 /// (for the generalization gate): by its hash, about half of them, the same on every run.
 ///
-/// A variant the lowering refuses with the bucket's own code and message reproduces its failure and is labelled failing, even where the lowering calls the
-/// construct not supported yet ([`super::reported::reproduces`]).
+/// A variant the lowering refuses with the bucket's own code and message reproduces its failure
+/// and is labelled failing, even where the lowering calls the construct not supported yet
+/// ([`super::reported::reproduces`]).
 pub fn labelled_variants(base: &super::Base, sources: &[&str], labels: &LabelIndex, max: usize, bucket: &super::BucketInfo) -> Vec<Labelled> {
     let accepted = base.corpus_facts.iter().flatten();
     let ranges = if bucket.construct.as_deref().is_some_and(|c| c.starts_with("arg:")) { AcceptedRanges::with_arguments(accepted) } else { AcceptedRanges::of(accepted) };
