@@ -112,6 +112,8 @@ pub enum OracleName {
     CrossEntropy,
     /// DX = rstd · (DY·W − X·rstd²·mean(DY·W·X)), rstd = (mean(X²) + eps)^-½, row by row.
     RmsnormBwd,
+    /// DX = Y · (DY − Σ DY·Y) row by row, Y the softmax output (the input gradient of softmax).
+    SoftmaxBwd,
     None,
 }
 
@@ -161,6 +163,7 @@ impl OracleName {
             OracleName::Fp8QuantRow => "fp8_quant_row",
             OracleName::CrossEntropy => "cross_entropy",
             OracleName::RmsnormBwd => "rmsnorm_bwd",
+            OracleName::SoftmaxBwd => "softmax_bwd",
             OracleName::None => "none",
         }
     }
@@ -183,6 +186,7 @@ impl OracleName {
             OracleName::Fp8QuantRow => &[("x", "X"), ("q", "Q"), ("s", "S")],
             OracleName::CrossEntropy => &[("x", "X"), ("target", "T"), ("col", "Col"), ("loss", "Loss")],
             OracleName::RmsnormBwd => &[("x", "X"), ("dy", "DY"), ("w", "W"), ("dx", "DX")],
+            OracleName::SoftmaxBwd => &[("y", "Y"), ("dy", "DY"), ("dx", "DX")],
             OracleName::None => &[],
         }
     }
@@ -214,7 +218,7 @@ impl OracleName {
             // S is checked too (by the same oracle: `fp8_quant_row.scale`).
             OracleName::Fp8QuantRow => Some("q"),
             OracleName::CrossEntropy => Some("loss"),
-            OracleName::RmsnormBwd => Some("dx"),
+            OracleName::RmsnormBwd | OracleName::SoftmaxBwd => Some("dx"),
             OracleName::None => None,
         }
     }
@@ -246,6 +250,7 @@ impl OracleName {
                 | OracleName::Rotary
                 | OracleName::Fp8QuantRow
                 | OracleName::RmsnormBwd
+                | OracleName::SoftmaxBwd
         )
     }
 
@@ -545,6 +550,11 @@ impl WorkloadSpec {
                 ("x", (2, 2), ROW_FLOATS, false),
                 ("dy", (2, 2), ROW_FLOATS, false),
                 ("w", (1, 1), ROW_FLOATS, false),
+                ("dx", (2, 2), ROW_FLOATS, true),
+            ],
+            OracleName::SoftmaxBwd => &[
+                ("y", (2, 2), ROW_FLOATS, false),
+                ("dy", (2, 2), ROW_FLOATS, false),
                 ("dx", (2, 2), ROW_FLOATS, true),
             ],
             OracleName::Copy => &[("input", (1, 5), POISON_IS_NAN, false), ("output", (1, 5), POISON_IS_NAN, true)],
@@ -944,6 +954,7 @@ impl WorkloadSpec {
             OracleName::Rotary => ("x", &["y"]),
             OracleName::Fp8QuantRow => ("x", &["q", "s"]),
             OracleName::RmsnormBwd => ("x", &["dy", "w", "dx"]),
+            OracleName::SoftmaxBwd => ("y", &["dy", "dx"]),
             OracleName::CrossEntropy => ("x", &["target", "col", "loss"]),
             _ => return Ok(()),
         };
