@@ -808,6 +808,7 @@ fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -
         | OracleName::Layernorm
         | OracleName::Elementwise
         | OracleName::RmsnormBwd
+        | OracleName::LayernormBwd
         | OracleName::SoftmaxBwd => {
             res.checks.push(check_row_kernel(job, &tensors, &downloaded, tol)?)
         }
@@ -1061,6 +1062,7 @@ fn check_row_kernel(
         OracleName::Rmsnorm => oracle::rmsnorm(xh, input("w")?, &got, rows, cols, eps()?, tol),
         OracleName::Layernorm => oracle::layernorm(xh, input("w")?, input("b")?, &got, rows, cols, eps()?, tol),
         OracleName::RmsnormBwd => oracle::rmsnorm_bwd(xh, input("dy")?, input("w")?, &got, rows, cols, eps()?, tol),
+        OracleName::LayernormBwd => oracle::layernorm_bwd(xh, input("dy")?, input("w")?, &got, rows, cols, eps()?, tol),
         OracleName::SoftmaxBwd => oracle::softmax_bwd(xh, input("dy")?, &got, rows, cols, tol),
         OracleName::Elementwise => {
             let expr = wl.element_expr().map_err(|e| bad(format!("expr: {e}")))?;
