@@ -7,11 +7,17 @@
     python3 benchmarks/torch_peer.py fp8quant --rows 8192 --cols 4096 --dtype bf16
     python3 benchmarks/torch_peer.py cross_entropy --rows 8192 --cols 128256 --dtype bf16
     python3 benchmarks/torch_peer.py rmsnorm_bwd --rows 8192 --cols 4096 --dtype bf16
+    python3 benchmarks/torch_peer.py softmax_bwd --rows 8192 --cols 4096 --dtype bf16
+    python3 benchmarks/torch_peer.py layernorm_bwd --rows 8192 --cols 4096 --dtype bf16
 
 cross_entropy is F.cross_entropy(reduction="none") on [rows, cols] logits with int64 targets
 (the Cake kernel's f32 loss per row); rmsnorm_bwd is autograd's input gradient of F.rms_norm
 (dgamma is computed too; the Cake kernel leaves it out). Both outputs are checked against fp64
-on 64 sampled rows before timing (exit 1 when they disagree).
+on 64 sampled rows before timing (exit 1 when they disagree). softmax_bwd is autograd's input
+gradient of torch.softmax (Y = softmax(X) saved by the forward, as the Cake kernel reads Y);
+layernorm_bwd is autograd's input gradient of F.layer_norm with a weight and bias that do not
+require grad, so torch computes dx alone, as the Cake kernel does. Both are checked against fp64
+on 64 sampled rows too.
 
 Prints one JSON line: op, shape, dtype, median/min milliseconds over --repeats samples, each timed
 with CUDA events after an L2 flush (a 256 MB write), the same method `cake bench` uses.
@@ -33,7 +39,7 @@ from peer_timing import time_ms  # noqa: E402
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant", "cross_entropy", "rmsnorm_bwd"])
+    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant", "cross_entropy", "rmsnorm_bwd", "softmax_bwd", "layernorm_bwd"])
     p.add_argument("--rows", type=int, required=True)
     p.add_argument("--cols", type=int, required=True)
     p.add_argument("--dtype", choices=["bf16", "f16", "f32"], default="bf16")
@@ -138,6 +144,37 @@ def main() -> int:
         tol = 2e-2 if dt != torch.float32 else 1e-4
         if not torch.allclose(got, want, rtol=tol, atol=tol * want.abs().max().item()):
             print(f"torch_peer: rmsnorm_bwd disagrees with fp64 by {(got - want).abs().max().item():.3e}", file=sys.stderr)
+            return 1
+    elif a.op == "softmax_bwd":
+        xg = x.detach().requires_grad_(True)
+        dy = torch.randn(a.rows, a.cols, device=dev, dtype=torch.float32, generator=g).to(dt)
+        y = torch.softmax(xg, dim=-1)
+        run = lambda: torch.autograd.grad(y, xg, dy, retain_graph=True)[0]
+        rows = torch.randperm(a.rows, device=dev, generator=g)[:64]
+        y64, g64 = y.detach()[rows].double(), dy[rows].double()
+        want = y64 * (g64 - (g64 * y64).sum(-1, keepdim=True))
+        got = run()[rows].double()
+        tol = 2e-2 if dt != torch.float32 else 1e-4
+        if not torch.allclose(got, want, rtol=tol, atol=tol * want.abs().max().item()):
+            print(f"torch_peer: softmax_bwd disagrees with fp64 by {(got - want).abs().max().item():.3e}", file=sys.stderr)
+            return 1
+    elif a.op == "layernorm_bwd":
+        wd, bd = w.to(dt), b.to(dt)
+        xg = x.detach().requires_grad_(True)
+        dy = torch.randn(a.rows, a.cols, device=dev, dtype=torch.float32, generator=g).to(dt)
+        y = F.layer_norm(xg, (a.cols,), wd, bd, a.eps)
+        run = lambda: torch.autograd.grad(y, xg, dy, retain_graph=True)[0]
+        rows = torch.randperm(a.rows, device=dev, generator=g)[:64]
+        x64, g64, w64 = x[rows].double(), dy[rows].double(), wd.double()
+        mu = x64.mean(-1, keepdim=True)
+        rstd = torch.rsqrt(((x64 - mu) ** 2).mean(-1, keepdim=True) + a.eps)
+        xhat = (x64 - mu) * rstd
+        gw = g64 * w64
+        want = rstd * (gw - gw.mean(-1, keepdim=True) - xhat * (gw * xhat).mean(-1, keepdim=True))
+        got = run()[rows].double()
+        tol = 2e-2 if dt != torch.float32 else 1e-4
+        if not torch.allclose(got, want, rtol=tol, atol=tol * want.abs().max().item()):
+            print(f"torch_peer: layernorm_bwd disagrees with fp64 by {(got - want).abs().max().item():.3e}", file=sys.stderr)
             return 1
     else:
         run = lambda: x.sum(dim=-1, dtype=torch.float32)

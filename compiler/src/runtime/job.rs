@@ -807,7 +807,9 @@ fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -
         | OracleName::Rmsnorm
         | OracleName::Layernorm
         | OracleName::Elementwise
-        | OracleName::RmsnormBwd => {
+        | OracleName::RmsnormBwd
+        | OracleName::LayernormBwd
+        | OracleName::SoftmaxBwd => {
             res.checks.push(check_row_kernel(job, &tensors, &downloaded, tol)?)
         }
         OracleName::None => {
@@ -1007,7 +1009,7 @@ fn check_cross_entropy(
     oracle::cross_entropy(host(x)?, host(target)?, &got, x.shape[0], x.shape[1], tol, rng).map_err(bad)
 }
 
-/// The row kernels' check (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`): the role tensors'
+/// The row kernels' check (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise` and the backward norms and softmax): the role tensors'
 /// shapes are checked again here (the spec was validated against the program, not against the
 /// launch spec), then every output element is compared with the fp64 reference computed from the
 /// inputs as uploaded (their values rounded to their dtypes) and `eps` as the kernel receives it
@@ -1026,7 +1028,9 @@ fn check_row_kernel(
         let t = find(role)?;
         t.host.as_deref().ok_or_else(|| bad(format!("`{}` (role `{role}`) is not a filled input", t.name)))
     };
-    let x = find("x")?;
+    // The leading [R, C] input: softmax_bwd's is Y (the forward output), every other's X.
+    let lead = if wl.oracle == OracleName::SoftmaxBwd { "y" } else { "x" };
+    let x = find(lead)?;
     let [rows, cols] = x.shape[..] else {
         return Err(bad(format!("`{}` is {:?}, not a matrix", x.name, x.shape)));
     };
@@ -1036,7 +1040,7 @@ fn check_row_kernel(
         return Err(bad(format!("`{}` is {:?}, not {want_out:?}", out.name, out.shape)));
     }
     // The other inputs: W and B are [C]; elementwise's Y is X's [R, C].
-    for role in wl.oracle.roles().iter().map(|(r, _)| *r).filter(|r| *r != "x" && Some(*r) != wl.oracle.output_role()) {
+    for role in wl.oracle.roles().iter().map(|(r, _)| *r).filter(|r| *r != lead && Some(*r) != wl.oracle.output_role()) {
         let t = find(role)?;
         let want: Vec<u64> = if ["w", "b"].contains(&role) { vec![cols] } else { vec![rows, cols] };
         if t.shape != want {
@@ -1048,7 +1052,7 @@ fn check_row_kernel(
         .ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", out.name)))?;
     let got = convert::decode_all_f32(out.dtype, bytes);
     let eps = || scalar_as_received(job, "eps");
-    let xh = input("x")?;
+    let xh = input(lead)?;
     Ok(match wl.oracle {
         OracleName::Softmax => oracle::softmax(xh, &got, rows, cols, tol),
         OracleName::RowReduce => {
@@ -1058,6 +1062,8 @@ fn check_row_kernel(
         OracleName::Rmsnorm => oracle::rmsnorm(xh, input("w")?, &got, rows, cols, eps()?, tol),
         OracleName::Layernorm => oracle::layernorm(xh, input("w")?, input("b")?, &got, rows, cols, eps()?, tol),
         OracleName::RmsnormBwd => oracle::rmsnorm_bwd(xh, input("dy")?, input("w")?, &got, rows, cols, eps()?, tol),
+        OracleName::LayernormBwd => oracle::layernorm_bwd(xh, input("dy")?, input("w")?, &got, rows, cols, eps()?, tol),
+        OracleName::SoftmaxBwd => oracle::softmax_bwd(xh, input("dy")?, &got, rows, cols, tol),
         OracleName::Elementwise => {
             let expr = wl.element_expr().map_err(|e| bad(format!("expr: {e}")))?;
             oracle::elementwise(&expr, xh, input("y")?, input("w")?, &got, rows, cols, tol)

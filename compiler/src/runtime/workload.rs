@@ -112,6 +112,11 @@ pub enum OracleName {
     CrossEntropy,
     /// DX = rstd · (DY·W − X·rstd²·mean(DY·W·X)), rstd = (mean(X²) + eps)^-½, row by row.
     RmsnormBwd,
+    /// DX = rstd · (DY·W − mean(DY·W) − XHAT·mean(DY·W·XHAT)), XHAT = (X − mean)·rstd, rstd =
+    /// (var + eps)^-½, row by row (the input gradient of LayerNorm).
+    LayernormBwd,
+    /// DX = Y · (DY − Σ DY·Y) row by row, Y the softmax output (the input gradient of softmax).
+    SoftmaxBwd,
     None,
 }
 
@@ -161,6 +166,8 @@ impl OracleName {
             OracleName::Fp8QuantRow => "fp8_quant_row",
             OracleName::CrossEntropy => "cross_entropy",
             OracleName::RmsnormBwd => "rmsnorm_bwd",
+            OracleName::LayernormBwd => "layernorm_bwd",
+            OracleName::SoftmaxBwd => "softmax_bwd",
             OracleName::None => "none",
         }
     }
@@ -182,7 +189,8 @@ impl OracleName {
             OracleName::Rotary => &[("x", "X"), ("cos", "COS"), ("sin", "SIN"), ("y", "Y")],
             OracleName::Fp8QuantRow => &[("x", "X"), ("q", "Q"), ("s", "S")],
             OracleName::CrossEntropy => &[("x", "X"), ("target", "T"), ("col", "Col"), ("loss", "Loss")],
-            OracleName::RmsnormBwd => &[("x", "X"), ("dy", "DY"), ("w", "W"), ("dx", "DX")],
+            OracleName::RmsnormBwd | OracleName::LayernormBwd => &[("x", "X"), ("dy", "DY"), ("w", "W"), ("dx", "DX")],
+            OracleName::SoftmaxBwd => &[("y", "Y"), ("dy", "DY"), ("dx", "DX")],
             OracleName::None => &[],
         }
     }
@@ -191,7 +199,9 @@ impl OracleName {
     /// `[scalars]` gives) and their default scalar names.
     pub fn scalar_roles(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            OracleName::Rmsnorm | OracleName::Layernorm | OracleName::RmsnormBwd => &[("eps", "eps")],
+            OracleName::Rmsnorm | OracleName::Layernorm | OracleName::RmsnormBwd | OracleName::LayernormBwd => {
+                &[("eps", "eps")]
+            }
             OracleName::Attention => &[("scale", "scale")],
             OracleName::Fp8QuantRow => &[("min_scale", "min_scale")],
             _ => &[],
@@ -214,7 +224,7 @@ impl OracleName {
             // S is checked too (by the same oracle: `fp8_quant_row.scale`).
             OracleName::Fp8QuantRow => Some("q"),
             OracleName::CrossEntropy => Some("loss"),
-            OracleName::RmsnormBwd => Some("dx"),
+            OracleName::RmsnormBwd | OracleName::LayernormBwd | OracleName::SoftmaxBwd => Some("dx"),
             OracleName::None => None,
         }
     }
@@ -246,6 +256,8 @@ impl OracleName {
                 | OracleName::Rotary
                 | OracleName::Fp8QuantRow
                 | OracleName::RmsnormBwd
+                | OracleName::LayernormBwd
+                | OracleName::SoftmaxBwd
         )
     }
 
@@ -541,10 +553,15 @@ impl WorkloadSpec {
                 ("col", (1, 1), &[DType::I32], false),
                 ("loss", (1, 1), &[DType::F32], true),
             ],
-            OracleName::RmsnormBwd => &[
+            OracleName::RmsnormBwd | OracleName::LayernormBwd => &[
                 ("x", (2, 2), ROW_FLOATS, false),
                 ("dy", (2, 2), ROW_FLOATS, false),
                 ("w", (1, 1), ROW_FLOATS, false),
+                ("dx", (2, 2), ROW_FLOATS, true),
+            ],
+            OracleName::SoftmaxBwd => &[
+                ("y", (2, 2), ROW_FLOATS, false),
+                ("dy", (2, 2), ROW_FLOATS, false),
                 ("dx", (2, 2), ROW_FLOATS, true),
             ],
             OracleName::Copy => &[("input", (1, 5), POISON_IS_NAN, false), ("output", (1, 5), POISON_IS_NAN, true)],
@@ -943,7 +960,8 @@ impl WorkloadSpec {
             OracleName::Elementwise => ("x", &["y", "w", "z"]),
             OracleName::Rotary => ("x", &["y"]),
             OracleName::Fp8QuantRow => ("x", &["q", "s"]),
-            OracleName::RmsnormBwd => ("x", &["dy", "w", "dx"]),
+            OracleName::RmsnormBwd | OracleName::LayernormBwd => ("x", &["dy", "w", "dx"]),
+            OracleName::SoftmaxBwd => ("y", &["dy", "dx"]),
             OracleName::CrossEntropy => ("x", &["target", "col", "loss"]),
             _ => return Ok(()),
         };

@@ -47,6 +47,10 @@
 //!   [`Tolerance::FP8_QUANT`]).
 //!   - `rmsnorm_bwd`: DX = rstd · (DY·W − X·rstd²·mean(DY·W·X)), rstd = (mean(X²) + eps)^-½
 //!     ([`rmsnorm_bwd`], `norm_bwd.rs`).
+//!   - `layernorm_bwd`: DX = rstd · (DY·W − mean(DY·W) − XHAT·mean(DY·W·XHAT)), XHAT = (X − mean)·rstd,
+//!     rstd = (var + eps)^-½ ([`layernorm_bwd`], `layernorm_bwd.rs`).
+//!   - `softmax_bwd`: DX = Y · (DY − Σ DY·Y) per row, Y the softmax output as an input
+//!     ([`softmax_bwd`], `softmax_bwd.rs`).
 //! - `cross_entropy`: Loss[r] = logsumexp(X[r, :]) − X[r, T[r]], fp64 over whole rows on sampled
 //!   rows, every loss scanned for unwritten values ([`cross_entropy`], `cross_entropy.rs`;
 //!   tolerance [`Tolerance::CROSS_ENTROPY`]).
@@ -59,7 +63,7 @@
 //!
 //! One file per oracle family, each re-exported here: `matmul.rs` (the GEMMs), `kmeans.rs`,
 //! `knn.rs`, `attention.rs`, `copy.rs` (copy, transpose), `rows.rs` (softmax, row_reduce,
-//! rmsnorm, layernorm), `norm_bwd.rs` (rmsnorm_bwd), `cross_entropy.rs`, `elementwise.rs`, `rotary.rs`,
+//! rmsnorm, layernorm), `norm_bwd.rs` (rmsnorm_bwd), `layernorm_bwd.rs`, `softmax_bwd.rs`, `cross_entropy.rs`, `elementwise.rs`, `rotary.rs`,
 //! `fp8_quant.rs`, and `derive.rs` (inputs derived on the host). This file
 //! holds what they share: the report types, the tolerances, the comparison rule (`Comparer`),
 //! the parallel fp64 helpers and the arg-min judge. The elementwise expression language is
@@ -77,10 +81,12 @@ mod elementwise;
 mod fp8_quant;
 mod kmeans;
 mod knn;
+mod layernorm_bwd;
 mod matmul;
 mod rotary;
 mod norm_bwd;
 mod rows;
+mod softmax_bwd;
 #[cfg(test)]
 mod test_support;
 
@@ -92,10 +98,12 @@ pub use elementwise::elementwise;
 pub use fp8_quant::{fp8_format, fp8_quant_row};
 pub use kmeans::{kmeans_assign, kmeans_update};
 pub use knn::knn_tile_min;
+pub use layernorm_bwd::layernorm_bwd;
 pub use matmul::{grouped_matmul_abt, matmul_abt, matmul_abt_batched};
 pub use rotary::rotary;
 pub use norm_bwd::rmsnorm_bwd;
 pub use rows::{layernorm, rmsnorm, row_reduce, softmax, RowReduce};
+pub use softmax_bwd::softmax_bwd;
 // The expression language lives in `runtime::expr` now; these paths stay for its callers.
 pub use crate::runtime::expr::{ElementExpr, ExprError, ExprFunc, ExprVar};
 
