@@ -40,14 +40,13 @@ pub(crate) enum Helper {
     MmaF16Acc,
     PackBf16x2,
     PackF16x2,
-    /// f32 → one fp8 byte, round to nearest even, saturating to the largest finite value (sm_89+).
-    CvtE4m3,
-    CvtE5m2,
+    /// f32 → one fp8 byte of this dtype (`f8e4m3`, `f8e5m2`), round to nearest even, saturating
+    /// to the largest finite value (sm_89+): `cake_cvt_e4m3`.
+    CvtF8(DType),
     UnpackF16x2,
-    /// One fp8 byte widened to f32 through the f16x2 pair (`cvt.rn.f16x2.e4m3x2`, sm_89+); uses
-    /// [`Helper::UnpackF16x2`], which comes first.
-    E4m3Get,
-    E5m2Get,
+    /// One fp8 byte of this dtype widened to f32 through the f16x2 pair (`cvt.rn.f16x2.e4m3x2`,
+    /// sm_89+): `cake_e4m3_get`; uses [`Helper::UnpackF16x2`], which comes first.
+    F8Get(DType),
     RoundBf16,
     RoundF16,
     NamedBarrier,
@@ -269,23 +268,19 @@ static __device__ __forceinline__ unsigned cake_pack_bf16x2(float lo, float hi) 
 }
 "#
         .into(),
-        Helper::CvtE4m3 => r#"// Round an f32 to fp8 e4m3 (nearest even, saturating to ±448): the byte of `x`, the low half of
-// an e4m3x2 pair (cvt puts its first operand in the upper byte).
-static __device__ __forceinline__ unsigned char cake_cvt_e4m3(float x) {
+        Helper::CvtF8(d) => {
+            let (t, max) = (wgmma_type(d), if d == DType::F8E4M3 { "448" } else { "57344" });
+            format!(
+                r#"// Round an f32 to fp8 {t} (nearest even, saturating to ±{max}): the byte of `x`, the low half of
+// an {t}x2 pair (cvt puts its first operand in the upper byte).
+static __device__ __forceinline__ unsigned char cake_cvt_{t}(float x) {{
     unsigned short r;
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+    asm("cvt.rn.satfinite.{t}x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
     return (unsigned char)(r & 0xFFu);
-}
+}}
 "#
-        .into(),
-        Helper::CvtE5m2 => r#"// Round an f32 to fp8 e5m2 (nearest even, saturating to ±57344): the low byte of an e5m2x2 pair.
-static __device__ __forceinline__ unsigned char cake_cvt_e5m2(float x) {
-    unsigned short r;
-    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
-    return (unsigned char)(r & 0xFFu);
-}
-"#
-        .into(),
+            )
+        }
         Helper::PackF16x2 => r#"// Round two f32 to f16 (nearest even) and pack them: `lo` at the lower address.
 static __device__ __forceinline__ unsigned cake_pack_f16x2(float lo, float hi) {
     unsigned r;
@@ -303,22 +298,18 @@ static __device__ __forceinline__ float cake_f16x2_get(unsigned r, int hi) {
 }
 "#
         .into(),
-        Helper::E4m3Get => r#"// An fp8 e4m3 byte as f32 (exact): widened to an f16 pair, the byte in the lower half.
-static __device__ __forceinline__ float cake_e4m3_get(unsigned char b) {
+        Helper::F8Get(d) => {
+            let t = wgmma_type(d);
+            format!(
+                r#"// An fp8 {t} byte as f32 (exact): widened to an f16 pair, the byte in the lower half.
+static __device__ __forceinline__ float cake_{t}_get(unsigned char b) {{
     unsigned h2;
-    asm("{ .reg .b16 t; mov.b16 t, %1; cvt.rn.f16x2.e4m3x2 %0, t; }" : "=r"(h2) : "h"((unsigned short)b));
+    asm("{{ .reg .b16 t; mov.b16 t, %1; cvt.rn.f16x2.{t}x2 %0, t; }}" : "=r"(h2) : "h"((unsigned short)b));
     return cake_f16x2_get(h2, 0);
-}
+}}
 "#
-        .into(),
-        Helper::E5m2Get => r#"// An fp8 e5m2 byte as f32 (exact): widened to an f16 pair, the byte in the lower half.
-static __device__ __forceinline__ float cake_e5m2_get(unsigned char b) {
-    unsigned h2;
-    asm("{ .reg .b16 t; mov.b16 t, %1; cvt.rn.f16x2.e5m2x2 %0, t; }" : "=r"(h2) : "h"((unsigned short)b));
-    return cake_f16x2_get(h2, 0);
-}
-"#
-        .into(),
+            )
+        }
         Helper::RoundBf16 => r#"// An f32 rounded to the nearest bf16 (held as the f32 of equal value).
 static __device__ __forceinline__ float cake_round_bf16(float x) {
     unsigned r;

@@ -176,13 +176,8 @@ impl<'a> Lw<'a> {
     /// C: an fp8 byte `bits` (its storage type) as f32.
     fn fp8_get(&mut self, dtype: DType, bits: &str) -> String {
         self.need(Helper::UnpackF16x2);
-        if dtype == DType::F8E4M3 {
-            self.need(Helper::E4m3Get);
-            format!("cake_e4m3_get({bits})")
-        } else {
-            self.need(Helper::E5m2Get);
-            format!("cake_e5m2_get({bits})")
-        }
+        self.need(Helper::F8Get(dtype));
+        format!("cake_{}_get({bits})", super::prelude::wgmma_type(dtype))
     }
 
     /// The window coordinates of layout element `i` for a window of shape `wshape` broadcast
@@ -752,13 +747,9 @@ impl<'a> Lw<'a> {
                 format!("(unsigned short)(cake_pack_f16x2({v}, 0.0f) & 0xFFFFu)")
             }
             DType::Bool => format!("(unsigned char)({v})"),
-            DType::F8E4M3 => {
-                self.need(Helper::CvtE4m3);
-                format!("cake_cvt_e4m3({v})")
-            }
-            DType::F8E5M2 => {
-                self.need(Helper::CvtE5m2);
-                format!("cake_cvt_e5m2({v})")
+            DType::F8E4M3 | DType::F8E5M2 => {
+                self.need(Helper::CvtF8(dtype));
+                format!("cake_cvt_{}({v})", super::prelude::wgmma_type(dtype))
             }
             _ => v,
         };
