@@ -4,6 +4,7 @@
 #   phase NAME CMD [ARGS...]   run CMD as a named, timed phase; returns CMD's exit status
 #   phase_summary              print every phase with its time and status, and the total
 #   cake_use_toolchain         run scripts/setup-cuda-toolchain.sh and source its env.sh
+#   cake_skip_without_gpu WHY  print "SKIP: no NVIDIA GPU ...; WHY" and exit 3 when no /dev/nvidia<N> exists
 
 CAKE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CAKE_PHASES=()
@@ -43,4 +44,17 @@ cake_use_toolchain() {
   bash "$CAKE_ROOT/scripts/setup-cuda-toolchain.sh" "$@" || return
   # shellcheck disable=SC1091
   . "$CAKE_ROOT/.toolchain/cuda/env.sh"
+}
+
+# Device scripts measure nothing without a GPU (no fake data): the SKIP line ends with what was
+# not done, and the exit status 3 tells the caller it was skipped, not passed.
+cake_skip_without_gpu() {
+  local devs
+  shopt -s nullglob
+  devs=(/dev/nvidia[0-9]*)
+  shopt -u nullglob
+  if [ "${#devs[@]}" -eq 0 ]; then
+    echo "SKIP: no NVIDIA GPU on this machine (no /dev/nvidia[0-9]*); $1"
+    exit 3
+  fi
 }

@@ -35,14 +35,9 @@ BENCH=$ROOT/scripts/cost-accuracy-bench.py
 T0=$(date +%s)
 export DEADLINE_UNIX=$((T0 + TIME_CAP_S))
 
-# No fake data: without an NVIDIA device nothing is measured and no JSON is written.
-shopt -s nullglob
-devs=(/dev/nvidia[0-9]*)
-shopt -u nullglob
-if [ "${#devs[@]}" -eq 0 ]; then
-  echo "SKIP: no NVIDIA GPU on this machine (no /dev/nvidia[0-9]*); the cost-accuracy runs need the H200 (nothing measured, no JSON written)"
-  exit 3
-fi
+# shellcheck source=scripts/common.sh
+. "$ROOT/scripts/common.sh"
+cake_skip_without_gpu "the cost-accuracy runs need the H200 (nothing measured, no JSON written)"
 [ -x "$CAKE_BIN" ] || { echo "error: no cake binary at $CAKE_BIN (build it here and carry it: see the head of $0)"; exit 1; }
 command -v python3 >/dev/null || { echo "error: python3 is needed on the device"; exit 1; }
 mkdir -p "$OUT"

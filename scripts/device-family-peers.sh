@@ -24,13 +24,9 @@ cd "$ROOT" || exit 1
 export CAKE_BIN=${CAKE_BIN:-$ROOT/target/release/cake-device}
 OUT=${OUT:-/tmp/family-peers-out}
 [ -n "${FAMILIES:-}" ] || { echo "error: set FAMILIES to the corpus families to run (space-separated)"; exit 1; }
-shopt -s nullglob
-devs=(/dev/nvidia[0-9]*)
-shopt -u nullglob
-if [ "${#devs[@]}" -eq 0 ]; then
-  echo "SKIP: no NVIDIA GPU on this machine (no /dev/nvidia[0-9]*); nothing measured"
-  exit 3
-fi
+# shellcheck source=scripts/common.sh
+. "$ROOT/scripts/common.sh"
+cake_skip_without_gpu "nothing measured"
 [ -x "$CAKE_BIN" ] || { echo "error: no cake binary at $CAKE_BIN (build it here and carry it: see the head of $0)"; exit 1; }
 mkdir -p "$OUT"
 export CAKE_NVRTC_LIB=${CAKE_NVRTC_LIB:-/usr/local/cuda/lib64/libnvrtc.so.13}
