@@ -571,6 +571,39 @@ pub fn smem_window(m: &Module, layout: &KernelLayout, e: Handle<Expr>) -> Option
     Some(SmemWindow { base_align, terms, swizzle })
 }
 
+/// The byte distance between consecutive elements of a shared-memory window in the order an
+/// element loop walks it (round-robin over the threads, the innermost dimension the window spans
+/// fastest), as the lowering's `smem_ref` addresses it: the stride of the last dimension taken
+/// whole or as a window of several elements. None for anything that is not a window of a region
+/// or view, or a window of one element. Swizzled layouts permute 16-byte chunks, so their
+/// stride is not one number: None as well.
+pub fn smem_lane_stride(m: &Module, e: Handle<Expr>) -> Option<u64> {
+    let (base, items): (Handle<Expr>, &[IndexItem]) = match &m.exprs[e].kind {
+        ExprKind::Index { base, items } => (*base, items),
+        ExprKind::Smem(_) | ExprKind::View(_) => (e, &[]),
+        _ => return None,
+    };
+    let (dtype, shape, stages, swizzle) = match m.exprs[base].kind {
+        ExprKind::Smem(h) => (m.smem[h].dtype, &m.smem[h].shape, m.smem[h].stages, m.smem[h].swizzle),
+        ExprKind::View(h) => (m.views[h].dtype, &m.views[h].shape, 1, m.views[h].swizzle),
+        _ => return None,
+    };
+    if swizzle != Swizzle::None {
+        return None;
+    }
+    // Indices of a staged region start with the stage (as in `smem_window`), which never varies
+    // within a window.
+    let items = if stages > 1 && !items.is_empty() { &items[1..] } else { items };
+    (0..shape.len()).rev().find_map(|d| {
+        let spans = match items.get(d) {
+            None | Some(IndexItem::Full) => shape[d] > 1,
+            Some(IndexItem::Window { len, .. }) => *len > 1,
+            Some(IndexItem::At(_)) => false,
+        };
+        spans.then(|| elements(&shape[d + 1..]).saturating_mul(dtype.size_bytes()))
+    })
+}
+
 /// The alignment TMA needs of a shared-memory window: its swizzle atom when swizzled, else 128.
 pub fn tma_smem_align(s: Swizzle) -> u64 {
     if s == Swizzle::None {

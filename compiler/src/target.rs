@@ -58,6 +58,9 @@ pub struct TargetInfo {
     pub max_threads_per_sm: u32,
     /// Portable maximum blocks per cluster; 1 where the target has no clusters.
     pub max_cluster_size: u32,
+    /// Shared-memory banks and their width in bytes (bank conflicts: the cost model).
+    pub smem_banks: u32,
+    pub smem_bank_bytes: u32,
     /// SMs of the reference SKU (the first of `skus`), where verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_count: Option<u32>,

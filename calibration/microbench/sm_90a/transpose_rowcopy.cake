@@ -1,4 +1,4 @@
-# Transpose probe, contrast (README.md, `[[unfitted]]` entry `transpose`): `transpose_strided.cake`
+# Transpose probe, contrast (README.md, bench `transpose`): `transpose_strided.cake`
 # with each copy warp reading a ROW of the input tile (contiguous, conflict-free) instead of a
 # column; the output tile still goes out at the transposed coordinates with one TMA store and
 # `tma_store_wait(0)` per tile. Same bytes, same barriers, same stores: what separates the two is

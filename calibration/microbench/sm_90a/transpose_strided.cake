@@ -1,4 +1,4 @@
-# Transpose probe (calibration/microbench/sm_90a/README.md, `[[unfitted]]` entry `transpose`): the
+# Transpose probe (calibration/microbench/sm_90a/README.md, bench `transpose`): the
 # corpus tma-transpose kernel (sm_90a, bf16, 64×64 tiles, 2 stages, 4 copy warps, here numbered from
 # warp 1 so that no warp idles). Each copy warp reads a column of the input tile (a stride of 128
 # bytes, so all 32 lanes hit one shared-memory bank) and writes a row of the output tile; one

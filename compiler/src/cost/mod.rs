@@ -45,6 +45,11 @@
 //! for roles of several warps and nothing for a one-warp role (the lowering's `__syncwarp()`); a
 //! `wait` / `wait_parity` on an explicit barrier costs one hand-off on the waiter's path.
 //!
+//! **Shared memory and TMA stores.** A shared → shared element store costs one dependent step on
+//! the role's path per execution, plus a replay per extra word a warp access finds in one bank
+//! (strides from the derived layout, banks from the target table); `tma_store_wait(0)` costs a
+//! fixed wait plus the bytes stored since the last wait at the store read rate.
+//!
 //! Hints (severity `hint`, codes C001…C007, one file each under `hints/`) point at the construct
 //! to change; errors are [`CostError`] (codes C100…C105). Every estimate lists the provisional
 //! parameters it used.

@@ -350,7 +350,7 @@ pub(super) fn run(
     named: &BTreeMap<String, i64>,
 ) -> Result<Estimate, CostError> {
     let tile_extents: Vec<i64> = m.grid().map_or(Vec::new(), |g| g.axes.iter().map(|a| a.extent.eval(&dims).unwrap_or(0)).collect());
-    let ctx = Ctx { m, layout, cal, dims, tile_extents, used: Cell::new(0), notes: RefCell::new(BTreeSet::new()) };
+    let ctx = Ctx { m, layout, target, cal, dims, tile_extents, used: Cell::new(0), notes: RefCell::new(BTreeSet::new()) };
     let occ = occupancy(&ctx, target)?;
     let roles = walk::walk(&ctx);
     let sms = ctx.p(P::SmCount);

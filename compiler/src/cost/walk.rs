@@ -11,7 +11,8 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 
 use crate::ir::*;
-use crate::layout::KernelLayout;
+use crate::layout::{self, KernelLayout};
+use crate::target::TargetInfo;
 use crate::ops::OpId::{self, *};
 use crate::syntax::ast::{BinOp, UnOp};
 
@@ -22,6 +23,8 @@ pub(crate) struct Ctx<'a> {
     pub m: &'a Module,
     /// The verifier's derived layout (shared memory, launch shape).
     pub layout: &'a KernelLayout,
+    /// The target's hardware table (shared-memory banks).
+    pub target: &'a TargetInfo,
     pub cal: &'a Calibration,
     /// Dim values by dim handle index.
     pub dims: Vec<i64>,
@@ -274,6 +277,9 @@ struct Walker<'a, 'c> {
     /// Global windows an element loop has already read (a later loop over the same row finds it
     /// in L2).
     windows_read: BTreeSet<Handle<Expr>>,
+    /// Bytes of the TMA stores one execution of the current body issued since its last
+    /// `tma_store_wait(0)` (one elected thread stores each window).
+    stores_in_flight_bytes: f64,
     /// Copies of the current statement that unrolling the enclosing loops makes (as lowered:
     /// constant trip counts up to 16, or `unroll N`).
     unrolled_copies: f64,
@@ -309,6 +315,7 @@ pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
             let_values: HashMap::new(),
             windows_read: BTreeSet::new(),
             unrolled_copies: 1.0,
+            stores_in_flight_bytes: 0.0,
         };
         (w.main_stmt, w.main_streams) = w.find_main(&body.block);
         w.block(&body.block, 1.0, Dest::Cta);
@@ -617,13 +624,23 @@ impl<'a> Walker<'a, '_> {
             TmaStore => {
                 let issue = ctx.p(P::TmaIssueNs);
                 let bytes = Self::arg(call, 0).map_or(0.0, |e| self.window_bytes(e) * self.group_mult(e));
+                self.stores_in_flight_bytes += Self::arg(call, 0).map_or(0.0, |e| self.window_bytes(e));
                 let w = self.work(dest);
                 w.issue_ns += mult * issue;
                 w.write_bytes += mult * bytes;
                 w.write_l2_bytes += mult * bytes;
                 w.store_stmt.get_or_insert(sh);
             }
-            TmaStoreWait => {}
+            // Waiting for no store to be in flight exposes the store's read of shared memory on
+            // the role's path (the elected thread waits; the role's barrier after it holds the
+            // rest). A wait for N > 0 leaves the newest stores running under later work.
+            TmaStoreWait => {
+                if Self::arg(call, 0).and_then(|e| self.eval(e)) == Some(0.0) {
+                    let bytes = std::mem::take(&mut self.stores_in_flight_bytes);
+                    let lat = ctx.p(P::TmaStoreWaitNs) + bytes / ctx.p(P::TmaStoreReadBytesPerSPerSm) * 1e9;
+                    self.work(dest).latency_ns += mult * lat;
+                }
+            }
             CpAsync => {
                 let (Some(dst), Some(src)) = (Self::arg(call, 0), Self::arg(call, 1)) else { return };
                 let read = self.global_read(src);
@@ -678,6 +695,9 @@ impl<'a> Walker<'a, '_> {
                     t => {
                         let size = t.dtype().map_or(4, DType::size_bytes) as f64;
                         self.work(dest).lsu += mult * src_elems * size / 4.0;
+                        if matches!(t, Type::Shared { .. }) {
+                            self.shared_element_loop(dst, src, mult, dest);
+                        }
                     }
                 }
             }
@@ -1107,11 +1127,76 @@ impl<'a> Walker<'a, '_> {
         self.work(dest).latency_ns += mult * round_trips * latency;
     }
 
+    /// The serial path of a shared → shared element loop (`store(out_s[j, :], in_s[s, :, j])`,
+    /// lowered by `lower/window.rs` round-robin over the role's threads): each execution waits for
+    /// its shared loads before it stores (one dependent step; the unrolled elements of one thread
+    /// overlap), and a warp access whose lanes hit different words of one bank is replayed once
+    /// per extra word (the worst window of the statement, per element of a thread).
+    fn shared_element_loop(&mut self, dst: Handle<Expr>, src: Handle<Expr>, mult: f64, dest: Dest) {
+        let elements = self.window_elements(dst);
+        let threads = f64::from(self.role.threads().max(1));
+        let per_thread = (elements / threads).ceil().max(1.0);
+        let lanes = elements.min(32.0) as u64;
+        let mut windows = vec![dst];
+        windows.extend(self.shared_windows(src));
+        let ways = windows.iter().map(|&w| self.smem_conflict_ways(w, lanes)).max().unwrap_or(1);
+        let step = self.ctx.p(P::SmemElementStepNs);
+        let replay = if ways > 1 { self.ctx.p(P::SmemConflictReplayNs) * (ways - 1) as f64 * per_thread } else { 0.0 };
+        self.work(dest).latency_ns += mult * (step + replay);
+    }
+
+    /// The shared-memory windows an element-wise value reads (through `let` names).
+    fn shared_windows(&self, e: Handle<Expr>) -> Vec<Handle<Expr>> {
+        let m = self.m();
+        let mut out = Vec::new();
+        let mut stack = vec![e];
+        while let Some(x) = stack.pop() {
+            let ex = &m.exprs[x];
+            if matches!(ex.ty, Type::Shared { .. }) {
+                out.push(x);
+                continue;
+            }
+            match &ex.kind {
+                ExprKind::Local(l) => stack.extend(self.let_values.get(l).copied()),
+                ExprKind::Unary(_, a) => stack.push(*a),
+                ExprKind::Binary(_, a, b) => stack.extend([*a, *b]),
+                ExprKind::Call(c) => stack.extend(c.args.iter().flatten().copied()),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Bank-conflict ways of one warp access to a shared window whose consecutive elements lie
+    /// `stride` bytes apart ([`layout::smem_lane_stride`]), `lanes` lanes active: lanes whose
+    /// words differ but share a bank are served one after another. Swizzled or unknown strides
+    /// count as conflict-free.
+    fn smem_conflict_ways(&self, window: Handle<Expr>, lanes: u64) -> u64 {
+        let banks = u64::from(self.ctx.target.smem_banks.max(1));
+        let bank_bytes = u64::from(self.ctx.target.smem_bank_bytes.max(1));
+        let Some(stride) = layout::smem_lane_stride(self.m(), window) else { return 1 };
+        if stride < bank_bytes || lanes <= 1 {
+            return 1;
+        }
+        // Lanes i and i + banks / gcd(words, banks) hit the same bank: gcd(words, banks) words
+        // of one bank among the warp's lanes, at most one per lane.
+        let words = stride / bank_bytes;
+        let g = layout::gcd(words as i64, banks as i64).max(1) as u64;
+        g.min(lanes)
+    }
+
     fn visit(&self, e: Handle<Expr>, f: &mut dyn FnMut(&ExprKind)) {
         let m = self.m();
         let k = &m.exprs[e].kind;
         f(k);
         match k {
+            // A `let` name stands for its value: a window indexed by `let r = t.r * 8 + w.warp`
+            // depends on the tile axis and the warp as the value does.
+            ExprKind::Local(l) => {
+                if let Some(&v) = self.let_values.get(l) {
+                    self.visit(v, f);
+                }
+            }
             ExprKind::Field { base, .. } => self.visit(*base, f),
             ExprKind::Index { base, items } => {
                 self.visit(*base, f);
