@@ -1,4 +1,4 @@
-# Launch- and fill-dominated GEMM probe (README.md, `[[unfitted]]` entries `small-shape` and
+# Launch- and fill-dominated GEMM probe (README.md, bench `small-shape` and `[[unfitted]]` entry
 # `batched-tiles-2d`): the corpus gemm-sm90-ws kernel bf16-128x128-s4 (one producer warpgroup, two
 # consumer warpgroups, a 4-stage TMA pipeline, one 128×128 tile per block) as it is. At a few
 # blocks and short K the time is the launch, the block start, the pipeline's first TMA round trip

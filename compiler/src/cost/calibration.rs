@@ -64,6 +64,7 @@ pub enum P {
     LaunchOverheadNs,
     CtaWaveNs,
     CtaPrologueNs,
+    PipelineSetupNs,
     DefaultRegsPerThread,
 }
 
@@ -122,6 +123,7 @@ pub const SPECS: &[Spec] = &[
     s(P::LaunchOverheadNs, "launch_overhead_ns", "ns", "launch overhead of a timed kernel"),
     s(P::CtaWaveNs, "cta_wave_ns", "ns", "per extra wave of blocks"),
     s(P::CtaPrologueNs, "cta_prologue_ns", "ns", "per-block start"),
+    s(P::PipelineSetupNs, "pipeline_setup_ns", "ns", "once per kernel with a pipeline: its start beyond an empty launch (tensor maps, barriers, first round trip, last store)"),
     s(P::DefaultRegsPerThread, "default_regs_per_thread", "registers per thread", "registers of roles without `regs`"),
 ];
 
