@@ -20,7 +20,7 @@ Environment: CAKE_BIN (required), TARGET (sm_90a), SHARD (i/n, 1-based: a stable
 as `cake corpus gate --shard`), DEADLINE_UNIX (stop starting runs after it), PER_RUN_S (cap of one
 `cake bench`, default 120), REPEATS (timed launches, default: `cake bench`'s 20), CASES (only case
 ids starting with one of these comma-separated prefixes), PROBES (0: leave the microbenchmark probes
-out). Ids and paths in the JSON are relative to the checkout. Exit: 0 done (some runs may have
+out), RECORDS_DIR (keep every run record and its program there, for `cake-evolve-compiler import`). Ids and paths in the JSON are relative to the checkout. Exit: 0 done (some runs may have
 failed their oracle: the JSON says which), 1 an error, 3 no GPU (nothing measured, nothing written).
 Python 3.8+; the suite's TOML through tomllib, tomli or pip's vendored tomli (the device has 3.12).
 """
@@ -174,6 +174,22 @@ def bench_one(cake, prog, workload, shape, repeats, timeout_s, evdir):
     return row, gpu, p.returncode
 
 
+def keep_record(evdir, prog, row):
+    """With RECORDS_DIR set: keep the run's record and its program there (`<case>@<shape>.json`,
+    `<case>.cake`), for `cake-evolve-compiler import --kind run RECORD --program PROGRAM`."""
+    keep = os.environ.get("RECORDS_DIR")
+    runs = os.path.join(evdir, "runs")
+    if not keep or not os.path.isdir(runs):
+        return
+    os.makedirs(keep, exist_ok=True)
+    stem = row["id"].replace("/", "__")
+    label = "_".join(f"{k}{v}" for k, v in sorted(row["shape"].items()))
+    for i, f in enumerate(sorted(os.listdir(runs))):
+        shutil.copyfile(os.path.join(runs, f), os.path.join(keep, f"{stem}@{label}{'-' + str(i) if i else ''}.json"))
+    if not os.path.exists(os.path.join(keep, stem + ".cake")):
+        shutil.copyfile(prog, os.path.join(keep, stem + ".cake"))
+
+
 def write_json(path, doc):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -277,6 +293,7 @@ def cmd_run(argv):
             shutil.rmtree(work, ignore_errors=True)
             return 3
         row.update(fields)
+        keep_record(evdir, prog, row)
         doc["gpu"] = doc["gpu"] or gpu
         done[run_key(row)] = row
         doc["runs"] = sorted(done.values(), key=run_key)

@@ -51,6 +51,9 @@ for f in "${prev[@]}"; do [ -n "$f" ] && resume+=(--resume "$f"); done
 ngpu=${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)}
 [ "${ngpu:-0}" -ge 1 ] 2>/dev/null || ngpu=1
 RESULT=$OUT/cost-accuracy-h200.json
+# The run records themselves (with the model's prediction at run time) and their programs, for
+# `cake-evolve-compiler import --kind run` here: real evidence for cost_model.misprediction buckets.
+export RECORDS_DIR=${RECORDS_DIR:-$OUT/records}
 
 if [ -n "${SHARD:-}" ] || [ "$ngpu" -eq 1 ]; then
   python3 "$BENCH" run -o "$RESULT" "${resume[@]}" 2>&1 | tee "$OUT/cost-accuracy.log"
