@@ -90,6 +90,41 @@ fn class_params(b: Bottleneck) -> &'static [(&'static str, Scale)] {
     }
 }
 
+/// One program in this many is held out of a refit from stored runs, to judge it.
+pub const HELD_OUT_EVERY: u8 = 3;
+
+/// Split measurements into the runs a refit may use and the runs that judge it, by program: every
+/// run of a program (its name before ` @ `, which names the program and its hash) goes to the
+/// same side, chosen by a stable hash, so no program is both fitted on and judged on.
+pub fn split_held_out(ms: &[Measurement]) -> (Vec<Measurement>, Vec<Measurement>) {
+    use sha2::{Digest, Sha256};
+    let (mut fit, mut held_out) = (Vec::new(), Vec::new());
+    for m in ms {
+        let program = m.name.split(" @ ").next().unwrap_or(&m.name);
+        if Sha256::digest(program.as_bytes())[0] % HELD_OUT_EVERY == 0 {
+            held_out.push(m.clone());
+        } else {
+            fit.push(m.clone());
+        }
+    }
+    (fit, held_out)
+}
+
+/// Judge a refit on runs it did not use: the draft's before/after become their accuracy under
+/// the old and the new calibration text.
+pub fn judge_held_out(target: &str, text: &str, mut draft: CalibrationDraft, new_text: &str, held_out: &[Measurement]) -> Result<CalibrationDraft, String> {
+    let file = format!("calibration/{target}.toml");
+    let old = Calibration::from_toml_str(&file, text).map_err(|e| e.to_string())?;
+    let new = Calibration::from_toml_str(&file, new_text).map_err(|e| e.to_string())?;
+    let mut skipped = Vec::new();
+    let acc = validated(target, held_out.iter(), &mut skipped);
+    let (before, after) = cake::cost::accuracy::judge(&old, &new, &acc, &mut skipped).map_err(|e| format!("the held-out runs cannot judge the refit: {e}"))?;
+    draft.before = before;
+    draft.after = after;
+    draft.skipped.extend(skipped);
+    Ok(draft)
+}
+
 /// Set `value` (and `source`) of `[param.NAME]` in a calibration file's text.
 pub(crate) fn set_param(text: &str, name: &str, value: f64, source: &str) -> Result<String, String> {
     let header = format!("[param.{name}]");

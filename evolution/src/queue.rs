@@ -963,21 +963,31 @@ fn measurement_key<'a>(ms: impl IntoIterator<Item = &'a Measurement>) -> String 
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn class_refit_change<'a>(target: &'a str, draft: CalibrationDraft, new_text: String, measurements: &[Measurement], bucket: Option<String>, source: &str) -> CalibrationChange<'a> {
+/// A class refit as a queued change. `fitted` are the runs the refit used, `judged` the runs its
+/// accuracy is judged on (the same runs for `calibrate --measurements`; held-out ones for a
+/// refit from the evidence store): both are committed, `judged` as the run's accuracy set.
+#[allow(clippy::too_many_arguments)]
+fn class_refit_change<'a>(target: &'a str, draft: CalibrationDraft, new_text: String, fitted: &[Measurement], judged: &[Measurement], bucket: Option<String>, source: &str) -> CalibrationChange<'a> {
     let (ratio, factor) = (draft.class_ratio.unwrap_or(1.0), draft.factor.unwrap_or(1.0));
     let changelog = format!(
         "- Recalibrated {target} {} parameters (×{factor} time, from {source}): MAPE {:.1}% → {:.1}%, Spearman {:.3} → {:.3} over {} measurements.",
         draft.class, draft.before.mape, draft.after.mape, draft.before.spearman, draft.after.spearman, draft.after.n
     );
-    let key = measurement_key(measurements);
-    // The measurements go with the proposal, so the `accuracy` gate can judge it on them.
+    let key = measurement_key(fitted.iter().chain(judged));
+    // The measurements go with the proposal, so the `accuracy` gate can judge it on them. Runs the
+    // refit used but is not judged on are kept as the run's suite (bench `refit`).
+    let judged_names: BTreeSet<&str> = judged.iter().map(|m| m.name.as_str()).collect();
     let run = SavedRun {
         schema: RUN_SCHEMA.into(),
         target: target.into(),
         gpu: source.into(),
         created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
-        suite: Vec::new(),
-        accuracy: measurements.to_vec(),
+        suite: fitted
+            .iter()
+            .filter(|m| !judged_names.contains(m.name.as_str()))
+            .map(|m| crate::microbench::BenchMeasurement { bench: "refit".into(), m: m.clone() })
+            .collect(),
+        accuracy: judged.to_vec(),
         failed: Vec::new(),
     };
     let files = serde_json::to_vec_pretty(&run).map(|b| vec![(format!("calibration/runs/{target}-{}.json", &key[..12]), b)]).unwrap_or_default();
@@ -986,7 +996,7 @@ fn class_refit_change<'a>(target: &'a str, draft: CalibrationDraft, new_text: St
         title: format!("recalibrate {target}: {} ×{factor}", draft.class),
         signature: format!("cost model: {} predictions off by ×{ratio} (median measured/predicted)", draft.class),
         key,
-        evidence: measurements.iter().map(|m| m.name.clone()).collect(),
+        evidence: fitted.iter().chain(judged).map(|m| m.name.clone()).collect::<BTreeSet<_>>().into_iter().collect(),
         files,
         bucket,
         changelog,
@@ -1002,7 +1012,7 @@ pub fn propose_calibration(repo_path: &Path, main: Option<&str>, target: &str, m
     let (repo, qdir, base, text) = calibration_base(repo_path, main, target)?;
     let _lock = QueueLock::acquire(&repo, "calibrate", lock::DEFAULT_TIMEOUT)?;
     let (draft, new_text) = crate::calibrate::propose_calibration(target, &text, measurements, fitted_on)?;
-    let change = class_refit_change(target, draft, new_text, measurements, None, "measurements");
+    let change = class_refit_change(target, draft, new_text, measurements, measurements, None, "measurements");
     queue_calibration(&repo, &mut Gater::new(gate, &repo)?, &qdir, base, change, true)
 }
 
@@ -1103,16 +1113,21 @@ fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &Propos
             outcomes.push(out("skipped", None, format!("{target} is not calibrated ({path} missing): nothing to refit")));
             continue;
         };
+        // Refit on two programs in three; the third judges the refit (here and in the accuracy
+        // gate, from the committed run) and takes no part in it.
         let ms = store_measurements(store, target);
-        let label = format!("evidence store {} ({} timed runs), bucket {}", opts.evidence.display(), ms.len(), b.id);
-        let (draft, new_text) = match crate::calibrate::propose_calibration(target, &text, &ms, &label) {
+        let (fit, held_out) = crate::calibrate::split_held_out(&ms);
+        let label = format!("evidence store {} ({} timed runs, {} held out), bucket {}", opts.evidence.display(), fit.len(), held_out.len(), b.id);
+        let refit = crate::calibrate::propose_calibration(target, &text, &fit, &label)
+            .and_then(|(draft, new_text)| crate::calibrate::judge_held_out(target, &text, draft, &new_text, &held_out).map(|d| (d, new_text)));
+        let (draft, new_text) = match refit {
             Ok(x) => x,
             Err(e) => {
                 outcomes.push(out("skipped", None, format!("{target}: {e}")));
                 continue;
             }
         };
-        let change = class_refit_change(target, draft, new_text, &ms, Some(b.id.clone()), "timed runs in the evidence store");
+        let change = class_refit_change(target, draft, new_text, &fit, &held_out, Some(b.id.clone()), "timed runs in the evidence store");
         let id = proposal_id(Kind::Calibration, &format!("{target}\n{}", change.key));
         if let Some(why) = records.get(&id).and_then(|r| settled(Some(r), &r.evidence.clone())) {
             outcomes.push(out("skipped", Some(id), why));

@@ -13,7 +13,7 @@ mod fixture;
 #[path = "support/records.rs"]
 mod records;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use cake::cost::Calibration;
@@ -169,16 +169,16 @@ fn unfitted_probes_are_checked_when_loaded() {
         )
     };
     let good = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, good.clone() + &probe("pipeline_setup_ns", "cta_prologue_ns")).unwrap();
+    std::fs::write(&path, good.clone() + &probe("tile_switch_ns", "cta_prologue_ns")).unwrap();
     let suite = Suite::load(&path).unwrap();
     assert_eq!((suite.benches.len(), suite.unfitted.len()), (1, 1));
-    assert_eq!(suite.unfitted[0].needs, ["pipeline_setup_ns"]);
+    assert_eq!(suite.unfitted[0].needs, ["tile_switch_ns"]);
     std::fs::write(&path, good.clone() + &probe("cta_prologue_ns", "cta_prologue_ns")).unwrap();
     let err = Suite::load(&path).unwrap_err();
     assert!(err.contains("needs `cta_prologue_ns`, which is a cost-model parameter now"), "{err}");
-    std::fs::write(&path, good.clone() + &probe("pipeline_setup_ns", "pipeline_setup_ns")).unwrap();
-    assert!(Suite::load(&path).unwrap_err().contains("informs `pipeline_setup_ns`, which is not a cost-model parameter"));
-    std::fs::write(&path, good + &probe("pipeline_setup_ns", "cta_prologue_ns").replace("\"fill\"", "\"tensor\"")).unwrap();
+    std::fs::write(&path, good.clone() + &probe("tile_switch_ns", "tile_switch_ns")).unwrap();
+    assert!(Suite::load(&path).unwrap_err().contains("informs `tile_switch_ns`, which is not a cost-model parameter"));
+    std::fs::write(&path, good + &probe("tile_switch_ns", "cta_prologue_ns").replace("\"fill\"", "\"tensor\"")).unwrap();
     assert!(Suite::load(&path).unwrap_err().contains("two benches are named `tensor`"));
 }
 
@@ -293,6 +293,23 @@ fn mispredicted_runs_in_the_store_become_a_calibration_proposal() {
     assert_eq!(rec.gates_passed, Some(true), "{:#?}", rec.gates);
     // Its measurements are committed with it, and the accuracy gate judged it on them.
     assert!(rec.gates.iter().any(|g| g.gate == "accuracy" && g.status == cake_merge_gates::GateStatus::Pass), "{:#?}", rec.gates);
+    // It was judged on programs the refit never saw: the committed run's accuracy set (held out)
+    // and its suite (fitted on) share no program, and the draft's accuracy counts the held-out runs.
+    let repo = git2::Repository::open(&repo_dir).unwrap();
+    let tree = repo.find_commit(git2::Oid::from_str(&rec.commit).unwrap()).unwrap().tree().unwrap();
+    let runs = tree.get_path(Path::new("calibration/runs")).unwrap().to_object(&repo).unwrap().peel_to_tree().unwrap();
+    // The refit's run is the one whose suite holds the runs it was fitted on (bench `refit`).
+    let run: SavedRun = runs
+        .iter()
+        .filter_map(|e| serde_json::from_slice::<SavedRun>(e.to_object(&repo).unwrap().peel_to_blob().unwrap().content()).ok())
+        .find(|r| r.suite.iter().any(|m| m.bench == "refit"))
+        .expect("the proposal commits the runs of its refit");
+    let program = |name: &str| name.split(" @ ").next().unwrap().to_string();
+    let fitted: BTreeSet<String> = run.suite.iter().map(|m| program(&m.m.name)).collect();
+    let judged: BTreeSet<String> = run.accuracy.iter().map(|m| program(&m.name)).collect();
+    assert!(!fitted.is_empty() && !judged.is_empty(), "fitted {fitted:?}, judged {judged:?}");
+    assert!(fitted.is_disjoint(&judged), "fitted {fitted:?}, judged {judged:?}");
+    assert_eq!(draft.after.n, run.accuracy.len(), "{draft:?}");
     // Proposing again from the same evidence adds nothing.
     let again = queue::propose(&o).unwrap();
     assert!(again.outcomes.iter().all(|x| x.what != "proposed"), "{:#?}", again.outcomes);
