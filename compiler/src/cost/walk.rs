@@ -1074,6 +1074,12 @@ impl<'a> Walker<'a, '_> {
     /// The global windows a value without a register layout reads where it is used: windows in
     /// it and in the `let` names it reads (not inside reductions, computed ahead).
     fn element_windows(&self, e: Handle<Expr>) -> Vec<Handle<Expr>> {
+        self.value_windows(e, |t| matches!(t, Type::Global { .. }))
+    }
+
+    /// The windows of the kind `want` accepts that a value reads where it is used, through the
+    /// `let` names it reads and not inside reductions (computed ahead), each once.
+    fn value_windows(&self, e: Handle<Expr>, want: fn(&Type) -> bool) -> Vec<Handle<Expr>> {
         let m = self.m();
         let mut out = Vec::new();
         let mut stack = vec![e];
@@ -1089,7 +1095,7 @@ impl<'a> Walker<'a, '_> {
                 ExprKind::Call(c) if c.op.starts_with("reduce_") => continue,
                 _ => {}
             }
-            if matches!(ex.ty, Type::Global { .. }) {
+            if want(&ex.ty) {
                 if !out.contains(&x) {
                     out.push(x);
                 }
@@ -1138,33 +1144,11 @@ impl<'a> Walker<'a, '_> {
         let per_thread = (elements / threads).ceil().max(1.0);
         let lanes = elements.min(32.0) as u64;
         let mut windows = vec![dst];
-        windows.extend(self.shared_windows(src));
+        windows.extend(self.value_windows(src, |t| matches!(t, Type::Shared { .. })));
         let ways = windows.iter().map(|&w| self.smem_conflict_ways(w, lanes)).max().unwrap_or(1);
         let step = self.ctx.p(P::SmemElementStepNs);
         let replay = if ways > 1 { self.ctx.p(P::SmemConflictReplayNs) * (ways - 1) as f64 * per_thread } else { 0.0 };
         self.work(dest).latency_ns += mult * (step + replay);
-    }
-
-    /// The shared-memory windows an element-wise value reads (through `let` names).
-    fn shared_windows(&self, e: Handle<Expr>) -> Vec<Handle<Expr>> {
-        let m = self.m();
-        let mut out = Vec::new();
-        let mut stack = vec![e];
-        while let Some(x) = stack.pop() {
-            let ex = &m.exprs[x];
-            if matches!(ex.ty, Type::Shared { .. }) {
-                out.push(x);
-                continue;
-            }
-            match &ex.kind {
-                ExprKind::Local(l) => stack.extend(self.let_values.get(l).copied()),
-                ExprKind::Unary(_, a) => stack.push(*a),
-                ExprKind::Binary(_, a, b) => stack.extend([*a, *b]),
-                ExprKind::Call(c) => stack.extend(c.args.iter().flatten().copied()),
-                _ => {}
-            }
-        }
-        out
     }
 
     /// Bank-conflict ways of one warp access to a shared window whose consecutive elements lie
