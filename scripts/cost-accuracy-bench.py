@@ -184,8 +184,12 @@ def keep_record(evdir, prog, row):
     os.makedirs(keep, exist_ok=True)
     stem = row["id"].replace("/", "__")
     label = "_".join(f"{k}{v}" for k, v in sorted(row["shape"].items()))
+    # The record names the program and workload where this run wrote them (a temporary folder):
+    # keep the file names only, so kept records hold no machine's paths.
+    work = os.path.dirname(os.path.abspath(prog)) + os.sep
     for i, f in enumerate(sorted(os.listdir(runs))):
-        shutil.copyfile(os.path.join(runs, f), os.path.join(keep, f"{stem}@{label}{'-' + str(i) if i else ''}.json"))
+        with open(os.path.join(runs, f)) as src, open(os.path.join(keep, f"{stem}@{label}{'-' + str(i) if i else ''}.json"), "w") as dst:
+            dst.write(src.read().replace(work, ""))
     if not os.path.exists(os.path.join(keep, stem + ".cake")):
         shutil.copyfile(prog, os.path.join(keep, stem + ".cake"))
 
