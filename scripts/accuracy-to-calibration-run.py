@@ -5,10 +5,12 @@ into a calibration run (schema cake.calibration-run/1) that `cake-evolve-compile
 existed can be fitted from those records without a new GPU run.
 
     python3 scripts/accuracy-to-calibration-run.py RECORDS.json [MORE.json ...] -o RUN.json [--target sm_90a]
+                                                   [--bench NAME ...]
 
 - A `probe` row becomes a bench measurement of every `[[bench]]` of the target's suite that lists
   its program at that shape (the program text is read from the checkout, as the suite would run it).
-  Probe rows no bench lists are left out (their term does not exist yet).
+  Probe rows no bench lists are left out (their term does not exist yet); with --bench, only
+  those benches take measurements (the others keep their fitted values).
 - A `corpus` row of a family that one of the suite's `[[accuracy]]` sets names becomes an accuracy
   measurement (the program from `cake corpus show`; $CAKE_BIN or target/release/cake): the fit is
   judged on it and never uses it.
@@ -30,13 +32,15 @@ def shape_key(d):
 
 def main():
     args = sys.argv[1:]
-    out, target, inputs = None, "sm_90a", []
+    out, target, inputs, only = None, "sm_90a", [], set()
     while args:
         a = args.pop(0)
         if a == "-o" and args:
             out = args.pop(0)
         elif a == "--target" and args:
             target = args.pop(0)
+        elif a == "--bench" and args:
+            only.add(args.pop(0))
         elif a.startswith("-"):
             fail(f"unknown option {a}\n  = help: {__doc__.strip().splitlines()[4].strip()}")
         else:
@@ -53,6 +57,8 @@ def main():
     # (program path as the records name it, shape) -> benches that run it there.
     benches = {}
     for b in suite.get("bench", []):
+        if only and b["name"] not in only:
+            continue
         for p in b["programs"]:
             rel = os.path.join("calibration", "microbench", target, p)
             for s in b["shapes"]:

@@ -69,7 +69,7 @@ struct Bench {
 /// measures.
 fn expected_bottleneck(bench: &str) -> Bottleneck {
     match bench {
-        "launch" | "mbarrier" | "wgmma-wait" | "store-wait" | "transpose" | "small-shape" => Bottleneck::LatencySync,
+        "launch" | "mbarrier" | "wgmma-wait" | "store-wait" | "transpose" | "small-shape" | "row-flat" => Bottleneck::LatencySync,
         "wgmma" => Bottleneck::TensorCore,
         "tma-load" | "epilogue" => Bottleneck::Memory,
         "argmin" => Bottleneck::Epilogue,

@@ -1,4 +1,4 @@
-# Row probe, flat loop (README.md, `[[unfitted]]` entry `row-steps`): the rotary-embedding loop
+# Row probe, flat loop (README.md, bench `row-flat`): the rotary-embedding loop
 # shape: per row, 32 statements of 64 elements each (one 16-byte load per lane from two halves of
 # X, one step), in a loop of 32 constant trips that Cake does not unroll. Whether the statements'
 # round trips overlap (the C compiler unrolling the constant loop) is what separates it from the

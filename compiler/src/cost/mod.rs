@@ -50,6 +50,9 @@
 //! (strides from the derived layout, banks from the target table); `tma_store_wait(0)` costs a
 //! fixed wait plus the bytes stored since the last wait at the store read rate.
 //!
+//! **Constant loops Cake leaves rolled** (more than 16 trips) are unrolled by the C compiler: the
+//! memory round trips of their element loops overlap across `row_trips_in_flight` iterations.
+//!
 //! Hints (severity `hint`, codes C001…C007, one file each under `hints/`) point at the construct
 //! to change; errors are [`CostError`] (codes C100…C105). Every estimate lists the provisional
 //! parameters it used.

@@ -277,6 +277,9 @@ struct Walker<'a, 'c> {
     /// Global windows an element loop has already read (a later loop over the same row finds it
     /// in L2).
     windows_read: BTreeSet<Handle<Expr>>,
+    /// Iterations of the innermost constant loop Cake leaves rolled whose element-loop round
+    /// trips the C compiler's unrolling overlaps (1 outside such loops).
+    compiler_unrolled: f64,
     /// Bytes of the TMA stores one execution of the current body issued since its last
     /// `tma_store_wait(0)` (one elected thread stores each window).
     stores_in_flight_bytes: f64,
@@ -316,6 +319,7 @@ pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
             windows_read: BTreeSet::new(),
             unrolled_copies: 1.0,
             stores_in_flight_bytes: 0.0,
+            compiler_unrolled: 1.0,
         };
         (w.main_stmt, w.main_streams) = w.find_main(&body.block);
         w.block(&body.block, 1.0, Dest::Cta);
@@ -461,7 +465,20 @@ impl<'a> Walker<'a, '_> {
             Stmt::Let { local, value } => {
                 self.let_values.insert(*local, *value);
                 let elems = self.elem_ops(&m.exprs[*value].ty);
+                // A `let` of a global window is a name, read where it is used (the element loop
+                // of the use waits for it): its bytes count here, its latency there.
+                let names_window = match &m.exprs[*value].ty {
+                    Type::Global { .. } => true,
+                    // As `lower/frag.rs` aliases it: a value of windows and scalars only (no
+                    // register operand, no reduction) has no layout of its own.
+                    Type::Frag { .. } => !self.element_windows(*value).is_empty() && self.only_windows_and_scalars(*value),
+                    _ => false,
+                };
+                let latency = self.work(dest).latency_ns;
                 self.value(*value, mult, dest, elems);
+                if names_window {
+                    self.work(dest).latency_ns = latency;
+                }
             }
             Stmt::Assign { target, value } => {
                 if let ExprKind::Local(l) = m.exprs[*target].kind {
@@ -477,6 +494,14 @@ impl<'a> Walker<'a, '_> {
                 let copies = crate::lower::unrolled_copies(*unroll, trips) as f64;
                 let outer_copies = self.unrolled_copies;
                 self.unrolled_copies *= copies;
+                // A constant loop Cake leaves rolled is unrolled by the C compiler, which overlaps
+                // the memory round trips of that many iterations.
+                let outer_overlap = self.compiler_unrolled;
+                if copies <= 1.0 && unroll.is_none() {
+                    if let Some(t) = trips.filter(|&t| t > 1) {
+                        self.compiler_unrolled = (t as f64).min(self.ctx.p(P::RowTripsInFlight)).max(1.0);
+                    }
+                }
                 let (l, trip) = match (l, u) {
                     (Some(l), Some(u)) => (l, (u - l).max(0.0)),
                     _ => {
@@ -503,6 +528,7 @@ impl<'a> Walker<'a, '_> {
                 self.loops.pop();
                 self.env.remove(var);
                 self.unrolled_copies = outer_copies;
+                self.compiler_unrolled = outer_overlap;
             }
             Stmt::ForTiles { body, .. } => {
                 self.rw.has_tile_loop = true;
@@ -1111,6 +1137,24 @@ impl<'a> Walker<'a, '_> {
         out
     }
 
+    /// Whether a value reads only global windows, constants, scalars and names of such values:
+    /// no register fragment and no reduction.
+    fn only_windows_and_scalars(&self, e: Handle<Expr>) -> bool {
+        let m = self.m();
+        let ex = &m.exprs[e];
+        if matches!(ex.ty, Type::Global { .. } | Type::Scalar(_) | Type::Literal { .. } | Type::DTypeName(_)) {
+            return true;
+        }
+        match &ex.kind {
+            ExprKind::Local(l) => self.let_values.get(l).is_some_and(|&v| self.only_windows_and_scalars(v)),
+            ExprKind::Call(c) if c.op.starts_with("reduce_") => false,
+            ExprKind::Unary(_, a) => self.only_windows_and_scalars(*a),
+            ExprKind::Binary(_, a, b) => self.only_windows_and_scalars(*a) && self.only_windows_and_scalars(*b),
+            ExprKind::Call(c) => c.args.iter().flatten().all(|&a| self.only_windows_and_scalars(a)),
+            _ => matches!(ex.ty, Type::Literal { .. }),
+        }
+    }
+
     /// The exposed memory latency of an element loop over `elements` that reads `windows` (from
     /// [`Walker::element_windows`]; a row store or a row reduction, as lowered by
     /// `lower/window.rs`): a warp takes 16 bytes per lane and step of its narrowest window, up to
@@ -1126,7 +1170,7 @@ impl<'a> Walker<'a, '_> {
         let vector = if narrowest.is_finite() { (crate::lower::ELEMENT_ACCESS_BYTES as f64 / narrowest).max(1.0) } else { 1.0 };
         let steps = (elements / (32.0 * vector)).ceil().max(1.0);
         let unroll = crate::lower::element_loop_unroll(steps as i64, self.unrolled_copies as i64) as f64;
-        let round_trips = (steps / unroll).ceil();
+        let round_trips = (steps / unroll).ceil() / self.compiler_unrolled;
         let first_read = windows.iter().any(|w| !self.windows_read.contains(w));
         self.windows_read.extend(windows);
         let latency = if first_read { self.ctx.p(P::TmaLatencyDramNs) } else { self.ctx.p(P::LoadLatencyNs) };
