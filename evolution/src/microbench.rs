@@ -299,8 +299,12 @@ impl CakeRunner {
     }
 }
 
+/// What a failed run said: its first error line, else its first line (not the `note: rules:` line
+/// every run prints first, which names the checkout's path).
 fn first_line(s: &str) -> String {
-    s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").chars().take(200).collect()
+    let lines = || s.lines().map(str::trim).filter(|l| !l.is_empty());
+    let line = lines().find(|l| l.starts_with("error")).or_else(|| lines().find(|l| !l.starts_with("note: rules:"))).unwrap_or("");
+    line.chars().take(200).collect()
 }
 
 fn shape_text(s: &Shape) -> String {
