@@ -649,8 +649,9 @@ impl<'a> Walker<'a, '_> {
             }
             TmaStore => {
                 let issue = ctx.p(P::TmaIssueNs);
-                let bytes = Self::arg(call, 0).map_or(0.0, |e| self.window_bytes(e) * self.group_mult(e));
-                self.stores_in_flight_bytes += Self::arg(call, 0).map_or(0.0, |e| self.window_bytes(e));
+                let (window, groups) = Self::arg(call, 0).map_or((0.0, 1.0), |e| (self.window_bytes(e), self.group_mult(e)));
+                let bytes = window * groups;
+                self.stores_in_flight_bytes += window;
                 let w = self.work(dest);
                 w.issue_ns += mult * issue;
                 w.write_bytes += mult * bytes;
@@ -1151,7 +1152,7 @@ impl<'a> Walker<'a, '_> {
             ExprKind::Unary(_, a) => self.only_windows_and_scalars(*a),
             ExprKind::Binary(_, a, b) => self.only_windows_and_scalars(*a) && self.only_windows_and_scalars(*b),
             ExprKind::Call(c) => c.args.iter().flatten().all(|&a| self.only_windows_and_scalars(a)),
-            _ => matches!(ex.ty, Type::Literal { .. }),
+            _ => false,
         }
     }
 
