@@ -46,7 +46,8 @@ fn control_sequences_from_a_report_never_reach_the_terminal_or_the_branch() {
             assert!(!has_esc(c.message_bytes()), "commit {} message: {:?}", c.id(), c.message());
             let tree = c.tree().unwrap();
             tree.walk(git2::TreeWalkMode::PreOrder, |root, e| {
-                if let Ok(b) = e.to_object(&repo).and_then(|o| o.peel_to_blob()) {
+                // Compressed archives (calibration/records/*.tgz) hold 0x1b by chance; text is what a terminal or reviewer reads.
+                if let Some(b) = e.to_object(&repo).and_then(|o| o.peel_to_blob()).ok().filter(|b| !b.is_binary()) {
                     assert!(!has_esc(b.content()), "{root}{} on {} holds a raw control sequence", e.name().unwrap_or(""), r.name().unwrap());
                 }
                 git2::TreeWalkResult::Ok
