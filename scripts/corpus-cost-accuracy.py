@@ -6,7 +6,7 @@ measured cases, how many are among the model's 5 fastest).
 
     cargo build --release -p cake -p cake-plot
     python3 scripts/corpus-cost-accuracy.py RESULTS.json [MORE.json ...] [FAMILY ...] [--svg FILE]
-                                            [--calibration FILE] [--predictions FILE]
+                                            [--calibration FILE] [--predictions FILE] [--cases FILE]
 
 RESULTS.json is either what scripts/device-cost-accuracy.sh measured (schema cake-cost-accuracy/1,
 both shapes; shards given as several files are joined) or a corpus gpu-tier results file
@@ -18,6 +18,8 @@ FILE`, from a JSON list of {"id", "shape_kind", "predicted_us"} (to score record
 `cake` is $CAKE_BIN, else target/release/cake, else target/debug/cake. With --svg FILE it draws
 predicted against measured time (log axes, the y = x line, one series per family, both shapes)
 with `cake-plot scatter` ($CAKE_PLOT_BIN, else the one beside `cake`), keeping its data in FILE.tsv.
+With --cases FILE it writes every scored run as a TSV row (family, id, shape kind, shape, measured
+and predicted µs, their ratio, the predicted bottleneck), worst ratio first: where to look next.
 Reads only; nothing is fitted.
 """
 import json, os, statistics, subprocess, sys, tempfile
@@ -170,7 +172,7 @@ def table(title, rows, families):
 def main():
     args = sys.argv[1:]
     opts = {}
-    for flag in ("--svg", "--calibration", "--predictions"):
+    for flag in ("--svg", "--calibration", "--predictions", "--cases"):
         if flag in args:
             i = args.index(flag)
             if i + 1 >= len(args):
@@ -221,6 +223,12 @@ def main():
         print(f"left out, oracle did not pass ({len(excluded)}): " + "; ".join(excluded[:8]) + (" ..." if len(excluded) > 8 else ""))
     if unpredicted:
         print(f"left out, no prediction ({len(unpredicted)}): " + "; ".join(unpredicted[:8]) + (" ..." if len(unpredicted) > 8 else ""))
+    if "--cases" in opts:
+        import math
+        with open(opts["--cases"], "w") as f:
+            f.write("# family\tid\tshape kind\tshape\tmeasured us\tpredicted us\tpredicted/measured\tbottleneck\n")
+            for r in sorted(rows, key=lambda r: -abs(math.log(r["predicted_us"] / r["measured_us"]))):
+                f.write(f"{r['family']}\t{r['id']}\t{r['shape_kind']}\t{shape_text(r['shape'] or {})}\t{r['measured_us']:.2f}\t{r['predicted_us']:.2f}\t{r['predicted_us'] / r['measured_us']:.3f}\t{r['bottleneck']}\n")
     if "--svg" in opts:
         svg = opts["--svg"]
         plot = os.environ.get("CAKE_PLOT_BIN") or os.path.join(os.path.dirname(find_cake()), "cake-plot")

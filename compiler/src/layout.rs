@@ -461,6 +461,77 @@ pub fn size_multiple(m: &Module, s: &Size) -> i64 {
     }
 }
 
+/// Bytes one lane loads or stores per step of a vectorized element loop (one `ld.global.v4`).
+pub const ELEMENT_ACCESS_BYTES: u64 = 16;
+
+/// Elements per thread and step of an element loop over `len` elements (a 1-D window) split over
+/// `threads`, touching `windows` (every window it reads, and its destination): the widest access
+/// (up to [`ELEMENT_ACCESS_BYTES`]) that every one of them can make as one aligned vector load or
+/// store. Each must be a global window of a 2-, 4- or 8-byte-wide-friendly dtype (bf16, f16, f32,
+/// i32, u32) along its tensor's innermost dimension over exactly `len`, from a start and with row
+/// strides that are provable multiples of the vector, and `len` must split into whole vectors
+/// over the threads; anything else (a shared window, a broadcast, an fp8 or 8-byte dtype, a
+/// ragged extent) keeps one element per step. The lowering emits the loop this way and the cost
+/// model counts its steps from the same number.
+pub fn element_vector(m: &Module, len: i64, threads: u32, windows: &[Handle<Expr>]) -> u32 {
+    use crate::ir::{DType, Type};
+    if windows.is_empty() {
+        return 1;
+    }
+    let mut width = ELEMENT_ACCESS_BYTES;
+    for &e in windows {
+        let Type::Global { dtype, .. } = m.exprs[e].ty else { return 1 };
+        if !matches!(dtype, DType::BF16 | DType::F16 | DType::F32 | DType::I32 | DType::U32) {
+            return 1;
+        }
+        width = width.min(ELEMENT_ACCESS_BYTES / dtype.size_bytes());
+    }
+    let v = width as i64;
+    if v < 2 || len % (v * i64::from(threads)) != 0 {
+        return 1;
+    }
+    for &e in windows {
+        let (base, items): (Handle<Expr>, &[IndexItem]) = match &m.exprs[e].kind {
+            ExprKind::Index { base, items } => (*base, items),
+            ExprKind::Tensor(_) => (e, &[]),
+            _ => return 1,
+        };
+        let ExprKind::Tensor(t) = m.exprs[base].kind else { return 1 };
+        let td = &m.tensors[t];
+        let rank = td.shape.len();
+        // Per dimension: (start multiple, window length); `None` for an indexed dimension.
+        let mut dims: Vec<(i64, Option<i64>)> = Vec::with_capacity(rank);
+        for (d, extent) in td.shape.iter().enumerate() {
+            dims.push(match items.get(d) {
+                Some(IndexItem::At(x)) => (known_multiple(m, *x), None),
+                Some(IndexItem::Window { start, len }) => (known_multiple(m, *start), Some(*len)),
+                Some(IndexItem::Full) | None => match extent.as_const() {
+                    Some(c) => (0, Some(c)),
+                    None => return 1,
+                },
+            });
+        }
+        let windowed: Vec<usize> = dims.iter().enumerate().filter(|(_, d)| d.1.is_some()).map(|(i, _)| i).collect();
+        // A start on the vector grid, and an extent on it too: a vector lies wholly inside the
+        // row or wholly outside (so one bounds check per vector is exact).
+        if rank == 0
+            || windowed != [rank - 1]
+            || dims[rank - 1].1 != Some(len)
+            || dims[rank - 1].0 % v != 0
+            || size_multiple(m, &td.shape[rank - 1]) % v != 0
+        {
+            return 1;
+        }
+        for (d, &(start_mult, _)) in dims.iter().enumerate().take(rank - 1) {
+            let stride_mult = td.shape[d + 1..].iter().fold(1i64, |acc, s| acc.saturating_mul(size_multiple(m, s)));
+            if start_mult != 0 && start_mult.saturating_mul(stride_mult) % v != 0 && stride_mult % v != 0 {
+                return 1;
+            }
+        }
+    }
+    v as u32
+}
+
 pub fn gcd(a: i64, b: i64) -> i64 {
     let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
     while b != 0 {

@@ -123,9 +123,11 @@ fn a_row_window_reduction_chains_one_lanes_share() {
     assert!(path_ms < e.predicted_ms, "role path {path_ms} ms of {} ms predicted", e.predicted_ms);
 }
 
-/// Each step group of a row's element loop waits for a memory round trip, so a schedule with few
-/// warps per SM is latency-bound. On the H200 at R = 16384 (benchmarks/RESULTS.md) the 4-warp
-/// persistent RMSNorm took 0.144 ms and the same rows in 8-warp blocks 0.094 ms, memory-bound.
+/// Each step group of a row's element loop waits for a memory round trip (plus its queue behind
+/// every resident warp's bytes), so a schedule with few warps per SM exposes its latency. On the
+/// H200 at R = 16384 (benchmarks/RESULTS.md) the 4-warp persistent RMSNorm took 0.144 ms and the
+/// same rows in 8-warp blocks 0.094 ms, memory-bound: both within 15%, in that order, the
+/// persistent one with the longer exposed latency.
 #[test]
 fn row_schedules_rank_and_bind_as_measured() {
     let root = format!("{}/../corpus", env!("CARGO_MANIFEST_DIR"));
@@ -136,9 +138,11 @@ fn row_schedules_rank_and_bind_as_measured() {
     };
     let persistent = estimate("rmsnorm/sm_90a-bf16-c4096-w4x2-p");
     let blocks = estimate("rmsnorm/sm_90a-bf16-c4096-w8x2-wbf16");
-    assert_eq!(persistent.bottleneck, Bottleneck::LatencySync, "{persistent:#?}");
+    assert!((persistent.predicted_ms / 0.144 - 1.0).abs() < 0.15, "{persistent:#?}");
+    assert!((blocks.predicted_ms / 0.094 - 1.0).abs() < 0.15, "{blocks:#?}");
     assert_eq!(blocks.bottleneck, Bottleneck::Memory, "{blocks:#?}");
     assert!(blocks.predicted_ms < persistent.predicted_ms, "{} vs {}", blocks.predicted_ms, persistent.predicted_ms);
+    assert!(persistent.components.sync_latency_ms > 2.0 * blocks.components.sync_latency_ms, "{persistent:#?}");
 }
 
 /// C007: a persistent 4-warp row kernel (thread-level loads, no pipeline) gets the hint on its

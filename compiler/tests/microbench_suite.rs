@@ -65,14 +65,17 @@ struct Bench {
     repeats: Option<u32>,
 }
 
-/// The bottleneck each bench is built to expose. A new bench needs an entry here: say what it
-/// measures.
-fn expected_bottleneck(bench: &str) -> Bottleneck {
+/// The bottleneck each bench is built to expose (the ones it may be named by). A new bench needs
+/// an entry here: say what it measures.
+fn expected_bottleneck(bench: &str) -> &'static [Bottleneck] {
     match bench {
-        "launch" | "mbarrier" | "wgmma-wait" | "store-wait" | "transpose" | "small-shape" | "row-flat" => Bottleneck::LatencySync,
-        "wgmma" => Bottleneck::TensorCore,
-        "tma-load" | "epilogue" => Bottleneck::Memory,
-        "argmin" => Bottleneck::Epilogue,
+        "launch" | "mbarrier" | "wgmma-wait" | "store-wait" | "transpose" | "small-shape" => &[Bottleneck::LatencySync],
+        // A warp's path of element-loop round trips: their latency, and their queue behind every
+        // resident warp's bytes, which the model reports as memory time on the path.
+        "row-flat" | "row-steps" => &[Bottleneck::LatencySync, Bottleneck::Memory],
+        "wgmma" => &[Bottleneck::TensorCore],
+        "tma-load" | "epilogue" => &[Bottleneck::Memory],
+        "argmin" => &[Bottleneck::Epilogue],
         other => panic!("bench `{other}`: add its expected bottleneck to expected_bottleneck() in {}", file!()),
     }
 }
@@ -264,8 +267,8 @@ fn the_model_names_the_bottleneck_and_moves_with_the_fitted_parameters() {
                 e.bottleneck.as_str(),
                 100.0 * e.bottleneck_share
             );
-            if e.bottleneck != want {
-                failures.push(format!("bench `{}`: {p} at {s:?} is {}-bound in the model, not {}: {:?}", b.name, e.bottleneck, want, e.components));
+            if !want.contains(&e.bottleneck) {
+                failures.push(format!("bench `{}`: {p} at {s:?} is {}-bound in the model, not {want:?}: {:?}", b.name, e.bottleneck, e.components));
             }
             for f in &b.fits {
                 let mut line = format!("{:<11}   {f}:", "");

@@ -72,6 +72,13 @@ struct Model<'a, 'c> {
     dram_sm: f64,
     l2_sm: f64,
     ingest: f64,
+    /// Tiles resident on the GPU at once, on average over the kernel (all tiles over the rounds
+    /// the busiest block slot runs): whose element-loop bytes each DRAM round trip queues behind.
+    resident_tiles: f64,
+    /// Tiles of the mean SM over those of the busiest (the occupancy's tail efficiency): the
+    /// busiest SM's last tiles run while the others are done, so the DRAM and the L2, shared by
+    /// all SMs, carry only the mean SM's share of the kernel's bytes.
+    tail: f64,
 }
 
 impl Model<'_, '_> {
@@ -103,6 +110,14 @@ impl Model<'_, '_> {
         }
         let ingest = bytes / self.ingest;
         (l2.max(dram).max(ingest), l2, dram)
+    }
+
+    /// Memory time of a tile's work over the kernel, per tile of the busiest SM: the shared
+    /// DRAM and L2 serve the mean SM's bytes ([`Model::tail`]), the SM's own ingest its own.
+    fn kernel_mem(&self, w: &Work) -> f64 {
+        let (_, l2, dram) = self.mem(w);
+        let ingest = w.reads.iter().map(|r| r.bytes).sum::<f64>() / self.ingest;
+        (l2.max(dram) * self.tail).max(ingest)
     }
 
     /// Byte-weighted miss ratio of some reads.
@@ -156,10 +171,24 @@ impl Model<'_, '_> {
         let hidden = self.p(P::TensorIssueOverlap) * self.issue_path(&w.under_mma, units).min(w.tensor_own_ns).min(epilogue);
         Split {
             tensor: w.tensor_own_ns,
-            memory: 0.0,
+            memory: self.row_queue_ns(w),
             epilogue: epilogue - hidden,
-            sync: w.latency_ns + w.sync_ns + w.issue_ns,
+            sync: w.latency_ns + self.row_trip_latency_ns(w) + w.sync_ns + w.issue_ns,
         }
+    }
+
+    /// The element loops' DRAM round trips on one group's path follow Little's law with a queue:
+    /// each trip waits the unloaded `row_trip_latency_ns` (latency, in `sync`), and over all of
+    /// them the group also waits for the DRAM to move what every resident tile's loops move
+    /// (this, memory time on the path), so few warps per SM are latency-bound and many tend to
+    /// the DRAM bandwidth.
+    fn row_trip_latency_ns(&self, w: &Work) -> f64 {
+        // Only a program with element loops reads (and reports using) the parameter.
+        if w.row_trips > 0.0 { w.row_trips * self.p(P::RowTripLatencyNs) } else { 0.0 }
+    }
+
+    fn row_queue_ns(&self, w: &Work) -> f64 {
+        w.row_bytes * self.resident_tiles / (self.p(P::DramBytesPerS) * 1e-9)
     }
 
     /// TMA latency of a stage of `bytes` whose reads miss L2 with ratio `miss`, ns.
@@ -414,6 +443,12 @@ pub(super) fn run(
         dram_sm: ctx.p(P::DramBytesPerS) / occ.active * 1e-9,
         l2_sm: (l2_bw / occ.active * 1e-9).min(ingest),
         ingest,
+        resident_tiles: {
+            let per_slot = occ.occupancy.tiles_per_block_max as f64;
+            let rounds = if occ.occupancy.persistent { per_slot } else { (per_slot / occ.blocks_per_sm).ceil() };
+            (occ.tiles / rounds.max(1.0)).max(1.0)
+        },
+        tail: occ.occupancy.tail_efficiency.clamp(0.0, 1.0),
     };
 
     // ---- main loops ----------------------------------------------------------------------
@@ -569,7 +604,7 @@ pub(super) fn run(
     }
     let mem_tile = model.mem(&tile_work);
     let issue_tile = model.issue(&tile_work);
-    let res_tile = max_split([model.tensor_and_issue(tile_work.tensor_ns, issue_tile.iter().sum()), Split::memory(mem_tile.0)]);
+    let res_tile = max_split([model.tensor_and_issue(tile_work.tensor_ns, issue_tile.iter().sum()), Split::memory(model.kernel_mem(&tile_work))]);
     // Roles that hand each other explicit barriers in both directions run in lockstep: their
     // paths add up (over the ring depth), see `barrier_cycles`.
     let tile_works: Vec<Work> = roles.iter().map(per_tile).collect();
@@ -660,9 +695,9 @@ pub(super) fn run(
     // ---- reports ---------------------------------------------------------------------------
     let resources = Resources {
         tensor_core_ms: tile_work.tensor_ns * n_tiles * ms,
-        memory_ms: mem_tile.0 * n_tiles * ms,
-        l2_ms: mem_tile.1 * n_tiles * ms,
-        dram_ms: mem_tile.2 * n_tiles * ms,
+        memory_ms: model.kernel_mem(&tile_work) * n_tiles * ms,
+        l2_ms: mem_tile.1 * model.tail * n_tiles * ms,
+        dram_ms: mem_tile.2 * model.tail * n_tiles * ms,
         issue_ms: issue_tile.iter().sum::<f64>() * n_tiles * ms,
         alu_ms: issue_tile[0] * n_tiles * ms,
         sfu_ms: issue_tile[1] * n_tiles * ms,

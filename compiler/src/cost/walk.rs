@@ -106,6 +106,11 @@ pub(crate) struct Work {
     pub lsu: f64,
     /// Exposed latencies on the role's own path (wgmma drains, synchronous global loads), ns.
     pub latency_ns: f64,
+    /// Element loops' round trips to DRAM on one group's path, and the bytes (reads and the
+    /// stored window, whole role) those loops move: each trip waits `row_trip_latency_ns` plus
+    /// its share of the DRAM time of every resident tile's bytes (`model.rs`, `Model::own`).
+    pub row_trips: f64,
+    pub row_bytes: f64,
     /// Latency of dependent reduction chains on one group's path (each thread folds its
     /// elements one after another), ns, and the ALU slots those chains issue.
     pub chain_ns: f64,
@@ -183,6 +188,8 @@ impl Work {
         self.shfl += f * o.shfl;
         self.lsu += f * o.lsu;
         self.latency_ns += f * o.latency_ns;
+        self.row_trips += f * o.row_trips;
+        self.row_bytes += f * o.row_bytes;
         self.chain_ns += f * o.chain_ns;
         self.chain_alu += f * o.chain_alu;
         self.under_mma.add_diff(&o.under_mma, &Issue::default(), f);
@@ -286,6 +293,9 @@ struct Walker<'a, 'c> {
     /// Copies of the current statement that unrolling the enclosing loops makes (as lowered:
     /// constant trip counts up to 16, or `unroll N`).
     unrolled_copies: f64,
+    /// Elements per lane and access of the element loop whose value is being walked
+    /// ([`layout::element_vector`]; `None` outside one: a 16-byte access).
+    loop_vector: Option<u32>,
 }
 
 
@@ -320,6 +330,7 @@ pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
             unrolled_copies: 1.0,
             stores_in_flight_bytes: 0.0,
             compiler_unrolled: 1.0,
+            loop_vector: None,
         };
         (w.main_stmt, w.main_streams) = w.find_main(&body.block);
         w.block(&body.block, 1.0, Dest::Cta);
@@ -698,25 +709,35 @@ impl<'a> Walker<'a, '_> {
             Store => {
                 let (Some(dst), Some(src)) = (Self::arg(call, 0), Self::arg(call, 1)) else { return };
                 let src_elems = self.elem_ops(&m.exprs[src].ty);
+                let global_dst = matches!(m.exprs[dst].ty, Type::Global { .. });
+                // A value computed element by element from row windows of the stored size is
+                // written as it is read, in the element loop's vectors (a 16-byte piece per lane
+                // and step where every window allows it, else one element).
+                let elements = self.window_elements(dst);
+                let windows = self.element_windows(src);
+                let elementwise = global_dst && windows.iter().any(|&w| self.window_elements(w) == elements);
+                let vector = elementwise.then(|| self.element_vector(elements, src, Some(dst)));
+                let outer_vector = self.loop_vector;
+                self.loop_vector = vector.or(outer_vector);
                 self.value(src, mult, dest, src_elems);
+                self.loop_vector = outer_vector;
                 match &m.exprs[dst].ty {
                     Type::Global { .. } => {
                         let bytes = self.window_bytes(dst) * self.group_mult(dst);
-                        // A value computed element by element from row windows of the stored
-                        // size is written as it is read: consecutive 16-byte pieces per lane,
-                        // whole sectors per warp. `store_sector_efficiency` describes register
-                        // fragments (an accumulator's scattered 4-byte stores).
-                        let elements = self.window_elements(dst);
-                        let windows = self.element_windows(src);
-                        let elementwise = windows.iter().any(|&w| self.window_elements(w) == elements);
-                        if elementwise {
-                            self.element_loop_latency(windows, elements, mult, dest);
-                        }
+                        // Whole sectors per warp when written as read; `store_sector_efficiency`
+                        // describes register fragments (an accumulator's scattered 4-byte stores).
+                        let lsu = match vector {
+                            Some(v) => {
+                                self.element_loop_latency(windows, Some(dst), src, elements, v, mult, dest);
+                                bytes / self.access_bytes(dst, v)
+                            }
+                            None => bytes / 4.0,
+                        };
                         let eff = if elementwise { 1.0 } else { ctx.p(P::StoreSectorEfficiency) };
                         let w = self.work(dest);
                         w.write_bytes += mult * bytes;
                         w.write_l2_bytes += mult * bytes / eff;
-                        w.lsu += mult * bytes / 4.0;
+                        w.lsu += mult * lsu;
                         w.store_stmt.get_or_insert(sh);
                     }
                     t => {
@@ -817,8 +838,9 @@ impl<'a> Walker<'a, '_> {
                 Type::Global { .. } => {
                     let lat = ctx.p(P::LoadLatencyNs);
                     if let Some(r) = self.global_read(e) {
+                        let access = self.loop_vector.map_or(layout::ELEMENT_ACCESS_BYTES as f64, |v| self.access_bytes(e, v));
                         let w = self.work(dest);
-                        w.lsu += mult * r.bytes / 16.0;
+                        w.lsu += mult * r.bytes / access;
                         w.latency_ns += mult * lat;
                         add_read(&mut w.reads, Read { bytes: mult * r.bytes, ..r });
                     }
@@ -867,6 +889,8 @@ impl<'a> Walker<'a, '_> {
         let out = self.elem_ops(&m.exprs[e].ty);
         let arg0 = Self::arg(call, 0);
         let input = arg0.map_or(0.0, |a| self.elem_ops(&m.exprs[a].ty));
+        // The element loop a reduction to one value folds its operand in, once known.
+        let mut reduced_vector: Option<u32> = None;
         let Some(op) = OpId::from_name(&call.op) else {
             ctx.note(format!("operation `{}` is not in the cost model: counted as free", call.op));
             return;
@@ -965,18 +989,23 @@ impl<'a> Walker<'a, '_> {
                             _ => self.window_elements(x),
                         };
                         let windows = self.element_windows(x);
-                        self.element_loop_latency(windows, elements, mult, dest);
+                        let vector = self.element_vector(elements, x, None);
+                        self.element_loop_latency(windows, None, x, elements, vector, mult, dest);
+                        reduced_vector = Some(vector);
                     }
                 }
             }
             Wgmma | WgmmaCommit | WgmmaWait | MmaSync | Zero | Fill | GriddepWait | GriddepLaunchDependents | TmaLoad | TmaStore | TmaStoreWait | CpAsync | CpAsyncCommit | CpAsyncWait | Ldmatrix | Stmatrix | Store | Acquire | Wait | Release | Arrive | ArriveExpectTx | WaitParity | Sync | SyncRole | FenceProxyAsync | ClusterSync => ctx.note(format!("statement operation `{op}` used in an expression is not in the cost model: counted as free")),
         }
+        let outer_vector = self.loop_vector;
+        self.loop_vector = reduced_vector.or(outer_vector);
         for &a in call.args.iter().flatten() {
             let t = &m.exprs[a].ty;
-            if matches!(t, Type::Frag { .. } | Type::Shared { .. } | Type::Global { .. }) {
+            if matches!(t, Type::Frag { .. } | Type::Shared { .. } | Type::Global { .. }) || self.holds_reduction(a) {
                 self.value(a, mult, dest, input.max(out));
             }
         }
+        self.loop_vector = outer_vector;
     }
 
     // ---- helpers -------------------------------------------------------------------------
@@ -1156,26 +1185,92 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// Elements per lane and step of the element loop that computes `value` over `elements`
+    /// (into `dst`, a store's destination): the lowering's own choice, [`layout::element_vector`],
+    /// over every window the value reads (global or shared) and the destination, split over a
+    /// warp's lanes.
+    fn element_vector(&self, elements: f64, value: Handle<Expr>, dst: Option<Handle<Expr>>) -> u32 {
+        let mut windows = self.value_windows(value, |t| matches!(t, Type::Global { .. } | Type::Shared { .. }));
+        windows.extend(dst);
+        layout::element_vector(self.m(), elements as i64, 32, &windows)
+    }
+
+    /// Bytes of one lane's access to `window` in an element loop of `vector` elements per step.
+    fn access_bytes(&self, window: Handle<Expr>, vector: u32) -> f64 {
+        let size = self.m().exprs[window].ty.dtype().map_or(4, DType::size_bytes);
+        (f64::from(vector) * size as f64).max(1.0)
+    }
+
     /// The exposed memory latency of an element loop over `elements` that reads `windows` (from
-    /// [`Walker::element_windows`]; a row store or a row reduction, as lowered by
-    /// `lower/window.rs`): a warp takes 16 bytes per lane and step of its narrowest window, up to
-    /// 4 steps in flight (fewer inside unrolled loops), so each
-    /// group of steps waits for one memory round trip: DRAM for a window no earlier loop read,
-    /// L2 for a re-read of the same row.
-    fn element_loop_latency(&mut self, windows: Vec<Handle<Expr>>, elements: f64, mult: f64, dest: Dest) {
+    /// [`Walker::element_windows`]) to compute `value` (a row store into `dst`, or a row
+    /// reduction, as lowered by `lower/window.rs`): a warp's lanes take `vector` elements each per
+    /// step, and the steps the loop unrolls together ([`crate::lower::element_loop_unroll`], or
+    /// the C compiler's own unrolling of a scalar loop, [`crate::lower::scalar_loop_unroll`])
+    /// are in flight at once, so each group of steps waits for one memory round trip: to DRAM for
+    /// a window no earlier loop read (`row_trip_latency_ns` and the queue behind every resident
+    /// warp's bytes, see `Work::row_trips`), to L2 for a re-read of the same row. An IEEE
+    /// division in the value puts `div_latency_ns` per element on each lane's path and makes the
+    /// steps serial (its slow-path branch keeps the compiler from hoisting later steps' loads).
+    #[allow(clippy::too_many_arguments)]
+    fn element_loop_latency(&mut self, windows: Vec<Handle<Expr>>, dst: Option<Handle<Expr>>, value: Handle<Expr>, elements: f64, vector: u32, mult: f64, dest: Dest) {
         if windows.is_empty() || elements <= 0.0 {
             return;
         }
-        let m = self.m();
-        let narrowest = windows.iter().filter_map(|&w| m.exprs[w].ty.dtype()).map(|d| d.size_bytes() as f64).fold(f64::INFINITY, f64::min);
-        let vector = if narrowest.is_finite() { (crate::lower::ELEMENT_ACCESS_BYTES as f64 / narrowest).max(1.0) } else { 1.0 };
-        let steps = (elements / (32.0 * vector)).ceil().max(1.0);
-        let unroll = crate::lower::element_loop_unroll(steps as i64, self.unrolled_copies as i64) as f64;
+        let divisions = self.float_divisions(value);
+        let steps = (elements / (32.0 * f64::from(vector))).ceil().max(1.0);
+        let unroll = if divisions > 0.0 {
+            1
+        } else if vector > 1 {
+            crate::lower::element_loop_unroll(steps as i64, self.unrolled_copies as i64)
+        } else {
+            crate::lower::scalar_loop_unroll(steps as i64)
+        } as f64;
         let round_trips = (steps / unroll).ceil() / self.compiler_unrolled;
-        let first_read = windows.iter().any(|w| !self.windows_read.contains(w));
+        // From DRAM: windows of this tile no earlier loop read. One the same for every tile (a
+        // weight row) stays in L2 after the first tile.
+        let from_dram: Vec<Handle<Expr>> = windows
+            .iter()
+            .copied()
+            .filter(|w| !self.windows_read.contains(w) && self.global_read(*w).is_some_and(|r| r.mask != 0))
+            .collect();
+        let first_read = !from_dram.is_empty();
+        let block_bytes: f64 = windows.iter().map(|&w| self.window_bytes(w) * self.group_mult(w)).sum();
+        // The stored window joins the DRAM queue too (its writes share the bandwidth).
+        let bytes: f64 = from_dram.iter().chain(dst.iter()).map(|&w| self.window_bytes(w) * self.group_mult(w)).sum();
         self.windows_read.extend(windows);
-        let latency = if first_read { self.ctx.p(P::TmaLatencyDramNs) } else { self.ctx.p(P::LoadLatencyNs) };
-        self.work(dest).latency_ns += mult * round_trips * latency;
+        let division_path = divisions * (elements / 32.0).ceil() * self.ctx.p(P::DivLatencyNs);
+        // A re-read finds the row in L1 when the block's windows of this loop fit beside its
+        // shared memory, else in L2.
+        let l1_room = self.ctx.p(P::L1BytesPerSm) - self.ctx.layout.smem_bytes as f64;
+        let l2_trip = if block_bytes <= l1_room { self.ctx.p(P::L1HitLatencyNs) } else { self.ctx.p(P::LoadLatencyNs) };
+        let w = self.work(dest);
+        w.latency_ns += mult * division_path;
+        w.row_bytes += mult * bytes;
+        if first_read {
+            w.row_trips += mult * round_trips;
+        } else {
+            w.latency_ns += mult * round_trips * l2_trip;
+        }
+    }
+
+    /// Floating-point divisions per element of a value computed element by element (through the
+    /// `let` names it reads, not inside reductions, which are computed ahead).
+    fn float_divisions(&self, e: Handle<Expr>) -> f64 {
+        let m = self.m();
+        let ex = &m.exprs[e];
+        match &ex.kind {
+            ExprKind::Local(l) => self.let_values.get(l).map_or(0.0, |&v| self.float_divisions(v)),
+            ExprKind::Call(c) if c.op.starts_with("reduce_") => 0.0,
+            ExprKind::Binary(op, a, b) => {
+                // A division of scalars (`reduce_sum(x) / C`) is computed once, not per element.
+                let per_element = matches!(ex.ty, Type::Frag { .. } | Type::Global { .. } | Type::Shared { .. });
+                let own = f64::from(u8::from(*op == BinOp::Div && per_element && ex.ty.dtype().is_some_and(DType::is_float)));
+                own + self.float_divisions(*a) + self.float_divisions(*b)
+            }
+            ExprKind::Unary(_, a) => self.float_divisions(*a),
+            ExprKind::Call(c) => c.args.iter().flatten().map(|&a| self.float_divisions(a)).sum(),
+            _ => 0.0,
+        }
     }
 
     /// The serial path of a shared → shared element loop (`store(out_s[j, :], in_s[s, :, j])`,
@@ -1212,6 +1307,17 @@ impl<'a> Walker<'a, '_> {
         let words = stride / bank_bytes;
         let g = layout::gcd(words as i64, banks as i64).max(1) as u64;
         g.min(lanes)
+    }
+
+    /// Whether a scalar expression itself (not through `let` names, walked where they are bound)
+    /// reduces a row: `reduce_max(abs(x), axis=0) / 448.0` reads the row, a scalar like it does not.
+    fn holds_reduction(&self, e: Handle<Expr>) -> bool {
+        match &self.m().exprs[e].kind {
+            ExprKind::Call(c) => c.op.starts_with("reduce_") || c.args.iter().flatten().any(|&a| self.holds_reduction(a)),
+            ExprKind::Unary(_, a) => self.holds_reduction(*a),
+            ExprKind::Binary(_, a, b) => self.holds_reduction(*a) || self.holds_reduction(*b),
+            _ => false,
+        }
     }
 
     fn visit(&self, e: Handle<Expr>, f: &mut dyn FnMut(&ExprKind)) {

@@ -1802,8 +1802,21 @@ pub(crate) fn unrolled_copies(unroll: Option<u32>, trips: Option<i64>) -> i64 {
     }
 }
 
-/// Bytes one lane loads or stores per step of a vectorized element loop.
-pub(crate) const ELEMENT_ACCESS_BYTES: u64 = 16;
+/// Elements per thread up to which a scalar element loop (one element per thread and step) is
+/// unrolled whole (`#pragma unroll`); a longer one is left to the C compiler.
+pub(crate) const SCALAR_FULL_UNROLL_MAX: i64 = 16;
+
+/// Steps of a scalar element loop (`steps` per thread) whose loads are in flight together: all
+/// of them up to [`SCALAR_FULL_UNROLL_MAX`] (the lowering unrolls it whole), else 4 — NVCC's own
+/// unrolling of a counted loop with no pragma, as its SASS shows (cross-entropy-fwd's 126-step
+/// row reductions at V = 128256 issue their `LDG.E.U16` in groups of 4). The cost model reads it.
+pub(crate) fn scalar_loop_unroll(steps: i64) -> i64 {
+    if steps <= SCALAR_FULL_UNROLL_MAX {
+        steps.max(1)
+    } else {
+        4
+    }
+}
 
 /// Steps of an element loop (`steps` in all) unrolled together: up to 4, so several loads per
 /// window are in flight (on the H200 a 4-warps-per-SM rmsnorm went from 0.315 to 0.136 ms), but

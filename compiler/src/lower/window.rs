@@ -458,56 +458,19 @@ impl<'a> Lw<'a> {
         }
     }
 
-    /// Elements per thread and step for an element loop over a 1-D `shape` split over `threads`:
-    /// the widest access (up to 16 bytes) that every global window involved — `reads`, and `dst`
-    /// when it is global — can make as one aligned load or store. Each must run along its
-    /// tensor's innermost dimension over exactly the loop's extent, from a start and with row
-    /// strides that are provable multiples of the vector; anything else (a shared window, a
-    /// broadcast, an odd dtype) keeps one element per step.
+    /// Elements per thread and step for an element loop over a 1-D `shape` split over `threads`
+    /// ([`crate::layout::element_vector`], which the cost model reads too): `reads`, and `dst` when it
+    /// is global, decide it; a shared destination keeps one element per step.
     fn vector_width(&mut self, shape: &[i64], threads: u32, reads: &[Handle<Expr>], dst: Option<Handle<Expr>>) -> Result<u32, LowerError> {
         let m = self.m;
         if shape.len() != 1 || (reads.is_empty() && dst.is_none()) {
             return Ok(1);
         }
-        let mut width = super::ELEMENT_ACCESS_BYTES;
-        let mut globals = Vec::new();
-        for &e in reads.iter().chain(dst.iter()) {
-            if !matches!(m.exprs[e].ty, Type::Global { .. }) {
-                return Ok(1);
-            }
-            let Some(dtype) = m.exprs[e].ty.dtype() else { return Ok(1) };
-            if !matches!(dtype, DType::BF16 | DType::F16 | DType::F32 | DType::I32 | DType::U32) {
-                return Ok(1);
-            }
-            width = width.min(super::ELEMENT_ACCESS_BYTES / dtype.size_bytes());
-            globals.push((e, dtype));
-        }
-        let v = width as i64;
-        if v < 2 || shape[0] % (v * i64::from(threads)) != 0 {
+        if dst.is_some_and(|d| !matches!(m.exprs[d].ty, Type::Global { .. })) {
             return Ok(1);
         }
-        for (e, _) in globals {
-            let g = self.global_ref(e)?;
-            let td = &m.tensors[g.tensor];
-            let rank = td.shape.len();
-            let windowed: Vec<usize> = g.dims.iter().enumerate().filter(|(_, d)| d.len.is_some()).map(|(i, _)| i).collect();
-            // A start on the vector grid, and an extent on it too: a vector lies wholly inside the
-            // row or wholly outside (so one bounds check per vector is exact).
-            if windowed != [rank - 1]
-                || g.dims[rank - 1].len != Some(shape[0])
-                || g.dims[rank - 1].start_mult % v != 0
-                || super::size_multiple(m, &td.shape[rank - 1]) % v != 0
-            {
-                return Ok(1);
-            }
-            for (d, gd) in g.dims.iter().enumerate().take(rank - 1) {
-                let stride_mult = td.shape[d + 1..].iter().fold(1i64, |acc, s| acc.saturating_mul(super::size_multiple(m, s)));
-                if gd.start_mult != 0 && gd.start_mult.saturating_mul(stride_mult) % v != 0 && stride_mult % v != 0 {
-                    return Ok(1);
-                }
-            }
-        }
-        Ok(v as u32)
+        let windows: Vec<Handle<Expr>> = reads.iter().chain(dst.iter()).copied().collect();
+        Ok(crate::layout::element_vector(m, shape[0], threads, &windows))
     }
 
     /// Open the loop over a window's elements (`shape`, row-major) split round-robin over `n`
@@ -558,7 +521,7 @@ impl<'a> Lw<'a> {
             let per = (total as u64).div_ceil(u64::from(n));
             self.w.line(format!("// {total} elements, split round-robin over {what} ({n})"));
             self.w.line(format!("const int cake_t = {tid};"));
-            if per <= 16 {
+            if per as i64 <= super::SCALAR_FULL_UNROLL_MAX {
                 self.w.line("#pragma unroll");
             }
             self.w.open(format!("for (int cake_e = cake_t; cake_e < {total}; cake_e += {n}) {{"));
