@@ -467,8 +467,8 @@ pub const ELEMENT_ACCESS_BYTES: u64 = 16;
 /// Elements per thread and step of an element loop over `len` elements (a 1-D window) split over
 /// `threads`, touching `windows` (every window it reads, and its destination): the widest access
 /// (up to [`ELEMENT_ACCESS_BYTES`]) that every one of them can make as one aligned vector load or
-/// store. Each must be a global window of a 2-, 4- or 8-byte-wide-friendly dtype (bf16, f16, f32,
-/// i32, u32) along its tensor's innermost dimension over exactly `len`, from a start and with row
+/// store. Each must be a global window of bf16, f16, f32, i32 or u32 along its tensor's
+/// innermost dimension over exactly `len`, from a start and with row
 /// strides that are provable multiples of the vector, and `len` must split into whole vectors
 /// over the threads; anything else (a shared window, a broadcast, an fp8 or 8-byte dtype, a
 /// ragged extent) keeps one element per step. The lowering emits the loop this way and the cost

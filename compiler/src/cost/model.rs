@@ -90,8 +90,8 @@ impl Model<'_, '_> {
         self.operands.iter().find(|o| o.tensor == r.tensor && o.mask == r.mask)
     }
 
-    /// (memory time, L2 time, DRAM time) of a piece of work on one SM, ns.
-    fn mem(&self, w: &Work) -> (f64, f64, f64) {
+    /// (memory time, L2 time, DRAM time, ingest time) of a piece of work on one SM, ns.
+    fn mem(&self, w: &Work) -> (f64, f64, f64, f64) {
         let mut l2 = w.write_l2_bytes / self.l2_sm;
         let mut dram = w.write_bytes / self.dram_sm;
         let mut bytes = 0.0;
@@ -109,14 +109,12 @@ impl Model<'_, '_> {
             }
         }
         let ingest = bytes / self.ingest;
-        (l2.max(dram).max(ingest), l2, dram)
+        (l2.max(dram).max(ingest), l2, dram, ingest)
     }
 
-    /// Memory time of a tile's work over the kernel, per tile of the busiest SM: the shared
-    /// DRAM and L2 serve the mean SM's bytes ([`Model::tail`]), the SM's own ingest its own.
-    fn kernel_mem(&self, w: &Work) -> f64 {
-        let (_, l2, dram) = self.mem(w);
-        let ingest = w.reads.iter().map(|r| r.bytes).sum::<f64>() / self.ingest;
+    /// Memory time over the kernel, per tile of the busiest SM, of a tile's [`Model::mem`]: the
+    /// shared DRAM and L2 serve the mean SM's bytes ([`Model::tail`]), the SM's own ingest its own.
+    fn kernel_mem(&self, (_, l2, dram, ingest): (f64, f64, f64, f64)) -> f64 {
         (l2.max(dram) * self.tail).max(ingest)
     }
 
@@ -603,8 +601,9 @@ pub(super) fn run(
         paths.push((s, b));
     }
     let mem_tile = model.mem(&tile_work);
+    let mem_kernel = model.kernel_mem(mem_tile);
     let issue_tile = model.issue(&tile_work);
-    let res_tile = max_split([model.tensor_and_issue(tile_work.tensor_ns, issue_tile.iter().sum()), Split::memory(model.kernel_mem(&tile_work))]);
+    let res_tile = max_split([model.tensor_and_issue(tile_work.tensor_ns, issue_tile.iter().sum()), Split::memory(mem_kernel)]);
     // Roles that hand each other explicit barriers in both directions run in lockstep: their
     // paths add up (over the ring depth), see `barrier_cycles`.
     let tile_works: Vec<Work> = roles.iter().map(per_tile).collect();
@@ -695,7 +694,7 @@ pub(super) fn run(
     // ---- reports ---------------------------------------------------------------------------
     let resources = Resources {
         tensor_core_ms: tile_work.tensor_ns * n_tiles * ms,
-        memory_ms: model.kernel_mem(&tile_work) * n_tiles * ms,
+        memory_ms: mem_kernel * n_tiles * ms,
         l2_ms: mem_tile.1 * model.tail * n_tiles * ms,
         dram_ms: mem_tile.2 * model.tail * n_tiles * ms,
         issue_ms: issue_tile.iter().sum::<f64>() * n_tiles * ms,

@@ -1063,9 +1063,7 @@ impl<'a> Walker<'a, '_> {
     /// the role's groups (a window indexed by the group id is one window per group).
     fn global_read(&self, e: Handle<Expr>) -> Option<Read> {
         let tensor = self.tensor_of(e)?;
-        let mut mask = 0u32;
-        self.tile_axes(e, &mut mask);
-        Some(Read { tensor, mask, bytes: self.window_bytes(e) * self.group_mult(e) })
+        Some(Read { tensor, mask: self.tile_mask(e), bytes: self.window_bytes(e) * self.group_mult(e) })
     }
 
     /// The explicit barrier an argument names (`done`, `full[kb % 2]`), by declaration index.
@@ -1085,6 +1083,13 @@ impl<'a> Walker<'a, '_> {
 
     fn smem_region(&self, e: Handle<Expr>) -> Option<Handle<SmemDecl>> {
         self.m().smem_region(e)
+    }
+
+    /// The tile axes a window depends on (bit i = axis i).
+    fn tile_mask(&self, e: Handle<Expr>) -> u32 {
+        let mut mask = 0u32;
+        self.tile_axes(e, &mut mask);
+        mask
     }
 
     fn tile_axes(&self, e: Handle<Expr>, mask: &mut u32) {
@@ -1231,7 +1236,7 @@ impl<'a> Walker<'a, '_> {
         let from_dram: Vec<Handle<Expr>> = windows
             .iter()
             .copied()
-            .filter(|w| !self.windows_read.contains(w) && self.global_read(*w).is_some_and(|r| r.mask != 0))
+            .filter(|&w| !self.windows_read.contains(&w) && self.tile_mask(w) != 0)
             .collect();
         let first_read = !from_dram.is_empty();
         let block_bytes: f64 = windows.iter().map(|&w| self.window_bytes(w) * self.group_mult(w)).sum();

@@ -459,18 +459,14 @@ impl<'a> Lw<'a> {
     }
 
     /// Elements per thread and step for an element loop over a 1-D `shape` split over `threads`
-    /// ([`crate::layout::element_vector`], which the cost model reads too): `reads`, and `dst` when it
-    /// is global, decide it; a shared destination keeps one element per step.
-    fn vector_width(&mut self, shape: &[i64], threads: u32, reads: &[Handle<Expr>], dst: Option<Handle<Expr>>) -> Result<u32, LowerError> {
-        let m = self.m;
-        if shape.len() != 1 || (reads.is_empty() && dst.is_none()) {
-            return Ok(1);
-        }
-        if dst.is_some_and(|d| !matches!(m.exprs[d].ty, Type::Global { .. })) {
-            return Ok(1);
+    /// that reads `reads` into `dst`: [`crate::layout::element_vector`], which the cost model
+    /// reads too (a shared window among them keeps one element per step).
+    fn vector_width(&self, shape: &[i64], threads: u32, reads: &[Handle<Expr>], dst: Option<Handle<Expr>>) -> u32 {
+        if shape.len() != 1 {
+            return 1;
         }
         let windows: Vec<Handle<Expr>> = reads.iter().chain(dst.iter()).copied().collect();
-        Ok(crate::layout::element_vector(m, shape[0], threads, &windows))
+        crate::layout::element_vector(self.m, shape[0], threads, &windows)
     }
 
     /// Open the loop over a window's elements (`shape`, row-major) split round-robin over `n`
@@ -485,7 +481,7 @@ impl<'a> Lw<'a> {
         for v in values {
             self.windows_read(*v, &mut reads);
         }
-        let vector = self.vector_width(shape, n, &reads, dst)?;
+        let vector = self.vector_width(shape, n, &reads, dst);
         self.element_loop = Some(ElementLoop { vector });
         let idx = if vector > 1 {
             self.w.line(format!("// {total} elements, {vector} consecutive ones per thread and step, split round-robin over {what} ({n})"));
