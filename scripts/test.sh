@@ -9,7 +9,9 @@
 # Tests that need something a machine may lack say so in their names: `needs_gpu_*` (a GPU, and
 # the toolchain), `needs_toolchain_*` (ptxas and NVRTC), `needs_no_gpu_*` (a machine without a
 # GPU), `needs_chromium_*` (headless Chromium: the review page's browser test; installed from
-# Debian's packages when absent and apt-get is usable). This script leaves out, by name (`--skip`),
+# Debian's packages when absent and apt-get is usable), `needs_slurm_*` (a one-node Slurm cluster
+# on loopback that the test starts: root, and Debian's slurm-wlm and munge, installed the same
+# way). This script leaves out, by name (`--skip`),
 # those whose resource it does not find here, so the runner counts them skipped; a test that does
 # run without its resource fails. It prints one line saying what it left out and why, then the
 # closing counts line.
@@ -18,6 +20,7 @@
 # needs_gpu_ tests are then skipped). CAKE_TEST_GPU=1 or 0 says whether this machine has a GPU
 # (default: whether `nvidia-smi -L` lists one); it is exported to the tests. CAKE_SKIP_CHROMIUM=1
 # does not install Chromium (the needs_chromium_ tests are then skipped unless it is there).
+# CAKE_SKIP_SLURM=1 neither installs Slurm nor runs the needs_slurm_ tests.
 # CI=true adds --locked (Cargo.lock must be up to date).
 set -euo pipefail
 # shellcheck source=scripts/common.sh
@@ -35,19 +38,29 @@ else
   }
 fi
 
-# The browser test drives Debian's headless Chromium: install it when it is absent and apt-get
-# can (root, or passwordless sudo). A failed install is not a failed run: the test is skipped.
-install_chromium() {
+# The browser test drives Debian's headless Chromium, the Slurm test Debian's slurm-wlm and munge:
+# install them when absent and apt-get can (root, or passwordless sudo), quietly and within 10
+# minutes. A failed install is not a failed run: the tests are skipped.
+can_apt() { command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; }; }
+apt_install() {
   local sudo=()
   [ "$(id -u)" = 0 ] || sudo=(sudo -n)
   export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 \
-    || { "${sudo[@]}" apt-get update >/dev/null 2>&1 && "${sudo[@]}" apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; }
+  "${sudo[@]}" timeout 600 apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1 \
+    || { "${sudo[@]}" timeout 300 apt-get update >/dev/null 2>&1 && "${sudo[@]}" timeout 600 apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1; }
 }
-if [ -z "${CAKE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && [ "${CAKE_SKIP_CHROMIUM:-0}" != 1 ] \
-  && command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; }; then
+if [ -z "${CAKE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && [ "${CAKE_SKIP_CHROMIUM:-0}" != 1 ] && can_apt; then
   echo "setup: installing chromium (apt-get) for the review page's browser test"
-  install_chromium || echo "setup: apt-get could not install chromium; the needs_chromium_ tests are skipped"
+  apt_install chromium || echo "setup: apt-get could not install chromium; the needs_chromium_ tests are skipped"
+fi
+# Everything the Slurm test runs (compiler/tests/slurm_loopback.rs looks each up on PATH).
+have_slurm() {
+  local t
+  for t in munged slurmctld slurmd sbatch squeue scontrol sinfo scancel; do command -v "$t" >/dev/null 2>&1 || return 1; done
+}
+if [ "${CAKE_SKIP_SLURM:-0}" != 1 ] && [ "$(id -u)" = 0 ] && ! have_slurm && can_apt; then
+  echo "setup: installing slurm-wlm and munge (apt-get) for the Slurm loopback test"
+  apt_install slurm-wlm munge || echo "setup: apt-get could not install slurm-wlm and munge; the needs_slurm_ tests are skipped"
 fi
 
 # What this machine has, and so which tests it leaves out (test names, matched as substrings).
@@ -70,6 +83,13 @@ if [ "$CAKE_TEST_GPU" = 1 ]; then
 fi
 if [ -z "${CAKE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
   left_out+=("needs_chromium_|need headless Chromium (not installed, and apt-get could not install it or CAKE_SKIP_CHROMIUM=1)")
+fi
+if [ "${CAKE_SKIP_SLURM:-0}" = 1 ]; then
+  left_out+=("needs_slurm_|need a Slurm cluster on loopback (CAKE_SKIP_SLURM=1)")
+elif [ "$(id -u)" != 0 ]; then
+  left_out+=("needs_slurm_|need root to start a Slurm cluster on loopback (slurmd runs the jobs)")
+elif ! have_slurm; then
+  left_out+=("needs_slurm_|need Slurm and munge (slurm-wlm and munge not installed, and apt-get could not install them)")
 fi
 # The runner's arguments: the caller's, then `--skip PATTERN` for each left-out name (after the
 # caller's `--` if there is one). Both runners intersect them with the caller's own filters.
