@@ -1,5 +1,5 @@
 //! Why a corpus command (`cake corpus gate|merge|list|show`) could not do its work: one coded
-//! variant per cause (`G001`…`G010`, documented in `compiler/diagnostics/corpus.toml`), carrying the
+//! variant per cause (`G001`…`G014`, documented in `compiler/diagnostics/corpus.toml`), carrying the
 //! paths and values at fault. The CLI prints `error: <Display>` and exits 2; in-process callers
 //! (tests, MCP's `corpus_show`) match on the variant.
 
@@ -41,6 +41,18 @@ pub enum CorpusError {
     /// loader read); `message` names the file.
     #[error("bless: {message}")]
     Bless { path: PathBuf, message: String },
+    /// G011: `--gpus` is not `all`, a positive count or a list of GPU ids.
+    #[error("--gpus {value:?}: {why}")]
+    BadGpus { value: String, why: String },
+    /// G012: `--gpus` asks for GPUs and the host lists none (or they cannot be listed).
+    #[error("--gpus {asked}: no GPU found: {why}")]
+    NoGpu { asked: String, why: String },
+    /// G013: `--gpus` names a GPU the host does not have, or more GPUs than it has.
+    #[error("--gpus {asked}: {missing}; this host has GPU {}", present.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))]
+    GpuMissing { asked: String, missing: String, present: Vec<u32> },
+    /// G014: a `--gpus` worker process could not start, or stopped on a usage or I/O error.
+    #[error("the worker process for GPU {gpu} failed: {message}")]
+    Worker { gpu: u32, message: String },
 }
 
 impl CorpusError {
@@ -57,6 +69,25 @@ impl CorpusError {
             CorpusError::UnknownFamily { .. } => "G008",
             CorpusError::UnknownCase { .. } => "G009",
             CorpusError::Bless { .. } => "G010",
+            CorpusError::BadGpus { .. } => "G011",
+            CorpusError::NoGpu { .. } => "G012",
+            CorpusError::GpuMissing { .. } => "G013",
+            CorpusError::Worker { .. } => "G014",
+        }
+    }
+
+    /// What to do about it, where there is more to say than the message (the CLI prints it as
+    /// `= help:`).
+    pub fn help(&self) -> Option<String> {
+        match self {
+            CorpusError::BadGpus { .. } => Some("write `--gpus all`, a count (`--gpus 2`: the first two GPUs) or GPU ids (`--gpus 0,2`; one id: `--gpus 3,`)".into()),
+            CorpusError::NoGpu { .. } => Some("`nvidia-smi -L` lists the GPUs; without one, run the static and compile tiers without --gpus (or the gpu tier on a GPU host)".into()),
+            CorpusError::GpuMissing { present, .. } => Some(format!(
+                "use --gpus all, a count up to {}, or ids from `nvidia-smi -L`; CUDA_VISIBLE_DEVICES does not renumber what nvidia-smi lists",
+                present.len()
+            )),
+            CorpusError::Worker { .. } => Some("the worker's log (named in the message) has its whole output; the same arguments without --gpus show the error directly".into()),
+            _ => None,
         }
     }
 

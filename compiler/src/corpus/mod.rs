@@ -25,6 +25,7 @@ pub mod error;
 pub mod family_plot;
 pub mod gate;
 pub mod load_error;
+pub mod pool;
 pub mod report;
 pub mod results;
 pub mod run;

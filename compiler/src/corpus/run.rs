@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::bless::{self, Blessed};
 use super::error::CorpusError;
 use super::gate::{self, GateConfig};
+use super::pool::{self, GpuSpec};
 use super::report::{self, Report};
 use super::results::{GateResults, Status};
 use super::tiers::Frontend;
@@ -84,6 +85,8 @@ pub struct GateRun {
     pub skipped: Vec<(Tier, String, usize)>,
     pub out: PathBuf,
     pub report_path: Option<PathBuf>,
+    /// `--gpus`: one line per worker process (its GPU, its cases, or how it died).
+    pub workers: Vec<String>,
 }
 
 impl GateRun {
@@ -179,12 +182,7 @@ pub fn gate(req: &GateRequest) -> Result<GateRun, CorpusError> {
     let mut tiers: Vec<Tier> = if req.tiers.is_empty() { Tier::ALL.to_vec() } else { req.tiers.clone() };
     tiers.sort();
     tiers.dedup();
-    for f in &req.selection.families {
-        if corpus.family(f).is_none() {
-            let known = corpus.families.iter().map(|f| f.name.clone()).collect();
-            return Err(CorpusError::UnknownFamily { family: f.clone(), root: corpus.root.clone(), known });
-        }
-    }
+    known_families(&corpus, &req.selection)?;
     let mut cfg = GateConfig {
         tiers,
         selection: req.selection.clone(),
@@ -218,6 +216,40 @@ pub fn gate(req: &GateRequest) -> Result<GateRun, CorpusError> {
     let baseline = baseline.as_ref().map(|(p, b)| (p.as_str(), b));
     let mut run = finish(results, baseline, &cfg.selection, &descriptions(&corpus), &req.out, Some(&req.report))?;
     run.blessed = blessed;
+    Ok(run)
+}
+
+/// `--family F` must name a family of the corpus.
+fn known_families(corpus: &Corpus, selection: &Selection) -> Result<(), CorpusError> {
+    for f in &selection.families {
+        if corpus.family(f).is_none() {
+            let known = corpus.families.iter().map(|f| f.name.clone()).collect();
+            return Err(CorpusError::UnknownFamily { family: f.clone(), root: corpus.root.clone(), known });
+        }
+    }
+    Ok(())
+}
+
+/// `cake corpus gate --gpus SPEC`: the request's cases on the GPUs `gpus` selects from `present`
+/// (the host's GPU ids, or why they could not be listed), one `worker` process (a `cake` binary)
+/// per GPU ([`super::pool`]); the joined results are classified and written as [`gate`] does.
+pub fn gate_gpus(req: &GateRequest, gpus: &GpuSpec, present: Result<Vec<u32>, String>, worker: &Path) -> Result<GateRun, CorpusError> {
+    if req.bless {
+        return Err(CorpusError::BadGpus {
+            value: gpus.to_string(),
+            why: "--bless rewrites the manifests from one process: bless without --gpus".into(),
+        });
+    }
+    let ids = gpus.select(present)?;
+    let corpus = load(req.root.as_deref())?;
+    let baseline = read_baseline(req.baseline.as_deref())?;
+    // A front end that does not load is reported once, here, not by every worker.
+    frontend(req.catalog.as_deref(), req.targets.as_deref(), req.rules.as_deref(), req.add_rules.as_deref())?;
+    known_families(&corpus, &req.selection)?;
+    let (results, workers) = pool::run(req, &corpus, &corpus.root, &ids, worker, baseline.as_ref().map(|(_, b)| b))?;
+    let baseline = baseline.as_ref().map(|(p, b)| (p.as_str(), b));
+    let mut run = finish(results, baseline, &req.selection, &descriptions(&corpus), &req.out, Some(&req.report))?;
+    run.workers = workers;
     Ok(run)
 }
 
@@ -265,5 +297,13 @@ fn finish(
         *skipped.entry((r.tier, r.reason.as_str())).or_default() += 1;
     }
     let skipped = skipped.into_iter().map(|((t, why), n)| (t, why.to_string(), n)).collect();
-    Ok(GateRun { report: rep, blessed: Vec::new(), skipped, out: out.to_path_buf(), report_path: report_path.map(Path::to_path_buf), results })
+    Ok(GateRun {
+        report: rep,
+        blessed: Vec::new(),
+        skipped,
+        out: out.to_path_buf(),
+        report_path: report_path.map(Path::to_path_buf),
+        results,
+        workers: Vec::new(),
+    })
 }

@@ -74,6 +74,12 @@ pub struct GateArgs {
     /// shards' results with `cake corpus merge`.
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<(u32, u32)>,
+    /// Run on several GPUs of this host: `all`, a count (`2`: the first two) or ids (`0,2`; one
+    /// id: `3,`), as `nvidia-smi -L` numbers them. One worker process per GPU
+    /// (CUDA_VISIBLE_DEVICES), the cases balanced by their durations in --baseline; a dead
+    /// worker's cases are retried on another GPU. Combines with --shard (hosts × GPUs)
+    #[arg(long, value_name = "all|N|LIST", conflicts_with = "bless")]
+    pub gpus: Option<String>,
     /// Results file of an earlier run to classify against.
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
@@ -182,17 +188,25 @@ pub fn main(args: CorpusArgs, json: bool) -> u8 {
     match done {
         Ok(status) => status,
         Err(e) if json => {
-            println!("{}", json!({ "code": e.code(), "severity": "error", "message": e.to_string() }));
+            let mut v = json!({ "code": e.code(), "severity": "error", "message": e.to_string() });
+            if let Some(h) = e.help() {
+                v["help"] = json!(h);
+            }
+            println!("{v}");
             2
         }
         Err(e) => {
             eprintln!("error[{}]: {e}", e.code());
+            if let Some(h) = e.help() {
+                eprintln!("  = help: {h}");
+            }
             2
         }
     }
 }
 
 fn gate_cmd(a: GateArgs, json: bool) -> Result<u8, CorpusError> {
+    let gpus = a.gpus.as_deref().map(cake::corpus::pool::GpuSpec::parse).transpose()?;
     let req = GateRequest {
         root: a.root,
         tiers: a.tiers.iter().map(|t| Tier::from(*t)).collect(),
@@ -211,7 +225,22 @@ fn gate_cmd(a: GateArgs, json: bool) -> Result<u8, CorpusError> {
         progress: !a.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr()),
         no_timings: a.no_timings,
     };
-    let run = run::gate(&req)?;
+    let run = match &gpus {
+        None => run::gate(&req)?,
+        Some(spec) => {
+            // The workers are this binary unless CAKE_CORPUS_WORKER names another (a wrapper that
+            // sets limits or a container, or a test's).
+            let worker = std::env::var_os("CAKE_CORPUS_WORKER")
+                .map(PathBuf::from)
+                .or_else(|| std::env::current_exe().ok())
+                .unwrap_or_else(|| PathBuf::from("cake"));
+            let run = run::gate_gpus(&req, spec, cake::corpus::pool::detect_gpus(), &worker)?;
+            for line in &run.workers {
+                eprintln!("{line}");
+            }
+            run
+        }
+    };
     if req.bless && !json {
         for b in &run.blessed {
             println!("blessed {} [{}] in {}: {}", b.id, b.tier, b.file.display(), b.changes.join("; "));

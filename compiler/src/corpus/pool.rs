@@ -1,0 +1,480 @@
+//! `cake corpus gate --gpus all|N|LIST`: the gate on several GPUs of one host, one worker process
+//! per GPU (`CUDA_VISIBLE_DEVICES=<id>`), each a plain `cake corpus gate --case ...` over its part
+//! of the cases; their results files are joined with [`GateResults::merge`], the same join
+//! `cake corpus merge` makes of `--shard` runs. The cases are balanced by their recorded durations
+//! (from `--baseline`, longest first onto the least-loaded GPU), or evenly without one.
+//!
+//! A worker that dies (killed by a signal, an exit status other than the gate's 0/1/2, or no
+//! results file) has its cases run again on another GPU once one is free; the retried results
+//! say so in their reason. Cases whose worker died on the retry too, or that have no other GPU
+//! to go to, are recorded as spurious: a dead process says nothing about the compiler.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use super::error::CorpusError;
+use super::results::{CaseResult, GateResults, Observed, Status};
+use super::run::GateRequest;
+use super::{Corpus, Tier};
+
+/// Which GPUs `--gpus` asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuSpec {
+    /// Every GPU the host has.
+    All,
+    /// The first N of them.
+    Count(u32),
+    /// These ids (`nvidia-smi` indices), in this order.
+    List(Vec<u32>),
+}
+
+impl GpuSpec {
+    /// Parse `all`, `N` (a positive count) or `LIST` (ids, comma-separated: `0,2,3`). A single
+    /// number is a count; a list of one id keeps its comma (`--gpus 3,`: the GPU with id 3).
+    pub fn parse(text: &str) -> Result<GpuSpec, CorpusError> {
+        let bad = |why: String| CorpusError::BadGpus { value: text.to_string(), why };
+        let t = text.trim();
+        if t.eq_ignore_ascii_case("all") {
+            return Ok(GpuSpec::All);
+        }
+        if t.is_empty() {
+            return Err(bad("it is empty".into()));
+        }
+        if !t.contains(',') {
+            let n: u32 = t.parse().map_err(|_| bad(format!("`{t}` is neither `all`, a count nor a list of GPU ids")))?;
+            if n == 0 {
+                return Err(bad("a count of 0 GPUs runs nothing".into()));
+            }
+            return Ok(GpuSpec::Count(n));
+        }
+        let mut ids = Vec::new();
+        for part in t.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let id: u32 = part.parse().map_err(|_| bad(format!("`{part}` is not a GPU id (a non-negative integer)")))?;
+            if ids.contains(&id) {
+                return Err(bad(format!("GPU {id} is listed twice")));
+            }
+            ids.push(id);
+        }
+        if ids.is_empty() {
+            return Err(bad("the list names no GPU".into()));
+        }
+        Ok(GpuSpec::List(ids))
+    }
+
+    /// The GPU ids to use, given those the host has (`Err(why)`: they could not be listed).
+    pub fn select(&self, present: Result<Vec<u32>, String>) -> Result<Vec<u32>, CorpusError> {
+        let asked = self.to_string();
+        let present = match present {
+            Ok(p) if !p.is_empty() => p,
+            Ok(_) => return Err(CorpusError::NoGpu { asked, why: "nvidia-smi lists no GPU".into() }),
+            Err(why) => return Err(CorpusError::NoGpu { asked, why }),
+        };
+        match self {
+            GpuSpec::All => Ok(present),
+            GpuSpec::Count(n) if *n as usize > present.len() => {
+                Err(CorpusError::GpuMissing { asked, missing: format!("{n} GPUs asked for"), present })
+            }
+            GpuSpec::Count(n) => Ok(present[..*n as usize].to_vec()),
+            GpuSpec::List(ids) => match ids.iter().find(|id| !present.contains(id)) {
+                Some(id) => Err(CorpusError::GpuMissing { asked, missing: format!("no GPU {id}"), present }),
+                None => Ok(ids.clone()),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for GpuSpec {
+    /// As written on the command line (`all`, `2`, `0,2`; one id: `3,`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuSpec::All => write!(f, "all"),
+            GpuSpec::Count(n) => write!(f, "{n}"),
+            GpuSpec::List(ids) if ids.len() == 1 => write!(f, "{},", ids[0]),
+            GpuSpec::List(ids) => write!(f, "{}", ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
+        }
+    }
+}
+
+/// The GPU ids of this host, from `nvidia-smi --query-gpu=index` (bounded: 30 s).
+pub fn detect_gpus() -> Result<Vec<u32>, String> {
+    let mut child = Command::new("nvidia-smi")
+        .args(["--query-gpu=index", "--format=csv,noheader"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run nvidia-smi ({e})"))?;
+    let start = Instant::now();
+    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("nvidia-smi did not answer within 30 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let said = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
+        let line = said.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("no output");
+        return Err(format!("nvidia-smi failed ({}): {line}", out.status));
+    }
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| l.parse::<u32>().map_err(|_| format!("nvidia-smi printed `{l}`, not a GPU index")))
+        .collect()
+}
+
+/// Split `items` (id, expected duration) over `workers`: longest first, each onto the worker with
+/// the least expected time so far (ties: the lower worker). Each part keeps the items' order.
+pub fn partition(items: &[(String, f64)], workers: usize) -> Vec<Vec<String>> {
+    let workers = workers.max(1);
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by(|&a, &b| items[b].1.total_cmp(&items[a].1).then(a.cmp(&b)));
+    let mut load = vec![0.0f64; workers];
+    let mut owner = vec![0usize; items.len()];
+    for i in order {
+        let w = (0..workers).min_by(|&x, &y| load[x].total_cmp(&load[y]).then(x.cmp(&y))).unwrap_or(0);
+        load[w] += items[i].1;
+        owner[i] = w;
+    }
+    let mut parts = vec![Vec::new(); workers];
+    for (i, (id, _)) in items.iter().enumerate() {
+        parts[owner[i]].push(id.clone());
+    }
+    parts
+}
+
+/// The expected duration of each id: its recorded `duration_ms` summed over `tiers` in
+/// `recorded`; ids it does not time get the mean of those it does (1 ms each when none are timed,
+/// which splits by count).
+pub fn durations(ids: &[String], tiers: &[Tier], recorded: Option<&GateResults>) -> Vec<(String, f64)> {
+    let mut ms: BTreeMap<&str, f64> = BTreeMap::new();
+    for r in recorded.map(|b| b.results.as_slice()).unwrap_or_default() {
+        if tiers.contains(&r.tier) && r.duration_ms > 0.0 {
+            *ms.entry(r.id.as_str()).or_default() += r.duration_ms;
+        }
+    }
+    let known: Vec<f64> = ids.iter().filter_map(|id| ms.get(id.as_str()).copied()).collect();
+    let fill = if known.is_empty() { 1.0 } else { known.iter().sum::<f64>() / known.len() as f64 };
+    ids.iter().map(|id| (id.clone(), ms.get(id.as_str()).copied().unwrap_or(fill))).collect()
+}
+
+/// One worker process's part: the ids it runs and the GPU it ran on first (for a retry).
+#[derive(Clone, Debug)]
+struct Job {
+    ids: Vec<String>,
+    /// `Some((gpu, why))` when this is the retry of a worker that died on `gpu`.
+    died_on: Option<(u32, String)>,
+}
+
+struct Running {
+    gpu: u32,
+    job: Job,
+    child: Child,
+    out: PathBuf,
+    log: PathBuf,
+}
+
+/// What the pool did, one line per worker (for the CLI to print).
+pub type WorkerLines = Vec<String>;
+
+/// The `cake corpus gate` arguments of a worker: the request's front end, tiers and limits, its
+/// part of the cases, and its own results file.
+fn worker_args(req: &GateRequest, root: &Path, ids: &[String], out: &Path, jobs: usize) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec!["corpus".into(), "gate".into(), "--root".into(), root.into()];
+    for t in &req.tiers {
+        a.extend(["--tier".into(), t.as_str().into()]);
+    }
+    for (flag, v) in [("--catalog", &req.catalog), ("--rules", &req.rules), ("--add-rules", &req.add_rules), ("--targets", &req.targets)] {
+        if let Some(p) = v {
+            a.extend([flag.into(), p.into()]);
+        }
+    }
+    if let Some(t) = req.timeout {
+        a.extend(["--timeout".into(), t.to_string().into()]);
+    }
+    if req.no_timings {
+        a.push("--no-timings".into());
+    }
+    a.extend(["--jobs".into(), jobs.to_string().into(), "--no-progress".into(), "-o".into(), out.into(), "--report".into()]);
+    a.push(out.with_extension("md").into());
+    for id in ids {
+        a.extend(["--case".into(), id.into()]);
+    }
+    a
+}
+
+fn describe(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return format!("killed by signal {sig}");
+        }
+    }
+    match status.code() {
+        Some(c) => format!("exit status {c}"),
+        None => status.to_string(),
+    }
+}
+
+/// The last non-empty line of a worker's log.
+fn last_line(log: &Path) -> String {
+    fs::read_to_string(log).ok().and_then(|t| t.lines().rev().map(str::trim).find(|l| !l.is_empty()).map(str::to_string)).unwrap_or_default()
+}
+
+/// Run `req`'s cases on `gpus`, one worker process (`worker`, a `cake` binary) per GPU, and return
+/// the joined results (unclassified, unwritten) and one line per worker. `corpus` is the loaded
+/// corpus at `root`; `recorded` times the cases for the balance.
+pub fn run(
+    req: &GateRequest,
+    corpus: &Corpus,
+    root: &Path,
+    gpus: &[u32],
+    worker: &Path,
+    recorded: Option<&GateResults>,
+) -> Result<(GateResults, WorkerLines), CorpusError> {
+    let start = Instant::now();
+    let mut tiers: Vec<Tier> = if req.tiers.is_empty() { Tier::ALL.to_vec() } else { req.tiers.clone() };
+    tiers.sort();
+    tiers.dedup();
+    let sel = &req.selection;
+    // The selected cases, and the selected load errors (each becomes one error result of the
+    // worker whose part holds its id, as in a single run).
+    let mut ids: Vec<String> = corpus.cases.iter().filter(|c| sel.selects(&c.id, &c.family)).map(|c| c.id.clone()).collect();
+    ids.extend(corpus.errors.iter().filter(|e| sel.selects(&e.id, &e.family)).map(|e| e.id.clone()));
+    let parts = partition(&durations(&ids, &tiers, recorded), gpus.len());
+
+    // Workers' files beside the results: results.json -> results.gpus/gpu-0.json.
+    let stem = req.out.file_stem().map_or_else(|| "results".into(), |s| s.to_string_lossy().into_owned());
+    let dir = req.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).join(format!("{stem}.gpus"));
+    fs::create_dir_all(&dir).map_err(|e| CorpusError::write("create", &dir, e))?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = if req.jobs > 0 { req.jobs } else { (cores / gpus.len()).max(1) };
+
+    let spawn = |gpu: u32, job: Job, n: usize| -> Result<Running, CorpusError> {
+        let name = match &job.died_on {
+            None => format!("gpu-{gpu}"),
+            Some((from, _)) => format!("gpu-{gpu}-retry-{n}-of-gpu-{from}"),
+        };
+        let (out, log) = (dir.join(format!("{name}.json")), dir.join(format!("{name}.log")));
+        let _ = fs::remove_file(&out);
+        let log_file = fs::File::create(&log).map_err(|e| CorpusError::write("create", &log, e))?;
+        let err_file = log_file.try_clone().map_err(|e| CorpusError::write("create", &log, e))?;
+        let child = Command::new(worker)
+            .args(worker_args(req, root, &job.ids, &out, jobs))
+            .env("CUDA_VISIBLE_DEVICES", gpu.to_string())
+            .stdin(Stdio::null())
+            .stdout(log_file)
+            .stderr(err_file)
+            .spawn()
+            .map_err(|e| CorpusError::Worker { gpu, message: format!("cannot start {}: {e}", worker.display()) })?;
+        Ok(Running { gpu, job, child, out, log })
+    };
+
+    let mut lines = Vec::new();
+    let mut running: Vec<Running> = Vec::new();
+    let mut free: Vec<u32> = Vec::new();
+    for (gpu, ids) in gpus.iter().zip(parts) {
+        if ids.is_empty() {
+            free.push(*gpu);
+            lines.push(format!("gpu {gpu}: no cases"));
+            continue;
+        }
+        running.push(spawn(*gpu, Job { ids, died_on: None }, 0)?);
+    }
+    let mut pending: Vec<Job> = Vec::new();
+    let mut parts_done: Vec<GateResults> = Vec::new();
+    let mut spurious: Vec<(Vec<String>, String)> = Vec::new();
+    let mut retries = 0usize;
+    while !running.is_empty() || !pending.is_empty() {
+        // Start the retries on free GPUs other than the one they died on.
+        let mut i = 0;
+        while i < pending.len() {
+            let from = pending[i].died_on.as_ref().map(|d| d.0);
+            match free.iter().position(|g| Some(*g) != from) {
+                Some(k) => {
+                    let gpu = free.remove(k);
+                    let job = pending.remove(i);
+                    retries += 1;
+                    running.push(spawn(gpu, job, retries)?);
+                }
+                None => i += 1,
+            }
+        }
+        if running.is_empty() {
+            // Nothing runs and no free GPU takes the rest: no other GPU is left.
+            for job in pending.drain(..) {
+                let (gpu, why) = job.died_on.clone().unwrap_or_default();
+                spurious.push((job.ids, format!("the worker process on GPU {gpu} died ({why}) and no other GPU was left to retry on")));
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let mut k = 0;
+        while k < running.len() {
+            let Some(status) = running[k].child.try_wait().map_err(|e| CorpusError::Worker { gpu: running[k].gpu, message: e.to_string() })? else {
+                k += 1;
+                continue;
+            };
+            let r = running.remove(k);
+            let read = if matches!(status.code(), Some(0 | 1)) { GateResults::read(&r.out).ok() } else { None };
+            if status.code() == Some(2) {
+                // The gate refused its arguments or could not write: every worker would.
+                for mut other in running.drain(..) {
+                    let _ = other.child.kill();
+                    let _ = other.child.wait();
+                }
+                return Err(CorpusError::Worker { gpu: r.gpu, message: format!("{} (log: {})", last_line(&r.log), r.log.display()) });
+            }
+            match read {
+                Some(mut part) => {
+                    lines.push(format!(
+                        "gpu {}: {} cases in {:.1} s{}",
+                        r.gpu,
+                        r.job.ids.len(),
+                        part.wall_s,
+                        r.job.died_on.as_ref().map(|(g, _)| format!(" (the retry of GPU {g}'s)")).unwrap_or_default()
+                    ));
+                    if let Some((g, why)) = &r.job.died_on {
+                        let note = format!("retried on GPU {}: the worker process on GPU {g} died ({why})", r.gpu);
+                        for c in &mut part.results {
+                            c.reason = if c.reason.is_empty() { note.clone() } else { format!("{}; {note}", c.reason) };
+                            c.attempts += 1;
+                        }
+                    }
+                    parts_done.push(part);
+                    free.push(r.gpu);
+                }
+                None => {
+                    let why = if status.success() || status.code() == Some(1) {
+                        format!("{} without a readable results file", describe(status))
+                    } else {
+                        let l = last_line(&r.log);
+                        if l.is_empty() { describe(status) } else { format!("{}: {l}", describe(status)) }
+                    };
+                    lines.push(format!("gpu {}: the worker died ({why}); log: {}", r.gpu, r.log.display()));
+                    // The GPU is not used again.
+                    match r.job.died_on {
+                        None => pending.push(Job { ids: r.job.ids, died_on: Some((r.gpu, why)) }),
+                        Some((g, first)) => spurious.push((
+                            r.job.ids,
+                            format!("the worker process died on GPU {g} ({first}) and again on the retry on GPU {} ({why})", r.gpu),
+                        )),
+                    }
+                }
+            }
+        }
+    }
+
+    let mut merged = GateResults::merge(parts_done)?;
+    // The dead workers' cases: one spurious result per (case, tier) a run would have recorded.
+    let first_tier = *tiers.first().unwrap_or(&Tier::Static);
+    for (ids, why) in spurious {
+        for id in ids {
+            let (family, its_tiers): (String, Vec<Tier>) = match corpus.case(&id) {
+                Some(c) => (c.family.clone(), tiers.iter().copied().filter(|t| c.has_tier(*t)).collect()),
+                None => (corpus.errors.iter().find(|e| e.id == id).map(|e| e.family.clone()).unwrap_or_default(), vec![first_tier]),
+            };
+            for tier in its_tiers {
+                merged.results.push(CaseResult {
+                    id: id.clone(),
+                    family: family.clone(),
+                    tier,
+                    status: Status::Spurious,
+                    reason: why.clone(),
+                    duration_ms: 0.0,
+                    attempts: 2,
+                    observed: Observed::default(),
+                });
+            }
+        }
+    }
+    merged.sort();
+    merged.tiers = tiers;
+    merged.shard = sel.shard.map(|(i, n)| format!("{i}/{n}"));
+    merged.families = sel.families.clone();
+    merged.case_filters = sel.cases.clone();
+    let list: Vec<String> = gpus.iter().map(u32::to_string).collect();
+    merged.environment.insert(
+        "gpus".into(),
+        format!("{} worker processes (CUDA_VISIBLE_DEVICES {}), balanced by {}", gpus.len(), list.join(", "), if recorded.is_some() { "the baseline's durations" } else { "case count" }),
+    );
+    merged.wall_s = if req.no_timings { 0.0 } else { (start.elapsed().as_secs_f64() * 1e3).round() / 1e3 };
+    Ok((merged, lines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpus_parse() {
+        assert_eq!(GpuSpec::parse("all").unwrap(), GpuSpec::All);
+        assert_eq!(GpuSpec::parse(" 2 ").unwrap(), GpuSpec::Count(2));
+        assert_eq!(GpuSpec::parse("0,2").unwrap(), GpuSpec::List(vec![0, 2]));
+        assert_eq!(GpuSpec::parse("3,").unwrap(), GpuSpec::List(vec![3]));
+        for bad in ["", "0", "-1", "two", "0,x", "1,1", ","] {
+            let e = GpuSpec::parse(bad).unwrap_err();
+            assert_eq!(e.code(), "G011", "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn gpus_select() {
+        let present = || Ok(vec![0, 1, 2, 3]);
+        assert_eq!(GpuSpec::All.select(present()).unwrap(), vec![0, 1, 2, 3]);
+        assert_eq!(GpuSpec::Count(2).select(present()).unwrap(), vec![0, 1]);
+        assert_eq!(GpuSpec::List(vec![3, 1]).select(present()).unwrap(), vec![3, 1]);
+        assert_eq!(GpuSpec::Count(5).select(present()).unwrap_err().code(), "G013");
+        assert_eq!(GpuSpec::List(vec![4]).select(present()).unwrap_err().code(), "G013");
+        assert_eq!(GpuSpec::All.select(Ok(vec![])).unwrap_err().code(), "G012");
+        assert_eq!(GpuSpec::All.select(Err("cannot run nvidia-smi".into())).unwrap_err().code(), "G012");
+        assert_eq!(GpuSpec::List(vec![0]).select(Err("x".into())).unwrap_err().code(), "G012");
+    }
+
+    #[test]
+    fn partition_balances_durations() {
+        let items: Vec<(String, f64)> = [("a", 10.0), ("b", 1.0), ("c", 6.0), ("d", 4.0), ("e", 1.0)].iter().map(|(i, d)| (i.to_string(), *d)).collect();
+        let p = partition(&items, 2);
+        // a (10) and c (6) first, d (4) joins c, then b and e take the lighter side in turn.
+        assert_eq!(p, vec![vec!["a".to_string(), "b".to_string()], vec!["c".to_string(), "d".to_string(), "e".to_string()]]);
+        // Every id once, whatever the worker count.
+        for n in 1..7 {
+            let mut all: Vec<String> = partition(&items, n).concat();
+            all.sort();
+            assert_eq!(all, ["a", "b", "c", "d", "e"]);
+        }
+        // Equal durations: equal counts.
+        let even: Vec<(String, f64)> = (0..10).map(|i| (format!("c{i}"), 1.0)).collect();
+        assert!(partition(&even, 3).iter().all(|p| p.len() == 3 || p.len() == 4));
+    }
+
+    #[test]
+    fn durations_fill_unknown_with_the_mean() {
+        let mut b = GateResults::new(vec![Tier::Gpu]);
+        for (id, t, ms) in [("a", Tier::Gpu, 30.0), ("a", Tier::Static, 5.0), ("b", Tier::Gpu, 10.0)] {
+            b.results.push(CaseResult {
+                id: id.into(),
+                family: "f".into(),
+                tier: t,
+                status: Status::Pass,
+                reason: String::new(),
+                duration_ms: ms,
+                attempts: 1,
+                observed: Observed::default(),
+            });
+        }
+        let ids = vec!["a".to_string(), "b".into(), "c".into()];
+        let d = durations(&ids, &[Tier::Gpu], Some(&b));
+        assert_eq!(d, vec![("a".into(), 30.0), ("b".into(), 10.0), ("c".into(), 20.0)]);
+        assert!(durations(&ids, &[Tier::Gpu], None).iter().all(|(_, ms)| *ms == 1.0));
+    }
+}
