@@ -89,7 +89,7 @@ if [ "${CAKE_SKIP_SLURM:-0}" = 1 ]; then
 elif [ "$(id -u)" != 0 ]; then
   left_out+=("needs_slurm_|need root to start a Slurm cluster on loopback (slurmd runs the jobs)")
 elif ! have_slurm; then
-  left_out+=("needs_slurm_|need Slurm and munge (slurm-wlm and munge not installed, and apt-get could not install them)")
+  left_out+=("needs_slurm_|need Slurm and munge (not on PATH, and apt-get could not install slurm-wlm and munge)")
 fi
 # The runner's arguments: the caller's, then `--skip PATTERN` for each left-out name (after the
 # caller's `--` if there is one). Both runners intersect them with the caller's own filters.
@@ -150,9 +150,9 @@ ignored=$(count_ignored)
 python3 - "$RUNNER_LOG" <<'PY'
 import re, sys
 text = open(sys.argv[1], errors="replace").read()
-# nextest: "346 tests run: 345 passed (1 slow), 1 failed, 2 skipped" (notes in parentheses).
+# nextest: "346 tests run: 345 passed (1 slow), 1 failed, 2 skipped" (notes in parentheses; "1 test run" when one ran).
 note = r"(?: \([^)]*\))?"
-m = re.findall(r"tests run: (\d+) passed" + note + r"(?:, (\d+) failed)?" + note + r"(?:, (\d+) skipped)?", text)
+m = re.findall(r"tests? run: (\d+) passed" + note + r"(?:, (\d+) failed)?" + note + r"(?:, (\d+) skipped)?", text)
 if m:
     p, f, sk = m[-1]
     print(f"test.sh: {p} passed, {f or 0} failed, {sk or 0} skipped")
