@@ -6,7 +6,7 @@
 //! made here. Checked: the pool's joined results equal a single run's; the cases are split
 //! between the workers by the baseline's durations, each worker sees only its GPU; a dead worker's
 //! cases are retried on another GPU, and those whose worker dies on the retry too are spurious;
-//! bad `--gpus` values are coded errors (G011–G013) with a help line.
+//! bad `--gpus` values, missing and busy GPUs are coded errors (G011–G013, G015) with a help line.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -31,6 +31,11 @@ impl Host {
     /// whose `worker` wraps cake: it logs "CUDA_VISIBLE_DEVICES ARGS..." to `workers.log`, and
     /// kills itself when `die` (a shell condition) holds.
     fn new(smi: &str, smi_status: u8, die: &str) -> Host {
+        Host::with_apps(smi, "", smi_status, die)
+    }
+
+    /// As [`Host::new`], and `nvidia-smi --query-compute-apps` prints `apps`.
+    fn with_apps(smi: &str, apps: &str, smi_status: u8, die: &str) -> Host {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         fs::create_dir(d.join("bin")).unwrap();
@@ -38,7 +43,7 @@ impl Host {
             fs::write(&p, text).unwrap();
             fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
         };
-        exec(d.join("bin/nvidia-smi"), format!("#!/bin/sh\nprintf '%s' '{smi}'\nexit {smi_status}\n"));
+        exec(d.join("bin/nvidia-smi"), format!("#!/bin/sh\ncase \"$*\" in *compute-apps*) printf '%s' '{apps}' ;; *) printf '%s' '{smi}' ;; esac\nexit {smi_status}\n"));
         exec(
             d.join("worker"),
             format!(
@@ -249,6 +254,28 @@ fn bad_gpu_selections_are_coded_errors() {
         assert_eq!(o.status.code(), Some(2), "{}", text(&o));
         assert!(err.contains("error[G012]: --gpus all: no GPU found") && err.contains("= help: "), "{err}");
     }
+    // Busy GPUs: Prohibited, or Exclusive_Process and held by a process. `all` passes over them.
+    let busy = Host::with_apps("0, Exclusive_Process, GPU-a\n1, Default, GPU-b\n2, Prohibited, GPU-c\n", "GPU-a, 4242\n", 0, "false");
+    for (gpus, says) in [
+        ("0,1", "busy: GPU 0 is in Exclusive_Process mode and held by process 4242"),
+        ("2,", "busy: GPU 2 is in Prohibited compute mode"),
+        ("2", "busy: GPU 0 is in Exclusive_Process mode and held by process 4242; GPU 2 is in Prohibited compute mode"),
+    ] {
+        let o = busy.gate("bad", &["--gpus", gpus]);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "--gpus {gpus}: {}", text(&o));
+        assert!(err.contains("error[G015]") && err.contains(says) && err.contains("= help: "), "--gpus {gpus}: {err}");
+    }
+    assert!(busy.workers().is_empty(), "no worker started for a refused selection");
+    let o = busy.gate("free", &["--gpus", "all"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let gpus: Vec<String> = busy.workers().into_iter().map(|(g, _)| g).collect();
+    assert_eq!(gpus, ["1"], "only the free GPU");
+    assert!(text(&o).contains("gpu 0: not used, it is in Exclusive_Process mode and held by process 4242"), "{}", text(&o));
+    // Exclusive_Process with no process on it is free.
+    let idle = Host::with_apps("0, Exclusive_Process, GPU-a\n", "", 0, "false");
+    let o = idle.gate("idle", &["--gpus", "0,"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // JSON: the code, the message and the help.
     let o = two.gate("bad", &["--gpus", "7,", "--message-format", "json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));

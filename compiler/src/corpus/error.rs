@@ -1,5 +1,5 @@
 //! Why a corpus command (`cake corpus gate|merge|list|show`) could not do its work: one coded
-//! variant per cause (`G001`…`G014`, documented in `compiler/diagnostics/corpus.toml`), carrying the
+//! variant per cause (`G001`…`G015`, documented in `compiler/diagnostics/corpus.toml`), carrying the
 //! paths and values at fault. The CLI prints `error: <Display>` and exits 2; in-process callers
 //! (tests, MCP's `corpus_show`) match on the variant.
 
@@ -50,6 +50,10 @@ pub enum CorpusError {
     /// G013: `--gpus` names a GPU the host does not have, or more GPUs than it has.
     #[error("--gpus {asked}: {missing}; this host has GPU {}", present.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))]
     GpuMissing { asked: String, missing: String, present: Vec<u32> },
+    /// G015: the GPUs `--gpus` asks for are busy (Prohibited compute mode, or Exclusive_Process
+    /// and held by another process).
+    #[error("--gpus {asked}: busy: {busy}")]
+    GpuBusy { asked: String, busy: String },
     /// G014: a `--gpus` worker process could not start, or stopped on a usage or I/O error.
     #[error("the worker process for GPU {gpu} failed: {message}")]
     Worker { gpu: u32, message: String },
@@ -73,6 +77,7 @@ impl CorpusError {
             CorpusError::NoGpu { .. } => "G012",
             CorpusError::GpuMissing { .. } => "G013",
             CorpusError::Worker { .. } => "G014",
+            CorpusError::GpuBusy { .. } => "G015",
         }
     }
 
@@ -86,6 +91,7 @@ impl CorpusError {
                 "use --gpus all, a count up to {}, or ids from `nvidia-smi -L`; CUDA_VISIBLE_DEVICES does not renumber what nvidia-smi lists",
                 present.len()
             )),
+            CorpusError::GpuBusy { .. } => Some("name other GPUs (`--gpus 1,3`; `nvidia-smi` shows each one's compute mode and processes), or wait until the process holding it ends".into()),
             CorpusError::Worker { .. } => Some("the worker's log (named in the message) has its whole output; the same arguments without --gpus show the error directly".into()),
             _ => None,
         }

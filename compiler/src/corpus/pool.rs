@@ -66,25 +66,45 @@ impl GpuSpec {
     }
 
     /// The GPU ids to use, given those the host has (`Err(why)`: they could not be listed).
-    pub fn select(&self, present: Result<Vec<u32>, String>) -> Result<Vec<u32>, CorpusError> {
+    /// `all` and a count take the GPUs that are not busy; a busy GPU named in a list is an error.
+    pub fn select(&self, present: Result<Vec<Gpu>, String>) -> Result<Vec<u32>, CorpusError> {
         let asked = self.to_string();
         let present = match present {
             Ok(p) if !p.is_empty() => p,
             Ok(_) => return Err(CorpusError::NoGpu { asked, why: "nvidia-smi lists no GPU".into() }),
             Err(why) => return Err(CorpusError::NoGpu { asked, why }),
         };
+        let ids: Vec<u32> = present.iter().map(|g| g.index).collect();
+        let free: Vec<u32> = present.iter().filter(|g| g.busy.is_none()).map(|g| g.index).collect();
+        let busy = |which: &mut dyn Iterator<Item = &Gpu>| -> String {
+            which.filter_map(|g| g.busy.as_ref().map(|b| format!("GPU {} {b}", g.index))).collect::<Vec<_>>().join("; ")
+        };
         match self {
-            GpuSpec::All => Ok(present),
-            GpuSpec::Count(n) if *n as usize > present.len() => {
-                Err(CorpusError::GpuMissing { asked, missing: format!("{n} GPUs asked for"), present })
+            GpuSpec::All if free.is_empty() => Err(CorpusError::GpuBusy { asked, busy: busy(&mut present.iter()) }),
+            GpuSpec::All => Ok(free),
+            GpuSpec::Count(n) if *n as usize > ids.len() => {
+                Err(CorpusError::GpuMissing { asked, missing: format!("{n} GPUs asked for"), present: ids })
             }
-            GpuSpec::Count(n) => Ok(present[..*n as usize].to_vec()),
-            GpuSpec::List(ids) => match ids.iter().find(|id| !present.contains(id)) {
-                Some(id) => Err(CorpusError::GpuMissing { asked, missing: format!("no GPU {id}"), present }),
-                None => Ok(ids.clone()),
-            },
+            GpuSpec::Count(n) if *n as usize > free.len() => Err(CorpusError::GpuBusy { asked, busy: busy(&mut present.iter()) }),
+            GpuSpec::Count(n) => Ok(free[..*n as usize].to_vec()),
+            GpuSpec::List(list) => {
+                if let Some(id) = list.iter().find(|id| !ids.contains(id)) {
+                    return Err(CorpusError::GpuMissing { asked, missing: format!("no GPU {id}"), present: ids });
+                }
+                let taken = busy(&mut present.iter().filter(|g| list.contains(&g.index)));
+                if taken.is_empty() { Ok(list.clone()) } else { Err(CorpusError::GpuBusy { asked, busy: taken }) }
+            }
         }
     }
+}
+
+/// One GPU as `nvidia-smi` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gpu {
+    /// nvidia-smi's index (what `--gpus LIST` names and CUDA_VISIBLE_DEVICES takes).
+    pub index: u32,
+    /// Why no worker can use it (`Some("is in Prohibited compute mode")`), or `None`.
+    pub busy: Option<String>,
 }
 
 impl std::fmt::Display for GpuSpec {
@@ -99,10 +119,10 @@ impl std::fmt::Display for GpuSpec {
     }
 }
 
-/// The GPU ids of this host, from `nvidia-smi --query-gpu=index` (bounded: 30 s).
-pub fn detect_gpus() -> Result<Vec<u32>, String> {
+/// Run `nvidia-smi ARGS` (bounded: 30 s); its standard output, or why it gave none.
+fn nvidia_smi(args: &[&str]) -> Result<String, String> {
     let mut child = Command::new("nvidia-smi")
-        .args(["--query-gpu=index", "--format=csv,noheader"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -118,17 +138,48 @@ pub fn detect_gpus() -> Result<Vec<u32>, String> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
         let said = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
         let line = said.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("no output");
         return Err(format!("nvidia-smi failed ({}): {line}", out.status));
     }
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| l.parse::<u32>().map_err(|_| format!("nvidia-smi printed `{l}`, not a GPU index")))
-        .collect()
+    Ok(text)
+}
+
+/// The GPUs of this host, from `nvidia-smi --query-gpu=index,compute_mode,uuid` and, for those in
+/// exclusive-process mode, `--query-compute-apps`: a GPU is busy when its compute mode is
+/// Prohibited, or Exclusive_Process and a process already holds it (a worker could not create a
+/// context there). A GPU in the default mode that others use is shared, not busy.
+pub fn detect_gpus() -> Result<Vec<Gpu>, String> {
+    let text = nvidia_smi(&["--query-gpu=index,compute_mode,uuid", "--format=csv,noheader"])?;
+    let mut rows = Vec::new();
+    for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let f: Vec<&str> = l.split(',').map(str::trim).collect();
+        let index = f[0].parse::<u32>().map_err(|_| format!("nvidia-smi printed `{l}`, not `index, compute_mode, uuid`"))?;
+        rows.push((index, f.get(1).copied().unwrap_or("").to_string(), f.get(2).copied().unwrap_or("").to_string()));
+    }
+    let exclusive = rows.iter().any(|(_, mode, _)| mode.eq_ignore_ascii_case("Exclusive_Process"));
+    let apps = if exclusive { nvidia_smi(&["--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader"])? } else { String::new() };
+    Ok(rows
+        .into_iter()
+        .map(|(index, mode, uuid)| {
+            let holders: Vec<&str> = apps
+                .lines()
+                .filter_map(|l| l.split_once(','))
+                .filter(|(u, _)| u.trim() == uuid)
+                .map(|(_, pid)| pid.trim())
+                .collect();
+            let busy = if mode.eq_ignore_ascii_case("Prohibited") {
+                Some("is in Prohibited compute mode".to_string())
+            } else if mode.eq_ignore_ascii_case("Exclusive_Process") && !holders.is_empty() {
+                Some(format!("is in Exclusive_Process mode and held by process {}", holders.join(", ")))
+            } else {
+                None
+            };
+            Gpu { index, busy }
+        })
+        .collect())
 }
 
 /// Split `items` (id, expected duration) over `workers`: longest first, each onto the worker with
@@ -429,7 +480,8 @@ mod tests {
 
     #[test]
     fn gpus_select() {
-        let present = || Ok(vec![0, 1, 2, 3]);
+        let gpu = |index, busy: Option<&str>| Gpu { index, busy: busy.map(str::to_string) };
+        let present = || Ok((0..4).map(|i| gpu(i, None)).collect::<Vec<_>>());
         assert_eq!(GpuSpec::All.select(present()).unwrap(), vec![0, 1, 2, 3]);
         assert_eq!(GpuSpec::Count(2).select(present()).unwrap(), vec![0, 1]);
         assert_eq!(GpuSpec::List(vec![3, 1]).select(present()).unwrap(), vec![3, 1]);
@@ -438,6 +490,15 @@ mod tests {
         assert_eq!(GpuSpec::All.select(Ok(vec![])).unwrap_err().code(), "G012");
         assert_eq!(GpuSpec::All.select(Err("cannot run nvidia-smi".into())).unwrap_err().code(), "G012");
         assert_eq!(GpuSpec::List(vec![0]).select(Err("x".into())).unwrap_err().code(), "G012");
+        // Busy GPUs: `all` and counts pass over them, a list naming one is refused.
+        let some_busy = || Ok(vec![gpu(0, Some("is in Prohibited compute mode")), gpu(1, None), gpu(2, None)]);
+        assert_eq!(GpuSpec::All.select(some_busy()).unwrap(), vec![1, 2]);
+        assert_eq!(GpuSpec::Count(2).select(some_busy()).unwrap(), vec![1, 2]);
+        assert_eq!(GpuSpec::Count(3).select(some_busy()).unwrap_err().code(), "G015");
+        let e = GpuSpec::List(vec![2, 0]).select(some_busy()).unwrap_err();
+        assert_eq!(e.code(), "G015");
+        assert!(e.to_string().contains("GPU 0 is in Prohibited compute mode"), "{e}");
+        assert_eq!(GpuSpec::All.select(Ok(vec![gpu(0, Some("x"))])).unwrap_err().code(), "G015");
     }
 
     #[test]

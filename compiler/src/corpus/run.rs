@@ -233,13 +233,17 @@ fn known_families(corpus: &Corpus, selection: &Selection) -> Result<(), CorpusEr
 /// `cake corpus gate --gpus SPEC`: the request's cases on the GPUs `gpus` selects from `present`
 /// (the host's GPU ids, or why they could not be listed), one `worker` process (a `cake` binary)
 /// per GPU ([`super::pool`]); the joined results are classified and written as [`gate`] does.
-pub fn gate_gpus(req: &GateRequest, gpus: &GpuSpec, present: Result<Vec<u32>, String>, worker: &Path) -> Result<GateRun, CorpusError> {
+pub fn gate_gpus(req: &GateRequest, gpus: &GpuSpec, present: Result<Vec<pool::Gpu>, String>, worker: &Path) -> Result<GateRun, CorpusError> {
     if req.bless {
         return Err(CorpusError::BadGpus {
             value: gpus.to_string(),
             why: "--bless rewrites the manifests from one process: bless without --gpus".into(),
         });
     }
+    let passed_over: Vec<String> = match &present {
+        Ok(p) => p.iter().filter_map(|g| g.busy.as_ref().map(|b| format!("gpu {}: not used, it {b}", g.index))).collect(),
+        Err(_) => Vec::new(),
+    };
     let ids = gpus.select(present)?;
     let corpus = load(req.root.as_deref())?;
     let baseline = read_baseline(req.baseline.as_deref())?;
@@ -249,7 +253,7 @@ pub fn gate_gpus(req: &GateRequest, gpus: &GpuSpec, present: Result<Vec<u32>, St
     let (results, workers) = pool::run(req, &corpus, &corpus.root, &ids, worker, baseline.as_ref().map(|(_, b)| b))?;
     let baseline = baseline.as_ref().map(|(p, b)| (p.as_str(), b));
     let mut run = finish(results, baseline, &req.selection, &descriptions(&corpus), &req.out, Some(&req.report))?;
-    run.workers = workers;
+    run.workers = passed_over.into_iter().filter(|_| !matches!(gpus, GpuSpec::List(_))).chain(workers).collect();
     Ok(run)
 }
 
