@@ -60,6 +60,11 @@ impl Host {
 
     /// `cake corpus gate --tier static CASES --no-timings -o NAME.json ...` on this host.
     fn gate(&self, name: &str, extra: &[&str]) -> Output {
+        self.gate_visible(name, extra, None)
+    }
+
+    /// As [`Host::gate`], with CUDA_VISIBLE_DEVICES set to `visible` (unset for `None`).
+    fn gate_visible(&self, name: &str, extra: &[&str], visible: Option<&str>) -> Output {
         let path = format!("{}:{}", self.path("bin").display(), std::env::var("PATH").unwrap_or_default());
         Command::new(CAKE)
             .args(["corpus", "gate", "--root"])
@@ -74,6 +79,7 @@ impl Host {
             .env("PATH", path)
             .env("CAKE_CORPUS_WORKER", self.path("worker"))
             .env_remove("CUDA_VISIBLE_DEVICES")
+            .envs(visible.map(|v| ("CUDA_VISIBLE_DEVICES", v)))
             .output()
             .expect("run cake")
     }
@@ -270,7 +276,7 @@ fn bad_gpu_selections_are_coded_errors() {
     let o = busy.gate("free", &["--gpus", "all"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let gpus: Vec<String> = busy.workers().into_iter().map(|(g, _)| g).collect();
-    assert_eq!(gpus, ["1"], "only the free GPU");
+    assert_eq!(gpus, ["GPU-b"], "only the free GPU (by its UUID)");
     assert!(text(&o).contains("gpu 0: not used, it is in Exclusive_Process mode and held by process 4242"), "{}", text(&o));
     // Exclusive_Process with no process on it is free.
     let idle = Host::with_apps("0, Exclusive_Process, GPU-a\n", "", 0, "false");
@@ -285,4 +291,28 @@ fn bad_gpu_selections_are_coded_errors() {
     let o = two.gate("bad", &["--gpus", "all", "--bless"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(two.workers().is_empty(), "no worker started for a refused selection");
+}
+
+#[test]
+fn workers_get_the_gpus_uuid_and_cuda_visible_devices_restricts_them() {
+    // nvidia-smi gives UUIDs: each worker's CUDA_VISIBLE_DEVICES is its GPU's UUID (CUDA's own
+    // numbering may differ from nvidia-smi's).
+    let host = Host::new("0, Default, GPU-aaaa\n1, Default, GPU-bbbb\n2, Default, GPU-cccc\n", 0, "false");
+    let o = host.gate("uuid", &["--gpus", "0,2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let mut seen: Vec<String> = host.workers().into_iter().map(|(g, _)| g).collect();
+    seen.sort();
+    assert_eq!(seen, ["GPU-aaaa", "GPU-cccc"]);
+    // A CUDA_VISIBLE_DEVICES already set (a Slurm GPU allocation) bounds `all` and the ids.
+    fs::remove_file(host.path("workers.log")).unwrap();
+    let o = host.gate_visible("visible", &["--gpus", "all"], Some("2,GPU-bbbb"));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let mut seen: Vec<String> = host.workers().into_iter().map(|(g, _)| g).collect();
+    seen.sort();
+    assert_eq!(seen, ["GPU-bbbb", "GPU-cccc"]);
+    let o = host.gate_visible("visible", &["--gpus", "0,"], Some("1,2"));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("error[G013]: --gpus 0,: no GPU 0; this host has GPU 1, 2"), "{}", text(&o));
+    let o = host.gate_visible("visible", &["--gpus", "all"], Some(""));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("error[G012]") && String::from_utf8_lossy(&o.stderr).contains("names none of the GPUs"), "{}", text(&o));
 }

@@ -101,8 +101,12 @@ impl GpuSpec {
 /// One GPU as `nvidia-smi` lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Gpu {
-    /// nvidia-smi's index (what `--gpus LIST` names and CUDA_VISIBLE_DEVICES takes).
+    /// nvidia-smi's index (what `--gpus LIST` names).
     pub index: u32,
+    /// What a worker's CUDA_VISIBLE_DEVICES is set to: the GPU's UUID where nvidia-smi gives one
+    /// (CUDA numbers devices fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, nvidia-smi by PCI
+    /// bus, so an index could name another GPU), else the index.
+    pub device: String,
     /// Why no worker can use it (`Some("is in Prohibited compute mode")`), or `None`.
     pub busy: Option<String>,
 }
@@ -151,7 +155,39 @@ fn nvidia_smi(args: &[&str]) -> Result<String, String> {
 /// exclusive-process mode, `--query-compute-apps`: a GPU is busy when its compute mode is
 /// Prohibited, or Exclusive_Process and a process already holds it (a worker could not create a
 /// context there). A GPU in the default mode that others use is shared, not busy.
+///
+/// When CUDA_VISIBLE_DEVICES is set (a Slurm `--gres=gpu:N` allocation, or by hand), only the GPUs
+/// it names (by index or UUID) are this run's.
 pub fn detect_gpus() -> Result<Vec<Gpu>, String> {
+    let all = detect_all_gpus()?;
+    match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(visible) => visible_only(all, &visible),
+        Err(_) => Ok(all),
+    }
+}
+
+/// The GPUs of `all` that CUDA_VISIBLE_DEVICES=`visible` names (by index or UUID, or a UUID's
+/// prefix as CUDA accepts), in its order. CUDA stops at the first entry that names no device.
+pub fn visible_only(all: Vec<Gpu>, visible: &str) -> Result<Vec<Gpu>, String> {
+    let mut out: Vec<Gpu> = Vec::new();
+    for entry in visible.split(',').map(str::trim) {
+        let found = all.iter().find(|g| {
+            g.index.to_string() == entry || (entry.len() > 4 && entry.starts_with("GPU-") && g.device.starts_with(entry))
+        });
+        match found {
+            Some(g) if !out.contains(g) => out.push(g.clone()),
+            Some(_) => {}
+            None => break,
+        }
+    }
+    if out.is_empty() {
+        let listed: Vec<String> = all.iter().map(|g| g.index.to_string()).collect();
+        return Err(format!("CUDA_VISIBLE_DEVICES={visible:?} names none of the GPUs nvidia-smi lists ({})", listed.join(", ")));
+    }
+    Ok(out)
+}
+
+fn detect_all_gpus() -> Result<Vec<Gpu>, String> {
     let text = nvidia_smi(&["--query-gpu=index,compute_mode,uuid", "--format=csv,noheader"])?;
     let mut rows = Vec::new();
     for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
@@ -177,7 +213,8 @@ pub fn detect_gpus() -> Result<Vec<Gpu>, String> {
             } else {
                 None
             };
-            Gpu { index, busy }
+            let device = if uuid.starts_with("GPU-") { uuid } else { index.to_string() };
+            Gpu { index, device, busy }
         })
         .collect())
 }
@@ -281,18 +318,20 @@ fn last_line(log: &Path) -> String {
     fs::read_to_string(log).ok().and_then(|t| t.lines().rev().map(str::trim).find(|l| !l.is_empty()).map(str::to_string)).unwrap_or_default()
 }
 
-/// Run `req`'s cases on `gpus`, one worker process (`worker`, a `cake` binary) per GPU, and return
+/// Run `req`'s cases on `devices` (nvidia-smi index, CUDA_VISIBLE_DEVICES value), one worker process (`worker`, a `cake` binary) per GPU, and return
 /// the joined results (unclassified, unwritten) and one line per worker. `corpus` is the loaded
 /// corpus at `root`; `recorded` times the cases for the balance.
 pub fn run(
     req: &GateRequest,
     corpus: &Corpus,
     root: &Path,
-    gpus: &[u32],
+    devices: &[(u32, String)],
     worker: &Path,
     recorded: Option<&GateResults>,
 ) -> Result<(GateResults, WorkerLines), CorpusError> {
     let start = Instant::now();
+    let gpus: Vec<u32> = devices.iter().map(|(i, _)| *i).collect();
+    let device_of = |gpu: u32| devices.iter().find(|(i, _)| *i == gpu).map_or_else(|| gpu.to_string(), |(_, d)| d.clone());
     let mut tiers: Vec<Tier> = if req.tiers.is_empty() { Tier::ALL.to_vec() } else { req.tiers.clone() };
     tiers.sort();
     tiers.dedup();
@@ -321,7 +360,7 @@ pub fn run(
         let err_file = log_file.try_clone().map_err(|e| CorpusError::write("create", &log, e))?;
         let child = Command::new(worker)
             .args(worker_args(req, root, &job.ids, &out, jobs))
-            .env("CUDA_VISIBLE_DEVICES", gpu.to_string())
+            .env("CUDA_VISIBLE_DEVICES", device_of(gpu))
             .stdin(Stdio::null())
             .stdout(log_file)
             .stderr(err_file)
@@ -453,7 +492,7 @@ pub fn run(
     merged.shard = sel.shard.map(|(i, n)| format!("{i}/{n}"));
     merged.families = sel.families.clone();
     merged.case_filters = sel.cases.clone();
-    let list: Vec<String> = gpus.iter().map(u32::to_string).collect();
+    let list: Vec<String> = devices.iter().map(|(i, d)| if *d == i.to_string() { d.clone() } else { format!("{i}={d}") }).collect();
     merged.environment.insert(
         "gpus".into(),
         format!("{} worker processes (CUDA_VISIBLE_DEVICES {}), balanced by {}", gpus.len(), list.join(", "), if recorded.is_some() { "the baseline's durations" } else { "case count" }),
@@ -480,7 +519,7 @@ mod tests {
 
     #[test]
     fn gpus_select() {
-        let gpu = |index, busy: Option<&str>| Gpu { index, busy: busy.map(str::to_string) };
+        let gpu = |index: u32, busy: Option<&str>| Gpu { index, device: index.to_string(), busy: busy.map(str::to_string) };
         let present = || Ok((0..4).map(|i| gpu(i, None)).collect::<Vec<_>>());
         assert_eq!(GpuSpec::All.select(present()).unwrap(), vec![0, 1, 2, 3]);
         assert_eq!(GpuSpec::Count(2).select(present()).unwrap(), vec![0, 1]);
@@ -499,6 +538,18 @@ mod tests {
         assert_eq!(e.code(), "G015");
         assert!(e.to_string().contains("GPU 0 is in Prohibited compute mode"), "{e}");
         assert_eq!(GpuSpec::All.select(Ok(vec![gpu(0, Some("x"))])).unwrap_err().code(), "G015");
+    }
+
+    #[test]
+    fn cuda_visible_devices_restricts_the_gpus() {
+        let all: Vec<Gpu> = (0..4).map(|i| Gpu { index: i, device: format!("GPU-{i}aaaa-uuid"), busy: None }).collect();
+        let idx = |v: &str| visible_only(all.clone(), v).map(|g| g.iter().map(|g| g.index).collect::<Vec<_>>());
+        assert_eq!(idx("2,3").unwrap(), vec![2, 3]);
+        assert_eq!(idx("3,1").unwrap(), vec![3, 1]);
+        assert_eq!(idx("GPU-2aaaa-uuid,GPU-0aaaa").unwrap(), vec![2, 0], "UUIDs and their prefixes");
+        assert_eq!(idx("1,7,2").unwrap(), vec![1], "CUDA stops at the first entry naming no device");
+        assert!(idx("").unwrap_err().contains("names none of the GPUs"));
+        assert!(idx("-1").is_err());
     }
 
     #[test]

@@ -244,13 +244,16 @@ pub fn gate_gpus(req: &GateRequest, gpus: &GpuSpec, present: Result<Vec<pool::Gp
         Ok(p) => p.iter().filter_map(|g| g.busy.as_ref().map(|b| format!("gpu {}: not used, it {b}", g.index))).collect(),
         Err(_) => Vec::new(),
     };
+    let devices: Vec<(u32, String)> = present.as_ref().map(|p| p.iter().map(|g| (g.index, g.device.clone())).collect()).unwrap_or_default();
     let ids = gpus.select(present)?;
+    let devices: Vec<(u32, String)> =
+        ids.iter().map(|i| devices.iter().find(|(j, _)| j == i).cloned().unwrap_or_else(|| (*i, i.to_string()))).collect();
     let corpus = load(req.root.as_deref())?;
     let baseline = read_baseline(req.baseline.as_deref())?;
     // A front end that does not load is reported once, here, not by every worker.
     frontend(req.catalog.as_deref(), req.targets.as_deref(), req.rules.as_deref(), req.add_rules.as_deref())?;
     known_families(&corpus, &req.selection)?;
-    let (results, workers) = pool::run(req, &corpus, &corpus.root, &ids, worker, baseline.as_ref().map(|(_, b)| b))?;
+    let (results, workers) = pool::run(req, &corpus, &corpus.root, &devices, worker, baseline.as_ref().map(|(_, b)| b))?;
     let baseline = baseline.as_ref().map(|(p, b)| (p.as_str(), b));
     let mut run = finish(results, baseline, &req.selection, &descriptions(&corpus), &req.out, Some(&req.report))?;
     run.workers = passed_over.into_iter().filter(|_| !matches!(gpus, GpuSpec::List(_))).chain(workers).collect();

@@ -75,8 +75,8 @@ pub struct GateArgs {
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     pub shard: Option<(u32, u32)>,
     /// Run on several GPUs of this host: `all`, a count (`2`: the first two) or ids (`0,2`; one
-    /// id: `3,`), as `nvidia-smi -L` numbers them. One worker process per GPU
-    /// (CUDA_VISIBLE_DEVICES), the cases balanced by their durations in --baseline; a dead
+    /// id: `3,`), as `nvidia-smi -L` numbers them, within an already-set CUDA_VISIBLE_DEVICES.
+    /// One worker process per GPU (CUDA_VISIBLE_DEVICES = its UUID), the cases balanced by their durations in --baseline; a dead
     /// worker's cases are retried on another GPU. Combines with --shard (hosts × GPUs)
     #[arg(long, value_name = "all|N|LIST", conflicts_with = "bless")]
     pub gpus: Option<String>,
