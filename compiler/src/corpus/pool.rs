@@ -270,6 +270,17 @@ struct Running {
     log: PathBuf,
 }
 
+impl Drop for Running {
+    /// A worker still running when the pool gives up (an error, a panic) is stopped with it; for
+    /// one already waited for, this does nothing.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// What the pool did, one line per worker (for the CLI to print).
 pub type WorkerLines = Vec<String>;
 
@@ -414,14 +425,11 @@ pub fn run(
                 k += 1;
                 continue;
             };
-            let r = running.remove(k);
+            let mut r = running.remove(k);
             let read = if matches!(status.code(), Some(0 | 1)) { GateResults::read(&r.out).ok() } else { None };
             if status.code() == Some(2) {
-                // The gate refused its arguments or could not write: every worker would.
-                for mut other in running.drain(..) {
-                    let _ = other.child.kill();
-                    let _ = other.child.wait();
-                }
+                // The gate refused its arguments or could not write: every worker would (the
+                // others are stopped as `running` drops).
                 return Err(CorpusError::Worker { gpu: r.gpu, message: format!("{} (log: {})", last_line(&r.log), r.log.display()) });
             }
             match read {
@@ -452,10 +460,11 @@ pub fn run(
                     };
                     lines.push(format!("gpu {}: the worker died ({why}); log: {}", r.gpu, r.log.display()));
                     // The GPU is not used again.
-                    match r.job.died_on {
-                        None => pending.push(Job { ids: r.job.ids, died_on: Some((r.gpu, why)) }),
+                    let job = std::mem::replace(&mut r.job, Job { ids: Vec::new(), died_on: None });
+                    match job.died_on {
+                        None => pending.push(Job { ids: job.ids, died_on: Some((r.gpu, why)) }),
                         Some((g, first)) => spurious.push((
-                            r.job.ids,
+                            job.ids,
                             format!("the worker process died on GPU {g} ({first}) and again on the retry on GPU {} ({why})", r.gpu),
                         )),
                     }
