@@ -167,26 +167,40 @@ impl Model<'_, '_> {
         // Work issued while the group's own MMAs run hides behind them, up to their time and
         // as far as the two share the warps' issue slots and register-file ports.
         let hidden = self.p(P::TensorIssueOverlap) * self.issue_path(&w.under_mma, units).min(w.tensor_own_ns).min(epilogue);
-        Split {
-            tensor: w.tensor_own_ns,
-            memory: self.row_queue_ns(w),
-            epilogue: epilogue - hidden,
-            sync: w.latency_ns + self.row_trip_latency_ns(w) + w.sync_ns + w.issue_ns,
-        }
+        let trips = self.row_trip_latency_ns(w);
+        let (epilogue, sync) = (epilogue - hidden, w.latency_ns + trips + w.sync_ns + w.issue_ns);
+        let other = w.tensor_own_ns + epilogue + sync - trips;
+        Split { tensor: w.tensor_own_ns, memory: self.row_queue_ns(w, trips, other), epilogue, sync }
     }
 
-    /// The element loops' DRAM round trips on one group's path follow Little's law with a queue:
-    /// each trip waits the unloaded `row_trip_latency_ns` (latency, in `sync`), and over all of
-    /// them the group also waits for the DRAM to move what every resident tile's loops move
-    /// (this, memory time on the path), so few warps per SM are latency-bound and many tend to
-    /// the DRAM bandwidth.
+    /// The element loops' DRAM round trips on one group's path: each waits the unloaded
+    /// `row_trip_latency_ns` (latency, in `sync`).
     fn row_trip_latency_ns(&self, w: &Work) -> f64 {
         // Only a program with element loops reads (and reports using) the parameter.
         if w.row_trips > 0.0 { w.row_trips * self.p(P::RowTripLatencyNs) } else { 0.0 }
     }
 
-    fn row_queue_ns(&self, w: &Work) -> f64 {
-        w.row_bytes * self.resident_tiles / (self.p(P::DramBytesPerS) * 1e-9)
+    /// The time one group's DRAM round trips (`trips_ns` of unloaded latency on a path whose
+    /// other work takes `other_ns`) also wait for the DRAM to move the bytes of the resident
+    /// tiles' trips in flight with them (memory time on the path).
+    ///
+    /// A trip is a burst: it ends the latency after the last byte of every burst issued with it
+    /// leaves the DRAM. If all of every resident tile's element-loop bytes were in flight at each
+    /// trip (`queue`: their time at the DRAM bandwidth), the path would be `trips + other +
+    /// queue`. But a tile is in a trip only for the fraction `f` of its path its trips take, so
+    /// a trip waits for `f · queue`. With path `P = other + trips + f · queue` and
+    /// `f = (trips + f · queue) / P` (self-consistent): `P² − P (other + trips + queue) + other
+    /// · queue = 0`. Its larger root is `trips + queue` when the path is all trips (lockstep
+    /// warps: latency and transfer add), `max(other, queue)` when it has none (computing warps
+    /// hide each other's transfers), and in between a smooth knee.
+    fn row_queue_ns(&self, w: &Work, trips_ns: f64, other_ns: f64) -> f64 {
+        let queue = w.row_bytes * self.resident_tiles / (self.p(P::DramBytesPerS) * 1e-9);
+        if queue <= 0.0 {
+            return 0.0;
+        }
+        let b = other_ns + trips_ns + queue;
+        let path = (b + (b * b - 4.0 * other_ns * queue).max(0.0).sqrt()) / 2.0;
+        (path - other_ns - trips_ns).max(0.0)
     }
 
     /// TMA latency of a stage of `bytes` whose reads miss L2 with ratio `miss`, ns.

@@ -8,7 +8,7 @@
 //! depends on, for the reuse analysis), and the latencies and barrier costs on the role's own path.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::ir::*;
 use crate::layout::{self, KernelLayout};
@@ -108,7 +108,7 @@ pub(crate) struct Work {
     pub latency_ns: f64,
     /// Element loops' round trips to DRAM on one group's path, and the bytes (reads and the
     /// stored window, whole role) those loops move: each trip waits `row_trip_latency_ns` plus
-    /// its share of the DRAM time of every resident tile's bytes (`model.rs`, `Model::own`).
+    /// its share of the DRAM time of every resident tile's bytes (`model.rs`, `Model::row_queue_ns`).
     pub row_trips: f64,
     pub row_bytes: f64,
     /// Latency of dependent reduction chains on one group's path (each thread folds its
@@ -281,9 +281,13 @@ struct Walker<'a, 'c> {
     reduced_extremes: BTreeSet<(Handle<Local>, i64, bool)>,
     /// `let` names and their values (a name of a window is read where it is used).
     let_values: HashMap<Handle<Local>, Handle<Expr>>,
-    /// Global windows an element loop has already read (a later loop over the same row finds it
-    /// in L2).
-    windows_read: BTreeSet<Handle<Expr>>,
+    /// Global windows an element loop has already read, by [`Walker::window_key`] (a later loop
+    /// over the same row finds it in L1 or L2): the window's bytes per block, and the enclosing
+    /// loops whose variables it reads, with their trip counts.
+    windows_read: BTreeMap<String, (f64, Vec<(Handle<Local>, f64)>)>,
+    /// Windows of the element loop being walked that it re-reads from L1 ([`Walker::l1_rereads`]):
+    /// they move no L2 or DRAM bytes.
+    l1_windows: Vec<Handle<Expr>>,
     /// Iterations of the innermost constant loop Cake leaves rolled whose element-loop round
     /// trips the C compiler's unrolling overlaps (1 outside such loops).
     compiler_unrolled: f64,
@@ -326,7 +330,8 @@ pub(crate) fn walk(ctx: &Ctx<'_>) -> Vec<RoleWork> {
             mma_in_flight: false,
             reduced_extremes: BTreeSet::new(),
             let_values: HashMap::new(),
-            windows_read: BTreeSet::new(),
+            windows_read: BTreeMap::new(),
+            l1_windows: Vec::new(),
             unrolled_copies: 1.0,
             stores_in_flight_bytes: 0.0,
             compiler_unrolled: 1.0,
@@ -486,7 +491,11 @@ impl<'a> Walker<'a, '_> {
                     _ => false,
                 };
                 let latency = self.work(dest).latency_ns;
+                // Its bytes come from L1 when the uses re-read a row held there.
+                let in_l1 = if names_window { self.l1_rereads(&self.element_windows(*value)) } else { Vec::new() };
+                let outer_l1 = std::mem::replace(&mut self.l1_windows, in_l1);
                 self.value(*value, mult, dest, elems);
+                self.l1_windows = outer_l1;
                 if names_window {
                     self.work(dest).latency_ns = latency;
                 }
@@ -719,7 +728,10 @@ impl<'a> Walker<'a, '_> {
                 let vector = elementwise.then(|| self.element_vector(elements, src, Some(dst)));
                 let outer_vector = self.loop_vector;
                 self.loop_vector = vector.or(outer_vector);
+                let in_l1 = if vector.is_some() { self.l1_rereads(&windows) } else { Vec::new() };
+                let outer_l1 = std::mem::replace(&mut self.l1_windows, in_l1);
                 self.value(src, mult, dest, src_elems);
+                self.l1_windows = outer_l1;
                 self.loop_vector = outer_vector;
                 match &m.exprs[dst].ty {
                     Type::Global { .. } => {
@@ -839,10 +851,13 @@ impl<'a> Walker<'a, '_> {
                     let lat = ctx.p(P::LoadLatencyNs);
                     if let Some(r) = self.global_read(e) {
                         let access = self.loop_vector.map_or(layout::ELEMENT_ACCESS_BYTES as f64, |v| self.access_bytes(e, v));
+                        let cached = self.l1_windows.contains(&e);
                         let w = self.work(dest);
                         w.lsu += mult * r.bytes / access;
                         w.latency_ns += mult * lat;
-                        add_read(&mut w.reads, Read { bytes: mult * r.bytes, ..r });
+                        if !cached {
+                            add_read(&mut w.reads, Read { bytes: mult * r.bytes, ..r });
+                        }
                     }
                 }
                 _ => {}
@@ -889,8 +904,10 @@ impl<'a> Walker<'a, '_> {
         let out = self.elem_ops(&m.exprs[e].ty);
         let arg0 = Self::arg(call, 0);
         let input = arg0.map_or(0.0, |a| self.elem_ops(&m.exprs[a].ty));
-        // The element loop a reduction to one value folds its operand in, once known.
+        // The element loop a reduction to one value folds its operand in, once known, and the
+        // windows it re-reads from L1.
         let mut reduced_vector: Option<u32> = None;
+        let mut reduced_l1: Option<Vec<Handle<Expr>>> = None;
         let Some(op) = OpId::from_name(&call.op) else {
             ctx.note(format!("operation `{}` is not in the cost model: counted as free", call.op));
             return;
@@ -990,6 +1007,7 @@ impl<'a> Walker<'a, '_> {
                         };
                         let windows = self.element_windows(x);
                         let vector = self.element_vector(elements, x, None);
+                        reduced_l1 = Some(self.l1_rereads(&windows));
                         self.element_loop_latency(windows, None, x, elements, vector, mult, dest);
                         reduced_vector = Some(vector);
                     }
@@ -999,12 +1017,17 @@ impl<'a> Walker<'a, '_> {
         }
         let outer_vector = self.loop_vector;
         self.loop_vector = reduced_vector.or(outer_vector);
+        let outer_l1 = match reduced_l1 {
+            Some(l1) => std::mem::replace(&mut self.l1_windows, l1),
+            None => self.l1_windows.clone(),
+        };
         for &a in call.args.iter().flatten() {
             let t = &m.exprs[a].ty;
             if matches!(t, Type::Frag { .. } | Type::Shared { .. } | Type::Global { .. }) || self.holds_reduction(a) {
                 self.value(a, mult, dest, input.max(out));
             }
         }
+        self.l1_windows = outer_l1;
         self.loop_vector = outer_vector;
     }
 
@@ -1213,7 +1236,9 @@ impl<'a> Walker<'a, '_> {
     /// the C compiler's own unrolling of a scalar loop, [`crate::lower::scalar_loop_unroll`])
     /// are in flight at once, so each group of steps waits for one memory round trip: to DRAM for
     /// a window no earlier loop read (`row_trip_latency_ns` and the queue behind every resident
-    /// warp's bytes, see `Work::row_trips`), to L2 for a re-read of the same row. An IEEE
+    /// warp's bytes, see `Work::row_trips`), to L1 or L2 for a re-read of the same row
+    /// ([`Walker::l1_rereads`]). Copies of the loop made by unrolling the loops around it overlap
+    /// their trips when each copy is one group of steps. An IEEE
     /// division in the value puts `div_latency_ns` per element on each lane's path and makes the
     /// steps serial (its slow-path branch keeps the compiler from hoisting later steps' loads).
     #[allow(clippy::too_many_arguments)]
@@ -1230,24 +1255,33 @@ impl<'a> Walker<'a, '_> {
         } else {
             crate::lower::scalar_loop_unroll(steps as i64)
         } as f64;
-        let round_trips = (steps / unroll).ceil() / self.compiler_unrolled;
+        // The copies of this loop that unrolling the loops around it makes issue their loads
+        // together (the compiler hoists them: rotary-embedding's 16 unrolled heads issue all
+        // their loads before the first use), unless a division's branch keeps them apart.
+        let copies = if divisions > 0.0 || steps > unroll { 1.0 } else { self.unrolled_copies.max(1.0) };
+        let round_trips = (steps / unroll).ceil() / (self.compiler_unrolled * copies);
         // From DRAM: windows of this tile no earlier loop read. One the same for every tile (a
         // weight row) stays in L2 after the first tile.
-        let from_dram: Vec<Handle<Expr>> = windows
-            .iter()
-            .copied()
-            .filter(|&w| !self.windows_read.contains(&w) && self.tile_mask(w) != 0)
-            .collect();
+        let from_dram: Vec<Handle<Expr>> =
+            windows.iter().copied().filter(|&w| self.reread_footprint(w).is_none() && self.tile_mask(w) != 0).collect();
         let first_read = !from_dram.is_empty();
-        let block_bytes: f64 = windows.iter().map(|&w| self.window_bytes(w) * self.group_mult(w)).sum();
         // The stored window joins the DRAM queue too (its writes share the bandwidth).
         let bytes: f64 = from_dram.iter().chain(dst.iter()).map(|&w| self.window_bytes(w) * self.group_mult(w)).sum();
-        self.windows_read.extend(windows);
+        let l2_trip = if self.l1_rereads(&windows).is_empty() { self.ctx.p(P::LoadLatencyNs) } else { self.ctx.p(P::L1HitLatencyNs) };
+        for w in windows {
+            let key = self.window_key(w);
+            if !self.windows_read.contains_key(&key) {
+                let mut vars = Vec::new();
+                self.visit(w, &mut |k| {
+                    if let ExprKind::Local(l) = k {
+                        vars.push(*l);
+                    }
+                });
+                let loops = self.loops.iter().filter(|(v, ..)| vars.contains(v)).map(|&(v, lo, hi)| (v, (hi - lo).max(1.0))).collect();
+                self.windows_read.insert(key, (self.window_bytes(w) * self.group_mult(w), loops));
+            }
+        }
         let division_path = divisions * (elements / 32.0).ceil() * self.ctx.p(P::DivLatencyNs);
-        // A re-read finds the row in L1 when the block's windows of this loop fit beside its
-        // shared memory, else in L2.
-        let l1_room = self.ctx.p(P::L1BytesPerSm) - self.ctx.layout.smem_bytes as f64;
-        let l2_trip = if block_bytes <= l1_room { self.ctx.p(P::L1HitLatencyNs) } else { self.ctx.p(P::LoadLatencyNs) };
         let w = self.work(dest);
         w.latency_ns += mult * division_path;
         w.row_bytes += mult * bytes;
@@ -1256,6 +1290,67 @@ impl<'a> Walker<'a, '_> {
         } else {
             w.latency_ns += mult * round_trips * l2_trip;
         }
+    }
+
+    /// A window's structure as a key: the same row read by two statements (a softmax's passes,
+    /// each with its own loop over the row's chunks) has one key. `let` names stand for their
+    /// values, and the variable of an enclosing counted loop for its range, so the chunk `c` of
+    /// one pass and the chunk `c` of the next over the same range match.
+    fn window_key(&self, e: Handle<Expr>) -> String {
+        let m = self.m();
+        let key = |x: Handle<Expr>| self.window_key(x);
+        match &m.exprs[e].kind {
+            ExprKind::Local(l) => match (self.let_values.get(l), self.loops.iter().find(|(v, ..)| v == l)) {
+                (Some(&v), _) => key(v),
+                (None, Some((_, lo, hi))) => format!("loop[{lo},{hi})"),
+                (None, None) => format!("local{}", l.index()),
+            },
+            ExprKind::Field { base, field } => format!("{}.{field:?}", key(*base)),
+            ExprKind::Index { base, items } => {
+                let items: Vec<String> = items
+                    .iter()
+                    .map(|i| match i {
+                        IndexItem::At(x) => key(*x),
+                        IndexItem::Window { start, len } => format!("{}:+{len}", key(*start)),
+                        IndexItem::Full => ":".into(),
+                    })
+                    .collect();
+                format!("{}[{}]", key(*base), items.join(","))
+            }
+            ExprKind::Call(c) => format!("{}({})", c.op, c.args.iter().map(|a| a.map_or_else(|| "_".into(), key)).collect::<Vec<_>>().join(",")),
+            ExprKind::Unary(op, a) => format!("({op:?} {})", key(*a)),
+            ExprKind::Binary(op, a, b) => format!("({op:?} {} {})", key(*a), key(*b)),
+            k => format!("{k:?}"),
+        }
+    }
+
+    /// Bytes per block a re-read of `window` needs L1 to hold since an earlier element loop
+    /// read it: the window times the iterations of that loop's enclosing loops over its
+    /// variables which have ended since (the chunks of a row's first pass). `None`: not read
+    /// before.
+    fn reread_footprint(&self, window: Handle<Expr>) -> Option<f64> {
+        let (bytes, loops) = self.windows_read.get(&self.window_key(window))?;
+        let ended: f64 = loops.iter().filter(|(v, _)| !self.loops.iter().any(|(x, ..)| x == v)).map(|(_, t)| t).product();
+        Some(bytes * ended)
+    }
+
+    /// The windows of an element loop it re-reads from L1: all of its re-reads when they, with
+    /// the windows it reads for the first time (streamed through L1 beside them), fit in the L1
+    /// beside the block's shared memory; none otherwise (they come from L2).
+    fn l1_rereads(&self, windows: &[Handle<Expr>]) -> Vec<Handle<Expr>> {
+        let mut held = 0.0;
+        let mut rereads = Vec::new();
+        for &w in windows {
+            match self.reread_footprint(w) {
+                Some(f) => {
+                    held += f;
+                    rereads.push(w);
+                }
+                None => held += self.window_bytes(w) * self.group_mult(w),
+            }
+        }
+        let room = self.ctx.p(P::L1BytesPerSm) - self.ctx.layout.smem_bytes as f64;
+        if held <= room { rereads } else { Vec::new() }
     }
 
     /// Floating-point divisions per element of a value computed element by element (through the
