@@ -613,11 +613,11 @@ fn calibrate_suite(a: &CalibrateArgs) -> u8 {
     if a.measure_only {
         return 0;
     }
-    if let Ok(Some(r)) = queue::decided_suite_calibration(&a.repo.repo, &run) {
-        println!("not fitted: this run was fitted before and {} as {} ({}); nothing new to propose — measure again to refit", r.status.as_str(), r.id, r.title);
+    let label = if a.fitted_on.is_empty() { format!("{} on {}", utc_date(run.created_unix), run.gpu) } else { a.fitted_on.clone() };
+    if let Ok(Some(r)) = queue::decided_suite_calibration(&a.repo.repo, a.repo.main.as_deref(), &suite, &run, &label) {
+        println!("not fitted: this run was fitted to the same calibration before and {} as {} ({}); nothing new to propose — measure again to refit", r.status.as_str(), r.id, r.title);
         return 0;
     }
-    let label = if a.fitted_on.is_empty() { format!("{} on {}", utc_date(run.created_unix), run.gpu) } else { a.fitted_on.clone() };
     match queue::propose_suite_calibration(&a.repo.repo, a.repo.main.as_deref(), &suite, &run, &label, a.gates.options()) {
         Ok(r) => {
             if let Some(c) = &r.calibration {

@@ -1024,7 +1024,7 @@ pub fn propose_suite_calibration(repo_path: &Path, main: Option<&str>, suite: &S
     let (repo, qdir, base, text) = calibration_base(repo_path, main, target)?;
     let _lock = QueueLock::acquire(&repo, "calibrate", lock::DEFAULT_TIMEOUT)?;
     let (draft, new_text) = crate::microbench::fit_suite(suite, &text, run, fitted_on)?;
-    let key = measurement_key(run.suite.iter().map(|b| &b.m).chain(&run.accuracy));
+    let key = suite_fit_key(run, &new_text);
     let run_path = format!("calibration/runs/{target}-{}.json", &key[..12]);
     let run_json = serde_json::to_vec_pretty(run).map_err(|e| e.to_string())?;
     let fitted: Vec<String> = draft.fits.iter().map(|f| f.param.clone()).collect();
@@ -1054,12 +1054,22 @@ pub fn propose_suite_calibration(repo_path: &Path, main: Option<&str>, suite: &S
     queue_calibration(&repo, &mut Gater::new(gate, &repo)?, &qdir, base, change, true)
 }
 
-/// The decided (accepted or rejected) calibration proposal made from this very run, if any.
-pub fn decided_suite_calibration(repo_path: &Path, run: &SavedRun) -> Result<Option<Record>, String> {
-    let repo = git::open(repo_path)?;
-    let qdir = queue_dir(&git::workdir(&repo)?);
-    let key = measurement_key(run.suite.iter().map(|b| &b.m).chain(&run.accuracy));
-    let id = proposal_id(Kind::Calibration, &format!("{}\n{key}", run.target));
+/// A suite fit's identity: its measurements and the calibration it fits from them. The same run
+/// fitted again by the same cost model gives the same calibration, so the same proposal; a
+/// changed model (or base calibration) fits the same run to a new one, a new proposal.
+fn suite_fit_key(run: &SavedRun, fitted: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(measurement_key(run.suite.iter().map(|b| &b.m).chain(&run.accuracy)).as_bytes());
+    h.update(fitted.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The decided (accepted or rejected) calibration proposal this run fits to, by the current cost
+/// model from `main`'s calibration, if any.
+pub fn decided_suite_calibration(repo_path: &Path, main: Option<&str>, suite: &Suite, run: &SavedRun, fitted_on: &str) -> Result<Option<Record>, String> {
+    let (_, qdir, _, text) = calibration_base(repo_path, main, &suite.target)?;
+    let (_, new_text) = crate::microbench::fit_suite(suite, &text, run, fitted_on)?;
+    let id = proposal_id(Kind::Calibration, &format!("{}\n{}", run.target, suite_fit_key(run, &new_text)));
     Ok(find(&qdir, &id).ok().map(|(_, r)| r).filter(|r| r.id == id && r.status != Status::Queued))
 }
 

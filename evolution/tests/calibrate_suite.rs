@@ -232,9 +232,9 @@ fn a_suite_calibration_is_queued_with_its_run_committed() {
     let again = queue::propose_suite_calibration(&repo_dir, None, &suite, &run, "synthetic test run", GateOptions::static_only()).unwrap();
     assert_eq!(again.id, rec.id);
     // Once decided, the same run never overwrites the decision.
-    assert!(queue::decided_suite_calibration(&repo_dir, &run).unwrap().is_none());
+    assert!(queue::decided_suite_calibration(&repo_dir, None, &suite, &run, "synthetic test run").unwrap().is_none());
     cake_evolve::review::reject(&repo_dir, &rec.id, "test: keep the old tensor rate").unwrap();
-    assert_eq!(queue::decided_suite_calibration(&repo_dir, &run).unwrap().map(|r| r.id), Some(rec.id.clone()));
+    assert_eq!(queue::decided_suite_calibration(&repo_dir, None, &suite, &run, "synthetic test run").unwrap().map(|r| r.id), Some(rec.id.clone()));
     let err = queue::propose_suite_calibration(&repo_dir, None, &suite, &run, "synthetic test run", GateOptions::static_only()).unwrap_err();
     assert!(err.contains("rejected as") && err.contains("nothing new to propose"), "{err}");
     let (_, kept) = queue::find(&queue::queue_dir(&repo_dir), &rec.id).unwrap();
