@@ -73,6 +73,8 @@ fn expected_bottleneck(bench: &str) -> &'static [Bottleneck] {
         // A warp's path of element-loop round trips: their latency, and their queue behind every
         // resident warp's bytes, which the model reports as memory time on the path.
         "row-flat" | "row-steps" => &[Bottleneck::LatencySync, Bottleneck::Memory],
+        // Serial scalar steps that re-read the row from L1.
+        "row-reread-l1" => &[Bottleneck::LatencySync],
         "wgmma" => &[Bottleneck::TensorCore],
         "tma-load" | "epilogue" => &[Bottleneck::Memory],
         "argmin" => &[Bottleneck::Epilogue],
