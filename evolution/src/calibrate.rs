@@ -86,6 +86,9 @@ fn class_params(b: Bottleneck) -> &'static [(&'static str, Scale)] {
             ("tma_latency_l2_ns", Scale::Latency),
             ("load_latency_ns", Scale::Latency),
             ("launch_overhead_ns", Scale::Latency),
+            ("row_trip_latency_ns", Scale::Latency),
+            ("l1_hit_latency_ns", Scale::Latency),
+            ("div_latency_ns", Scale::Latency),
         ],
     }
 }
@@ -207,10 +210,10 @@ fn predict(cal: &Calibration, programs: &[(cake::verify::Validated, &Measurement
     programs.iter().map(|(v, m)| cake::cost::estimate(v, cal, &m.dims).ok().map(|e| (e.predicted_ms, e.bottleneck))).collect()
 }
 
-/// Refit the class with systematic error. `text` is the current `calibration/<target>.toml`;
-/// `fitted_on` labels the fit (a date or the measurement run). Returns the draft and the new
-/// file, or why there is nothing to propose.
-pub fn propose_calibration(target: &str, text: &str, measurements: &[Measurement], fitted_on: &str) -> Result<(CalibrationDraft, String), String> {
+/// Refit the class with systematic error: `class` (a misprediction bucket's), or else the worst.
+/// `text` is the current `calibration/<target>.toml`; `fitted_on` labels the fit (a date or the
+/// measurement run). Returns the draft and the new file, or why there is nothing to propose.
+pub fn propose_calibration(target: &str, text: &str, measurements: &[Measurement], fitted_on: &str, class: Option<Bottleneck>) -> Result<(CalibrationDraft, String), String> {
     let file = format!("calibration/{target}.toml");
     let cal = Calibration::from_toml_str(&file, text).map_err(|e| e.to_string())?;
     let mut skipped = Vec::new();
@@ -231,7 +234,7 @@ pub fn propose_calibration(target: &str, text: &str, measurements: &[Measurement
         by_class.entry(b).or_default().push((programs[i].1.measured_ms / p).ln());
     }
     let mut worst: Option<(Bottleneck, f64, f64)> = None;
-    for (b, logs) in &by_class {
+    for (b, logs) in by_class.iter().filter(|(b, _)| class.is_none_or(|c| c == **b)) {
         if logs.len() < 3 {
             continue;
         }
@@ -247,7 +250,14 @@ pub fn propose_calibration(target: &str, text: &str, measurements: &[Measurement
         }
     }
     let Some((class, median, _)) = worst else {
-        return Err("no bottleneck class is systematically mispredicted (3+ measurements, 75% agreeing, median off by more than 10%)".into());
+        return Err(match class {
+            Some(c) => format!(
+                "the bucket's class, {c}, is not systematically mispredicted over the {} timed run(s) the model predicts {c}-bound ({} of them; a refit needs 3+ with 75% agreeing and the median off by more than 10%)",
+                kept.len(),
+                by_class.get(&c).map_or(0, Vec::len)
+            ),
+            None => "no bottleneck class is systematically mispredicted (3+ measurements, 75% agreeing, median off by more than 10%)".into(),
+        });
     };
     let params = class_params(class);
     let apply = |f: f64, note: &str| -> Result<String, String> {

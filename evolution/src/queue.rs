@@ -1011,7 +1011,7 @@ fn class_refit_change<'a>(target: &'a str, draft: CalibrationDraft, new_text: St
 pub fn propose_calibration(repo_path: &Path, main: Option<&str>, target: &str, measurements: &[Measurement], fitted_on: &str, gate: GateOptions) -> Result<Record, String> {
     let (repo, qdir, base, text) = calibration_base(repo_path, main, target)?;
     let _lock = QueueLock::acquire(&repo, "calibrate", lock::DEFAULT_TIMEOUT)?;
-    let (draft, new_text) = crate::calibrate::propose_calibration(target, &text, measurements, fitted_on)?;
+    let (draft, new_text) = crate::calibrate::propose_calibration(target, &text, measurements, fitted_on, None)?;
     let change = class_refit_change(target, draft, new_text, measurements, measurements, None, "measurements");
     queue_calibration(&repo, &mut Gater::new(gate, &repo)?, &qdir, base, change, true)
 }
@@ -1108,7 +1108,15 @@ pub fn store_measurements(store: &EvidenceStore, target: &str) -> Vec<Measuremen
     newest.into_values().map(|(_, m)| m).collect()
 }
 
-/// A `cost_model.misprediction` bucket: refit on the store's timed runs of the bucket's targets.
+/// The bottleneck class a `cost_model.misprediction` bucket names (its detail ends in `, <class>
+/// bound`, as `mine` writes it).
+fn bucket_class(b: &Bucket) -> Option<cake::cost::Bottleneck> {
+    let class = b.signature.rsplit(", ").next()?.strip_suffix(" bound")?;
+    cake::cost::Bottleneck::ALL.into_iter().find(|c| c.as_str() == class)
+}
+
+/// A `cost_model.misprediction` bucket: refit the bucket's bottleneck class on the store's timed
+/// runs of the bucket's targets.
 #[allow(clippy::too_many_arguments)]
 fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &ProposeOptions, qdir: &Path, base: Oid, b: &Bucket, store: &EvidenceStore, records: &mut BTreeMap<String, Record>) -> Result<Vec<Outcome>, String> {
     let out = |what: &str, proposal: Option<String>, detail: String| Outcome { bucket: b.id.clone(), what: what.into(), proposal, detail };
@@ -1128,7 +1136,7 @@ fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &Propos
         let ms = store_measurements(store, target);
         let (fit, held_out) = crate::calibrate::split_held_out(&ms);
         let label = format!("evidence store {} ({} timed runs, {} held out), bucket {}", opts.evidence.display(), fit.len(), held_out.len(), b.id);
-        let refit = crate::calibrate::propose_calibration(target, &text, &fit, &label)
+        let refit = crate::calibrate::propose_calibration(target, &text, &fit, &label, bucket_class(b))
             .and_then(|(draft, new_text)| crate::calibrate::judge_held_out(target, &text, draft, &new_text, &held_out).map(|d| (d, new_text)));
         let (draft, new_text) = match refit {
             Ok(x) => x,

@@ -41,7 +41,7 @@ fn a_systematic_error_of_one_class_is_refitted_and_accuracy_improves() {
         .iter()
         .map(|(id, src, dims, p, b)| Measurement { name: id.clone(), program: src.clone(), dims: dims.clone(), measured_ms: if *b == class { p * 1.6 } else { *p } })
         .collect();
-    let (draft, new_text) = propose_calibration("sm_90a", &text, &ms, "synthetic test measurements").unwrap();
+    let (draft, new_text) = propose_calibration("sm_90a", &text, &ms, "synthetic test measurements", None).unwrap();
     assert_eq!(draft.class, class.as_str());
     let (ratio, factor) = (draft.class_ratio.unwrap(), draft.factor.unwrap());
     assert!((ratio - 1.6).abs() < 0.05, "median measured/predicted {ratio}");
@@ -55,5 +55,12 @@ fn a_systematic_error_of_one_class_is_refitted_and_accuracy_improves() {
     assert!(new.meta.accuracy.n.is_some());
     // No systematic error, nothing to propose.
     let exact: Vec<Measurement> = predicted.iter().map(|(id, src, dims, p, _)| Measurement { name: id.clone(), program: src.clone(), dims: dims.clone(), measured_ms: *p }).collect();
-    assert!(propose_calibration("sm_90a", &text, &exact, "x").unwrap_err().contains("no bottleneck class"));
+    assert!(propose_calibration("sm_90a", &text, &exact, "x", None).unwrap_err().contains("no bottleneck class"));
+    // A bucket's class is the one refitted: the slowed class when the bucket names it, and
+    // nothing for a bucket of another class, which the runs do not show mispredicted.
+    let (named, _) = propose_calibration("sm_90a", &text, &ms, "x", Some(class)).unwrap();
+    assert_eq!(named.class, class.as_str());
+    let other = counts.keys().copied().find(|&b| b != class).expect("a second class among the corpus predictions");
+    let err = propose_calibration("sm_90a", &text, &ms, "x", Some(other)).unwrap_err();
+    assert!(err.contains(&format!("the bucket's class, {other}, is not systematically mispredicted")), "{err}");
 }
