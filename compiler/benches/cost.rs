@@ -17,6 +17,9 @@ const PROGRAMS: &[Program] = &[
         include_str!("../../examples/kmeans_assign.cake"),
         &[("B", 32), ("N", 65536), ("K", 1024), ("D", 128)],
     ),
+    // Row kernels walk their element loops (window keys, re-reads, the trip queue).
+    ("softmax_bf16", include_str!("../../examples/softmax_bf16.cake"), &[("R", 16384)]),
+    ("rmsnorm_bf16", include_str!("../../examples/rmsnorm_bf16.cake"), &[("R", 16384)]),
 ];
 
 fn estimate(c: &mut Criterion) {
