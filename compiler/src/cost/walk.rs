@@ -1235,8 +1235,8 @@ impl<'a> Walker<'a, '_> {
     /// step, and the steps the loop unrolls together ([`crate::lower::element_loop_unroll`], or
     /// the C compiler's own unrolling of a scalar loop, [`crate::lower::scalar_loop_unroll`])
     /// are in flight at once, so each group of steps waits for one memory round trip: to DRAM for
-    /// a window no earlier loop read (`row_trip_latency_ns` and the queue behind every resident
-    /// warp's bytes, see `Work::row_trips`), to L1 or L2 for a re-read of the same row
+    /// a window no earlier loop read (`row_trip_latency_ns` and its share of the queue behind every
+    /// resident tile's bytes, see `Work::row_trips`), to L1 or L2 for a re-read of the same row
     /// ([`Walker::l1_rereads`]). Copies of the loop made by unrolling the loops around it overlap
     /// their trips when each copy is one group of steps. An IEEE
     /// division in the value puts `div_latency_ns` per element on each lane's path and makes the
