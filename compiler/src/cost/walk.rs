@@ -867,6 +867,8 @@ impl<'a> Walker<'a, '_> {
                 let mut own = self.elem_ops(&expr.ty);
                 if matches!(op, BinOp::Div | BinOp::Rem) && expr.ty.dtype().is_some_and(DType::is_int) {
                     own *= 8.0; // integer division is a multi-instruction sequence
+                } else if *op == BinOp::Div && expr.ty.dtype().is_some_and(DType::is_float) {
+                    own *= ctx.p(P::DivAluSlots); // so is an IEEE float division
                 }
                 self.work(dest).alu += mult * own;
                 // a*b ± c contracts into one FMA: the multiply costs nothing of its own.
