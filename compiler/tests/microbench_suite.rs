@@ -75,8 +75,8 @@ fn expected_bottleneck(bench: &str) -> &'static [Bottleneck] {
         "row-flat" | "row-steps" => &[Bottleneck::LatencySync, Bottleneck::Memory],
         // Serial scalar steps that re-read the row from L1.
         "row-reread-l1" => &[Bottleneck::LatencySync],
-        "wgmma" => &[Bottleneck::TensorCore],
-        "tma-load" | "epilogue" => &[Bottleneck::Memory],
+        "wgmma" | "mma-sync" => &[Bottleneck::TensorCore],
+        "tma-load" | "sm-ingest" | "epilogue" => &[Bottleneck::Memory],
         "argmin" => &[Bottleneck::Epilogue],
         other => panic!("bench `{other}`: add its expected bottleneck to expected_bottleneck() in {}", file!()),
     }

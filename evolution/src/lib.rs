@@ -24,6 +24,7 @@ pub mod sanitize;
 pub mod stale;
 pub mod store;
 pub mod synth;
+pub mod term_refit;
 pub mod widen;
 
 /// Output format of the CLI commands (`mine`, `import`).

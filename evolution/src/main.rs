@@ -171,6 +171,15 @@ enum Command {
         /// printed them).
         #[arg(long)]
         no_mine_warnings: bool,
+        /// Where a misprediction bucket's implicated cost-model term gets its microbenchmark
+        /// times: `auto` (time the term's benches from calibration/microbench/<target>/suite.toml
+        /// on this machine's GPU when there is one), `records` (the bucket's runs only), or a
+        /// saved suite run FILE (`calibrate --save-measurements`).
+        #[arg(long, value_name = "auto|records|FILE", default_value = "auto")]
+        term_benches: String,
+        /// The `cake` binary that times the term's benches (default: beside this one, or $CAKE_BIN).
+        #[arg(long, value_name = "PATH")]
+        cake: Option<PathBuf>,
         #[command(flatten)]
         lock: LockArgs,
     },
@@ -364,8 +373,13 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Mine(a) => cake_evolve::mine::run_mine(a, cli.message_format),
         Command::Import(a) => cake_evolve::import::run_import(a, cli.message_format),
-        Command::Propose { repo, evidence, seed, gates, no_gates, limit, min_programs, no_progress, no_mine_warnings, lock } => {
+        Command::Propose { repo, evidence, seed, gates, no_gates, limit, min_programs, no_progress, no_mine_warnings, term_benches, cake, lock } => {
             let mut o = ProposeOptions::new(&repo.repo, evidence);
+            o.term_benches = match term_benches.as_str() {
+                "auto" if cake::corpus::tiers::gpu_present() => cake_evolve::term_refit::TermBenches::Gpu(cake),
+                "auto" | "records" => cake_evolve::term_refit::TermBenches::Records,
+                file => cake_evolve::term_refit::TermBenches::Saved(PathBuf::from(file)),
+            };
             o.seed = seed;
             o.main = repo.main;
             o.gate = gates.options();

@@ -387,7 +387,7 @@ fn log_error(pred: &[Option<f64>], ms: &[(cake::verify::Validated, &Measurement)
 }
 
 /// Fit one parameter over one bench's runs, starting from `text`.
-fn fit_param(file: &str, text: &str, param: &str, bench: &str, ms: &[(cake::verify::Validated, &Measurement)], note: &str) -> Result<(String, ParamFit), String> {
+pub(crate) fn fit_param(file: &str, text: &str, param: &str, bench: &str, ms: &[(cake::verify::Validated, &Measurement)], note: &str) -> Result<(String, ParamFit), String> {
     let cal = Calibration::from_toml_str(file, text).map_err(|e| e.to_string())?;
     let p0 = cal.params.get(param).ok_or_else(|| format!("the calibration has no `{param}`"))?;
     let (v0, fraction) = (p0.value, p0.unit == "fraction");

@@ -93,6 +93,9 @@ pub struct ProposeOptions {
     /// An evidence store of labelled boundary variants (`--labels`): run records of the
     /// variants `synth::variants` makes of each failing program, looked up by program hash.
     pub labels: Option<PathBuf>,
+    /// Where a misprediction bucket's implicated term gets its microbenchmark times
+    /// (`--term-benches`; default here: the bucket's runs only).
+    pub term_benches: crate::term_refit::TermBenches,
 }
 
 impl ProposeOptions {
@@ -112,6 +115,7 @@ impl ProposeOptions {
             mine_warnings: true,
             lock_timeout: lock::DEFAULT_TIMEOUT,
             labels: None,
+            term_benches: Default::default(),
         }
     }
 }
@@ -963,6 +967,59 @@ fn measurement_key<'a>(ms: impl IntoIterator<Item = &'a Measurement>) -> String 
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The program part of a store measurement's name (`NAME SHORTHASH @ SHAPE`): its short hash.
+fn measurement_program(name: &str) -> Option<&str> {
+    name.split(" @ ").next()?.rsplit(' ').next()
+}
+
+/// A term refit as a queued change: the committed run holds the times the term was fitted on
+/// (its bench's runs, or the bucket's and the other fit runs as bench `refit`) and the held-out
+/// runs that judge it.
+#[allow(clippy::too_many_arguments)]
+fn term_refit_change<'a>(target: &'a str, draft: CalibrationDraft, new_text: String, imp: &crate::term_refit::Implicated, fit: &[Measurement], held_out: &[Measurement], bench: Result<crate::term_refit::BenchRuns, String>, bucket: String) -> CalibrationChange<'a> {
+    let changed = draft.params.join(", ");
+    let (suite, source): (Vec<crate::microbench::BenchMeasurement>, String) = match &bench {
+        Ok(b) => (
+            b.runs.iter().map(|m| crate::microbench::BenchMeasurement { bench: b.bench.clone(), m: m.clone() }).collect(),
+            format!("microbenchmark {} ({} runs on {})", b.bench, b.runs.len(), b.gpu),
+        ),
+        Err(why) => (
+            fit.iter().map(|m| crate::microbench::BenchMeasurement { bench: "refit".into(), m: m.clone() }).collect(),
+            format!("the bucket's and the store's other timed runs ({} runs; {})", fit.len(), why.trim_end_matches('.')),
+        ),
+    };
+    let changelog = format!(
+        "- Recalibrated {target} `{}`, the term misprediction bucket {bucket} implicates (its runs off by ×{} measured/predicted, elasticity {:+.2}), from {source}: {changed}; on {} held-out runs MAPE {:.1}% → {:.1}%, Spearman {:.3} → {:.3}.",
+        imp.param, imp.bucket_ratio, imp.elasticity, draft.after.n, draft.before.mape, draft.after.mape, draft.before.spearman, draft.after.spearman
+    );
+    let mut h = Sha256::new();
+    h.update(measurement_key(suite.iter().map(|b| &b.m).chain(held_out)).as_bytes());
+    h.update(imp.param.as_bytes());
+    let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let run = SavedRun {
+        schema: RUN_SCHEMA.into(),
+        target: target.into(),
+        gpu: source.clone(),
+        created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        suite,
+        accuracy: held_out.to_vec(),
+        failed: Vec::new(),
+    };
+    let files = serde_json::to_vec_pretty(&run).map(|b| vec![(format!("calibration/runs/{target}-{}.json", &key[..12]), b)]).unwrap_or_default();
+    CalibrationChange {
+        target,
+        title: format!("recalibrate {target}: {changed}"),
+        signature: format!("cost model: bucket {bucket}'s runs off by ×{} (median measured/predicted), implicating `{}` (elasticity {:+.2}; candidates {})", imp.bucket_ratio, imp.param, imp.elasticity, imp.candidates.iter().map(|(n, e)| format!("{n} {e:+.2}")).collect::<Vec<_>>().join(", ")),
+        key,
+        evidence: run.suite.iter().map(|m| m.m.name.clone()).chain(held_out.iter().map(|m| m.name.clone())).collect::<BTreeSet<_>>().into_iter().collect(),
+        files,
+        bucket: Some(bucket),
+        changelog,
+        draft,
+        new_text,
+    }
+}
+
 /// A class refit as a queued change. `fitted` are the runs the refit used, `judged` the runs its
 /// accuracy is judged on (the same runs for `calibrate --measurements`; held-out ones for a
 /// refit from the evidence store): both are committed, `judged` as the run's accuracy set.
@@ -1136,16 +1193,29 @@ fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &Propos
         let ms = store_measurements(store, target);
         let (fit, held_out) = crate::calibrate::split_held_out(&ms);
         let label = format!("evidence store {} ({} timed runs, {} held out), bucket {}", opts.evidence.display(), fit.len(), held_out.len(), b.id);
-        let refit = crate::calibrate::propose_calibration(target, &text, &fit, &label, bucket_class(b))
-            .and_then(|(draft, new_text)| crate::calibrate::judge_held_out(target, &text, draft, &new_text, &held_out).map(|d| (d, new_text)));
-        let (draft, new_text) = match refit {
-            Ok(x) => x,
-            Err(e) => {
-                outcomes.push(out("skipped", None, format!("{target}: {e}")));
-                continue;
+        // The term the bucket's runs implicate, refitted alone; a class refit where no one term
+        // explains them.
+        let bucket_programs: BTreeSet<&str> = b.program_hashes.iter().map(|h| synth::short(h)).collect();
+        let (members, rest): (Vec<Measurement>, Vec<Measurement>) = fit.iter().cloned().partition(|m| measurement_program(&m.name).is_some_and(|p| bucket_programs.contains(p)));
+        let term = crate::term_refit::implicate(target, &text, &members, &rest).and_then(|imp| {
+            let bench = crate::term_refit::bench_runs(&opts.term_benches, &git::workdir(repo)?, target, &imp.param);
+            let (draft, new_text) = crate::term_refit::refit_term(target, &text, &imp, &fit, &held_out, bench.as_ref().ok(), &label).map_err(|e| format!("the bucket implicates `{}`, but {e}", imp.param))?;
+            Ok(term_refit_change(target, draft, new_text, &imp, &fit, &held_out, bench, b.id.clone()))
+        });
+        let change = match term {
+            Ok(c) => c,
+            Err(term_err) => {
+                let refit = crate::calibrate::propose_calibration(target, &text, &fit, &label, bucket_class(b))
+                    .and_then(|(draft, new_text)| crate::calibrate::judge_held_out(target, &text, draft, &new_text, &held_out).map(|d| (d, new_text)));
+                match refit {
+                    Ok((draft, new_text)) => class_refit_change(target, draft, new_text, &fit, &held_out, Some(b.id.clone()), "timed runs in the evidence store"),
+                    Err(e) => {
+                        outcomes.push(out("skipped", None, format!("{target}: {term_err}; a class refit: {e}")));
+                        continue;
+                    }
+                }
             }
         };
-        let change = class_refit_change(target, draft, new_text, &fit, &held_out, Some(b.id.clone()), "timed runs in the evidence store");
         let id = proposal_id(Kind::Calibration, &format!("{target}\n{}", change.key));
         if let Some(why) = records.get(&id).and_then(|r| settled(Some(r), &r.evidence.clone())) {
             outcomes.push(out("skipped", Some(id), why));
