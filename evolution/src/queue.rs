@@ -976,16 +976,16 @@ fn measurement_program(name: &str) -> Option<&str> {
 /// (its bench's runs, or the bucket's and the other fit runs as bench `refit`) and the held-out
 /// runs that judge it.
 #[allow(clippy::too_many_arguments)]
-fn term_refit_change<'a>(target: &'a str, draft: CalibrationDraft, new_text: String, imp: &crate::term_refit::Implicated, fit: &[Measurement], held_out: &[Measurement], bench: Result<crate::term_refit::BenchRuns, String>, bucket: String) -> CalibrationChange<'a> {
+fn term_refit_change<'a>(target: &'a str, draft: CalibrationDraft, new_text: String, imp: &crate::term_refit::Implicated, fit: &[Measurement], held_out: &[Measurement], why_unmeasured: &str, bucket: String) -> CalibrationChange<'a> {
     let changed = draft.params.join(", ");
-    let (suite, source): (Vec<crate::microbench::BenchMeasurement>, String) = match &bench {
-        Ok(b) => (
+    let (suite, source): (Vec<crate::microbench::BenchMeasurement>, String) = match &imp.bench {
+        Some(b) => (
             b.runs.iter().map(|m| crate::microbench::BenchMeasurement { bench: b.bench.clone(), m: m.clone() }).collect(),
             format!("microbenchmark {} ({} runs on {})", b.bench, b.runs.len(), b.gpu),
         ),
-        Err(why) => (
+        None => (
             fit.iter().map(|m| crate::microbench::BenchMeasurement { bench: "refit".into(), m: m.clone() }).collect(),
-            format!("the bucket's and the store's other timed runs ({} runs; {})", fit.len(), why.trim_end_matches('.')),
+            format!("the bucket's and the store's other timed runs ({} runs; {})", fit.len(), why_unmeasured.trim_end_matches('.')),
         ),
     };
     let changelog = format!(
@@ -1197,10 +1197,19 @@ fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &Propos
         // explains them.
         let bucket_programs: BTreeSet<&str> = b.program_hashes.iter().map(|h| synth::short(h)).collect();
         let (members, rest): (Vec<Measurement>, Vec<Measurement>) = fit.iter().cloned().partition(|m| measurement_program(&m.name).is_some_and(|p| bucket_programs.contains(p)));
-        let term = crate::term_refit::implicate(target, &text, &members, &rest).and_then(|imp| {
-            let bench = crate::term_refit::bench_runs(&opts.term_benches, &git::workdir(repo)?, target, &imp.param);
-            let (draft, new_text) = crate::term_refit::refit_term(target, &text, &imp, &fit, &held_out, bench.as_ref().ok(), &label).map_err(|e| format!("the bucket implicates `{}`, but {e}", imp.param))?;
-            Ok(term_refit_change(target, draft, new_text, &imp, &fit, &held_out, bench, b.id.clone()))
+        let root = git::workdir(repo)?;
+        let why_unmeasured = std::cell::RefCell::new(BTreeMap::new());
+        let bench_for = |param: &str| match crate::term_refit::bench_runs(&opts.term_benches, &root, target, param) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                why_unmeasured.borrow_mut().insert(param.to_string(), e);
+                None
+            }
+        };
+        let term = crate::term_refit::implicate(target, &text, &members, &rest, &bench_for).and_then(|imp| {
+            let (draft, new_text) = crate::term_refit::refit_term(target, &text, &imp, &fit, &held_out, &label).map_err(|e| format!("the bucket implicates `{}`, but {e}", imp.param))?;
+            let unmeasured = why_unmeasured.borrow().get(&imp.param).cloned().unwrap_or_default();
+            Ok(term_refit_change(target, draft, new_text, &imp, &fit, &held_out, &unmeasured, b.id.clone()))
         });
         let change = match term {
             Ok(c) => c,

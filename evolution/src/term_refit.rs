@@ -12,14 +12,17 @@
 //!    the device's capacities and counts, which are read off it), its elasticity on a run is
 //!    `d ln(predicted) / d ln(value)`, by a step of ×2 and of ×1/2 (the larger). A parameter is a candidate when its mean
 //!    elasticity over the bucket's runs is at least [`MIN_ELASTICITY`].
-//! 3. **Explains the bucket, spares the rest.** Each candidate alone is moved over a log grid
-//!    (×1/16..×16); the implicated term is the one whose best value gives the least error over all
-//!    the fit runs, cuts the bucket's own error by at least [`MIN_BUCKET_GAIN`], and leaves the
-//!    other runs' mean |log error| within [`REST_TOLERANCE`] of before.
-//! 4. **Measured where it can be.** If the target's microbenchmark suite has a bench that fits the
-//!    term, its runs (timed on this machine's GPU, or a saved run) are what the term is fitted on;
-//!    otherwise the bucket's own runs together with the others are (`microbench::fit_param`, the
-//!    same fit as the suite's). Either way the refit is judged on held-out runs it never saw.
+//! 3. **Explains the bucket, spares the rest, measured where it can be.** Each candidate alone is
+//!    set to the value its bench fits, where the target's microbenchmark suite has a bench for it
+//!    with runs (timed on this machine's GPU, or a saved run), else moved over a log grid
+//!    (×1/16..×16). It explains the bucket when it cuts the bucket's error by at least
+//!    [`MIN_BUCKET_GAIN`] and leaves the other runs' mean |log error| within [`REST_TOLERANCE`]
+//!    of before. The implicated term is a measured one that explains it, else the one of least
+//!    error over all the fit runs: the bucket alone often cannot tell two terms apart (a TMA
+//!    stage's fixed latency from its bytes' arrival rate), a probe that isolates one can.
+//! 4. **Fitted and judged.** A measured term is fitted on its bench's runs; another on the
+//!    bucket's runs together with the others (`microbench::fit_param`, the suite's own fit).
+//!    Either way the refit is judged on held-out runs it never saw.
 
 use crate::calibrate::{judge_held_out, set_param, validated, CalibrationDraft, Measurement};
 use cake::cost::Calibration;
@@ -37,7 +40,7 @@ pub const REST_TOLERANCE: f64 = 0.01;
 const STEP: f64 = 2.0;
 
 /// The term a bucket implicates, with what moving it alone does.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Implicated {
     pub param: String,
     /// Mean elasticity over the bucket's runs.
@@ -47,11 +50,13 @@ pub struct Implicated {
     /// Mean |log error| of the bucket's runs, and of the others, before and at the grid's best value.
     pub bucket_error: (f64, f64),
     pub rest_error: (f64, f64),
-    /// The value's factor at the grid's best point.
+    /// The value's factor at the chosen point (the bench's fit, or the grid's best).
     pub grid_factor: f64,
     /// Candidates considered (elasticity over the bucket at least MIN_ELASTICITY), with their
     /// elasticity, for the proposal's record.
     pub candidates: Vec<(String, f64)>,
+    /// The runs of the term's bench, when it was measured: its refit is fitted on them.
+    pub bench: Option<BenchRuns>,
 }
 
 /// Where the implicated term's refit takes its times from.
@@ -72,7 +77,8 @@ fn mean_abs_log(pred: &[Option<f64>], meas: &[f64]) -> Option<f64> {
 
 /// Find the term a bucket implicates. `members` are the bucket's runs (the fit side), `rest` the
 /// store's other fit runs of the same target.
-pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Measurement]) -> Result<Implicated, String> {
+/// `bench_for(param)` gives the runs of the suite's bench for a parameter, where there are any.
+pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Measurement], bench_for: &dyn Fn(&str) -> Option<BenchRuns>) -> Result<Implicated, String> {
     let file = format!("calibration/{target}.toml");
     let cal = Calibration::from_toml_str(&file, text).map_err(|e| e.to_string())?;
     let mut skipped = Vec::new();
@@ -149,27 +155,46 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
         return Err(format!("no fitted parameter moves the bucket's predictions by {MIN_ELASTICITY} of its own change: the term the bucket needs is not in the model (write a probe for it, calibration/microbench/{target}/suite.toml [[unfitted]])"));
     }
 
-    // 3. Each candidate alone over a log grid; the best that explains the bucket and spares the rest.
-    let mut best: Option<Implicated> = None;
+    // 3. Each candidate alone: at the value its bench fits, where the bench has runs, else over a
+    // log grid. The implicated term explains the bucket and spares the rest; a measured one is
+    // preferred to one fitted on the runs (the bucket cannot tell a stage's fixed latency from
+    // its bytes' arrival rate, say; a probe that isolates one can), then the least total error.
+    let mut best: Option<(bool, f64, Implicated)> = None;
     let total = |bm: f64, br: f64| (bm * meas_m.len() as f64 + br * meas_r.len() as f64) / (meas_m.len() + meas_r.len()) as f64;
     for (name, e) in &candidates {
         let v0 = cal.params[name].value;
         let fraction = cal.params[name].unit == "fraction";
-        for k in -8i32..=8 {
-            let f = (16f64.ln() * k as f64 / 8.0).exp();
-            let v = if fraction { (v0 * f).min(1.0) } else { v0 * f };
+        let mut tries: Vec<(f64, Option<BenchRuns>)> = Vec::new();
+        if let Some(b) = bench_for(name) {
+            let mut skipped = Vec::new();
+            let runs = validated(target, &b.runs, &mut skipped);
+            if let Ok((t, _)) = crate::microbench::fit_param(&file, text, name, &b.bench, &runs, "bench fit") {
+                if let Ok(c) = Calibration::from_toml_str(&file, &t) {
+                    tries.push((c.params[name].value, Some(b)));
+                }
+            }
+        }
+        if tries.is_empty() {
+            for k in -8i32..=8 {
+                let f = (16f64.ln() * k as f64 / 8.0).exp();
+                tries.push((if fraction { (v0 * f).min(1.0) } else { v0 * f }, None));
+            }
+        }
+        for (v, bench) in tries {
             if (v / v0 - 1.0).abs() < 1e-9 {
                 continue;
             }
-            let Ok(t) = set_param(text, name, v, "grid") else { continue };
+            let Ok(t) = set_param(text, name, v, "candidate") else { continue };
             let Ok(c) = Calibration::from_toml_str(&file, &t) else { continue };
             let (Some(bm), Some(br)) = (mean_abs_log(&predict(&c, &vm), &meas_m), mean_abs_log(&predict(&c, &vr), &meas_r)) else { continue };
             if bm > bucket_before * (1.0 - MIN_BUCKET_GAIN) || br > rest_before + REST_TOLERANCE {
                 continue;
             }
-            let better = best.as_ref().is_none_or(|b| total(bm, br) < total(b.bucket_error.1, b.rest_error.1) - 1e-12);
+            let measured = bench.is_some();
+            let key = (measured, total(bm, br));
+            let better = best.as_ref().is_none_or(|(m, t, _)| (key.0 && !*m) || (key.0 == *m && key.1 < *t - 1e-12));
             if better {
-                best = Some(Implicated {
+                let imp = Implicated {
                     param: name.clone(),
                     elasticity: *e,
                     bucket_ratio: crate::calibrate::round4(median.exp()),
@@ -177,11 +202,13 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
                     rest_error: (rest_before, br),
                     grid_factor: v / v0,
                     candidates: Vec::new(),
-                });
+                    bench,
+                };
+                best = Some((key.0, key.1, imp));
             }
         }
     }
-    let mut best = best.ok_or_else(|| {
+    let (_, _, mut best) = best.ok_or_else(|| {
         format!(
             "no single parameter explains the bucket: of the {} on its path ({}), none cuts its error by {:.0}% without raising the other {} run(s)' by more than {REST_TOLERANCE}",
             candidates.len(),
@@ -194,12 +221,12 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
     Ok(best)
 }
 
-/// Refit the implicated term — from its bench's runs when there are any, else from the bucket's
+/// Refit the implicated term — from its bench's runs when it was measured, else from the bucket's
 /// runs and the rest of the fit side — and judge the new file on the held-out runs.
-pub fn refit_term(target: &str, text: &str, implicated: &Implicated, fit: &[Measurement], held_out: &[Measurement], bench: Option<&BenchRuns>, fitted_on: &str) -> Result<(CalibrationDraft, String), String> {
+pub fn refit_term(target: &str, text: &str, implicated: &Implicated, fit: &[Measurement], held_out: &[Measurement], fitted_on: &str) -> Result<(CalibrationDraft, String), String> {
     let file = format!("calibration/{target}.toml");
     let mut skipped = Vec::new();
-    let (runs, label, note) = match bench {
+    let (runs, label, note) = match &implicated.bench {
         Some(b) => (validated(target, &b.runs, &mut skipped), b.bench.clone(), format!("microbench `{}` ({} run(s) on {}), the term a misprediction bucket implicated, fitted by cake-evolve-compiler propose", b.bench, b.runs.len(), b.gpu)),
         None => (validated(target, fit, &mut skipped), "bucket".to_string(), format!("refit from the timed runs of a misprediction bucket that implicated it ({fitted_on}), by cake-evolve-compiler propose")),
     };
