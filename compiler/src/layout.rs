@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::ir::{Block, Expr, ExprKind, Handle, IndexItem, Module, OpCall, PipelineDecl, Size, SizeOp, SmemDecl, Stmt, Swizzle, ViewDecl};
+use crate::ir::{Block, Expr, ExprKind, Handle, IndexItem, Module, OpCall, PipelineDecl, Size, SizeOp, SmemDecl, Stmt, Swizzle, Type, ViewDecl};
 use crate::syntax::ast::{BinOp, UnOp};
 use crate::span::Span;
 use crate::target::TargetInfo;
@@ -287,6 +287,30 @@ fn uses_async_proxy(m: &Module) -> bool {
 /// by the block's threads, capped by the per-thread maximum, rounded down to 8.
 pub fn launch_regs(target: &TargetInfo, threads: u32) -> u32 {
     (target.regs_per_sm / threads.max(1)).min(target.regs_per_thread_max) / 8 * 8
+}
+
+/// Registers per thread that a block of statements' declared fragments (`reg NAME: T[..] per
+/// SCOPE`) hold: each fragment's bytes over its scope's threads, in whole 32-bit registers. What
+/// ptxas allocates beyond them (addresses, indices, loop state) is not counted here.
+pub fn fragment_regs_per_thread(m: &Module, block: &Block) -> u64 {
+    let mut regs = 0;
+    for &h in &block.stmts {
+        match &m.stmts[h] {
+            Stmt::Reg(local) => {
+                if let Type::Frag { dtype, shape, scope } = &m.locals[*local].ty {
+                    let elems: i64 = shape.iter().product();
+                    let lanes = u64::from(scope.map_or(1, |s| s.threads()));
+                    regs += (elems.max(0) as u64 * dtype.size_bytes()).div_ceil(lanes).div_ceil(4);
+                }
+            }
+            Stmt::For { body, .. } | Stmt::ForTiles { body, .. } => regs += fragment_regs_per_thread(m, body),
+            Stmt::If { then_block, else_block, .. } => {
+                regs += fragment_regs_per_thread(m, then_block).max(else_block.as_ref().map_or(0, |b| fragment_regs_per_thread(m, b)));
+            }
+            _ => {}
+        }
+    }
+    regs
 }
 
 /// The transaction bytes of every `acquire` in every role body.

@@ -464,3 +464,18 @@ fn dims_past_32_bits_are_a_coded_error_not_a_panic() {
     let e = cost::estimate(&v, sm90(), &shape(&[("M", edge), ("N", edge), ("K", edge / 64 * 64)])).expect("estimates");
     assert!(e.predicted_ms.is_finite() && e.predicted_ms > 0.0);
 }
+
+/// A role without `regs` holds at least its declared fragments: gemm-sm80's 2×2 warps of 64×64 f32
+/// accumulators (128 registers a lane) with their bf16 operand fragments take 160 of the 233
+/// registers ptxas gives the kernel, so two 128-thread blocks fit an SM, not the four that the
+/// default register budget would allow; its 32×32 warps (48 fragment registers) keep the default.
+#[test]
+fn fragments_set_the_register_budget_of_roles_without_regs() {
+    let corpus = cake::corpus::Corpus::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus")).unwrap();
+    let case = |id: &str| corpus.cases.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("no corpus case {id}")).source.clone();
+    let dims = shape(&[("M", 8192), ("N", 8192), ("K", 8192)]);
+    let big = cost::estimate(&program(&case("gemm-sm80/sm_90a-bf16-128x128-s3")), sm90(), &dims).unwrap();
+    assert_eq!((big.occupancy.blocks_per_sm, big.occupancy.limited_by.as_str()), (2, "registers"), "{:?}", big.occupancy);
+    let small = cost::estimate(&program(&case("gemm-sm80/sm_90a-f16-64x64-s4")), sm90(), &dims).unwrap();
+    assert_eq!(small.occupancy.blocks_per_sm, 4, "{:?}", small.occupancy);
+}

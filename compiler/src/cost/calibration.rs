@@ -72,6 +72,7 @@ pub enum P {
     CtaPrologueNs,
     PipelineSetupNs,
     DefaultRegsPerThread,
+    FragmentRegOverhead,
 }
 
 /// What a parameter is: its file name, its unit, and the range of sane values.
@@ -137,6 +138,7 @@ pub const SPECS: &[Spec] = &[
     s(P::CtaPrologueNs, "cta_prologue_ns", "ns", "per-block start"),
     s(P::PipelineSetupNs, "pipeline_setup_ns", "ns", "once per kernel with a pipeline: its start beyond an empty launch (tensor maps, barriers, first round trip, last store)"),
     s(P::DefaultRegsPerThread, "default_regs_per_thread", "registers per thread", "registers of roles without `regs`"),
+    s(P::FragmentRegOverhead, "fragment_reg_overhead", "registers per thread", "registers a role without `regs` holds beyond its declared fragments (addresses, indices, loop state)"),
 ];
 
 /// One parameter as written in the file.

@@ -235,7 +235,20 @@ fn occupancy(ctx: &Ctx<'_>, target: &TargetInfo) -> Result<Occ, CostError> {
     let covered: u64 = m.roles.iter().map(|(_, r)| u64::from(r.threads())).sum();
     let needs_default = m.roles.iter().any(|(_, r)| r.regs.is_none()) || u64::from(threads) > covered;
     let default_regs = if needs_default { ctx.p(P::DefaultRegsPerThread) as u64 } else { 0 };
-    let regs: u64 = m.roles.iter().map(|(_, r)| u64::from(r.threads()) * r.regs.map_or(default_regs, u64::from)).sum::<u64>()
+    // A role without `regs` holds at least its declared fragments and what ptxas adds to them
+    // (gemm-sm80's 64×64-per-warp accumulators need 160 of their 229 registers: 2 blocks per SM,
+    // not the 4 the default would allow).
+    let role_regs = |h: Handle<RoleDecl>, r: &RoleDecl| -> u64 {
+        r.regs.map_or_else(
+            || {
+                let frags: u64 = m.bodies.iter().filter(|(_, b)| b.role == h).map(|(_, b)| crate::layout::fragment_regs_per_thread(m, &b.block)).sum();
+                let held = if frags > 0 { frags + ctx.p(P::FragmentRegOverhead) as u64 } else { 0 };
+                default_regs.max(held)
+            },
+            u64::from,
+        )
+    };
+    let regs: u64 = m.roles.iter().map(|(h, r)| u64::from(r.threads()) * role_regs(h, r)).sum::<u64>()
         + u64::from(threads).saturating_sub(covered) * default_regs;
     let reserved = u64::from(target.smem_per_sm.saturating_sub(target.smem_per_block_max));
     let limits = [
