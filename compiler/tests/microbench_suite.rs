@@ -76,7 +76,7 @@ fn expected_bottleneck(bench: &str) -> &'static [Bottleneck] {
         // Serial scalar steps that re-read the row from L1.
         "row-reread-l1" => &[Bottleneck::LatencySync],
         "wgmma" | "mma-sync" => &[Bottleneck::TensorCore],
-        "tma-load" | "sm-ingest" | "epilogue" => &[Bottleneck::Memory],
+        "tma-load" | "epilogue" => &[Bottleneck::Memory],
         "argmin" => &[Bottleneck::Epilogue],
         other => panic!("bench `{other}`: add its expected bottleneck to expected_bottleneck() in {}", file!()),
     }

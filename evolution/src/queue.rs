@@ -1206,7 +1206,8 @@ fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &Propos
                 None
             }
         };
-        let term = crate::term_refit::implicate(target, &text, &members, &rest, &bench_for).and_then(|imp| {
+        let guards = crate::term_refit::suite_runs(&root, target);
+        let term = crate::term_refit::implicate(target, &text, &members, &rest, &guards, &bench_for).and_then(|imp| {
             let (draft, new_text) = crate::term_refit::refit_term(target, &text, &imp, &fit, &held_out, &label).map_err(|e| format!("the bucket implicates `{}`, but {e}", imp.param))?;
             let unmeasured = why_unmeasured.borrow().get(&imp.param).cloned().unwrap_or_default();
             Ok(term_refit_change(target, draft, new_text, &imp, &fit, &held_out, &unmeasured, b.id.clone()))

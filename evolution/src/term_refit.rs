@@ -20,11 +20,16 @@
 //!    of before. The implicated term is a measured one that explains it, else the one of least
 //!    error over all the fit runs: the bucket alone often cannot tell two terms apart (a TMA
 //!    stage's fixed latency from its bytes' arrival rate), a probe that isolates one can.
+//!    No candidate may throw a microbenchmark off: every bench run committed with a calibration
+//!    (`suite_runs`) keeps its bench's mean |log error| within [`BENCH_TOLERANCE`] of now.
 //! 4. **Fitted and judged.** A measured term is fitted on its bench's runs; another on the
 //!    bucket's runs together with the others (`microbench::fit_param`, the suite's own fit).
 //!    Either way the refit is judged on held-out runs it never saw.
 
+use std::collections::BTreeMap;
+
 use crate::calibrate::{judge_held_out, set_param, validated, CalibrationDraft, Measurement};
+use crate::microbench::BenchMeasurement;
 use cake::cost::Calibration;
 
 /// Units of the device's properties (capacities and counts): read off the device, never refitted.
@@ -36,6 +41,9 @@ pub const MIN_ELASTICITY: f64 = 0.1;
 pub const MIN_BUCKET_GAIN: f64 = 0.25;
 /// The other runs' mean |log error| may grow by at most this much (0.01: 1% on average).
 pub const REST_TOLERANCE: f64 = 0.01;
+/// A microbenchmark's mean |log error| may grow by at most this (ln 1.1: its runs 10% further
+/// off): a refit that buys the bucket with a probe's accuracy is of the wrong term.
+pub const BENCH_TOLERANCE: f64 = 0.0953;
 /// The elasticity step: the value ×2 and ×1/2.
 const STEP: f64 = 2.0;
 
@@ -77,8 +85,10 @@ fn mean_abs_log(pred: &[Option<f64>], meas: &[f64]) -> Option<f64> {
 
 /// Find the term a bucket implicates. `members` are the bucket's runs (the fit side), `rest` the
 /// store's other fit runs of the same target.
-/// `bench_for(param)` gives the runs of the suite's bench for a parameter, where there are any.
-pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Measurement], bench_for: &dyn Fn(&str) -> Option<BenchRuns>) -> Result<Implicated, String> {
+/// `benches` are the suite's measured bench runs (`suite_runs`): no candidate may throw one of
+/// them off. `bench_for(param)` gives the runs of the suite's bench for a parameter, where there
+/// are any.
+pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Measurement], benches: &[BenchMeasurement], bench_for: &dyn Fn(&str) -> Option<BenchRuns>) -> Result<Implicated, String> {
     let file = format!("calibration/{target}.toml");
     let cal = Calibration::from_toml_str(&file, text).map_err(|e| e.to_string())?;
     let mut skipped = Vec::new();
@@ -115,6 +125,14 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
     }
     let bucket_before = mean_abs_log(&base_m, &meas_m).expect("kept");
     let rest_before = mean_abs_log(&base_r, &meas_r).unwrap_or(0.0);
+    // The microbenchmarks' own runs, by bench: each stays within BENCH_TOLERANCE of its error now.
+    let mut by_bench: BTreeMap<&str, Vec<&Measurement>> = BTreeMap::new();
+    for b in benches {
+        by_bench.entry(b.bench.as_str()).or_default().push(&b.m);
+    }
+    let guards: Vec<(&str, Vec<(cake::verify::Validated, &Measurement)>)> = by_bench.into_iter().map(|(b, ms)| (b, validated(target, ms, &mut skipped))).filter(|(_, v)| !v.is_empty()).collect();
+    let bench_errors = |c: &Calibration| -> Vec<Option<f64>> { guards.iter().map(|(_, v)| mean_abs_log(&predict(c, v), &v.iter().map(|(_, m)| m.measured_ms).collect::<Vec<_>>())).collect() };
+    let guard_before = bench_errors(&cal);
 
     // 2. Candidates: fitted parameters on the bucket's path.
     let mut candidates: Vec<(String, f64)> = Vec::new();
@@ -160,6 +178,8 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
     // preferred to one fitted on the runs (the bucket cannot tell a stage's fixed latency from
     // its bytes' arrival rate, say; a probe that isolates one can), then the least total error.
     let mut best: Option<(bool, f64, Implicated)> = None;
+    // The candidate that would have explained the bucket but for a microbenchmark it throws off.
+    let mut thrown: Option<(String, String, f64)> = None;
     let total = |bm: f64, br: f64| (bm * meas_m.len() as f64 + br * meas_r.len() as f64) / (meas_m.len() + meas_r.len()) as f64;
     for (name, e) in &candidates {
         let v0 = cal.params[name].value;
@@ -190,6 +210,13 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
             if bm > bucket_before * (1.0 - MIN_BUCKET_GAIN) || br > rest_before + REST_TOLERANCE {
                 continue;
             }
+            let off = bench_errors(&c).into_iter().zip(&guard_before).zip(&guards).filter_map(|((after, before), (g, _))| Some((*g, after? - (*before)?))).find(|(_, grew)| *grew > BENCH_TOLERANCE);
+            if let Some((g, grew)) = off {
+                if thrown.as_ref().is_none_or(|(_, _, w)| grew < *w) {
+                    thrown = Some((name.clone(), g.to_string(), grew));
+                }
+                continue;
+            }
             let measured = bench.is_some();
             let key = (measured, total(bm, br));
             let better = best.as_ref().is_none_or(|(m, t, _)| (key.0 && !*m) || (key.0 == *m && key.1 < *t - 1e-12));
@@ -209,8 +236,9 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
         }
     }
     let (_, _, mut best) = best.ok_or_else(|| {
+        let thrown = thrown.as_ref().map_or(String::new(), |(p, g, grew)| format!(" ({p} would, but it throws microbenchmark `{g}` off: its mean |log error| grows by {grew:.3})"));
         format!(
-            "no single parameter explains the bucket: of the {} on its path ({}), none cuts its error by {:.0}% without raising the other {} run(s)' by more than {REST_TOLERANCE}",
+            "no single parameter explains the bucket: of the {} on its path ({}), none cuts its error by {:.0}% without raising the other {} run(s)' by more than {REST_TOLERANCE} or any microbenchmark's by more than {BENCH_TOLERANCE:.3}{thrown}",
             candidates.len(),
             candidates.iter().map(|(n, e)| format!("{n} {e:+.2}")).collect::<Vec<_>>().join(", "),
             MIN_BUCKET_GAIN * 100.0,
@@ -253,6 +281,30 @@ pub fn refit_term(target: &str, text: &str, implicated: &Implicated, fit: &[Meas
     }
     let new_text = crate::calibrate::set_meta(&new_text, fitted_on, &draft.after);
     Ok((draft, new_text))
+}
+
+/// Every microbenchmark run measured on a GPU and committed with a calibration
+/// (`calibration/runs/<target>-*.json`, the suite part; not the corpus runs a refit used, bench
+/// `refit`), the newest of each program and shape: the probes a term refit must not throw off.
+pub fn suite_runs(root: &std::path::Path, target: &str) -> Vec<BenchMeasurement> {
+    let mut newest: BTreeMap<(String, String), (u64, BenchMeasurement)> = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir(root.join("calibration/runs")) else { return Vec::new() };
+    let mut files: Vec<std::path::PathBuf> = dir.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    files.sort();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else { continue };
+        let Ok(run) = serde_json::from_str::<crate::microbench::SavedRun>(&text) else { continue };
+        if run.target != target {
+            continue;
+        }
+        for b in run.suite.into_iter().filter(|b| b.bench != "refit") {
+            let key = (b.bench.clone(), b.m.name.clone());
+            if newest.get(&key).is_none_or(|(at, _)| run.created_unix >= *at) {
+                newest.insert(key, (run.created_unix, b));
+            }
+        }
+    }
+    newest.into_values().map(|(_, b)| b).collect()
 }
 
 /// Where `propose` takes the implicated term's microbenchmark times from.

@@ -86,7 +86,7 @@ fn a_bucket_implicates_the_one_parameter_that_is_off_and_its_refit_recovers_it()
     let off = |m: &Measurement| ratio[ms.iter().position(|x| x.name == m.name).unwrap()] > 1.1;
     let (members, rest): (Vec<Measurement>, Vec<Measurement>) = fit.iter().cloned().partition(off);
     assert!(members.len() >= 3, "{} bucket runs", members.len());
-    let imp = implicate("sm_90a", &text, &members, &rest, &|_| None).unwrap();
+    let imp = implicate("sm_90a", &text, &members, &rest, &[], &|_| None).unwrap();
     assert_eq!(imp.param, "sm_ingest_bytes_per_s", "{imp:#?}");
     assert!(imp.bucket_error.1 < imp.bucket_error.0 * 0.75, "{imp:#?}");
     assert!(imp.rest_error.1 <= imp.rest_error.0 + 0.01, "{imp:#?}");
@@ -111,7 +111,7 @@ fn a_bucket_implicates_the_one_parameter_that_is_off_and_its_refit_recovers_it()
 
     // With the term's bench measured (runs made under the truth), the bench fits the value.
     let bench = calibration_bench(&truth);
-    let imp = implicate("sm_90a", &text, &members, &rest, &|p| (p == "sm_ingest_bytes_per_s").then(|| bench.clone())).unwrap();
+    let imp = implicate("sm_90a", &text, &members, &rest, &[], &|p| (p == "sm_ingest_bytes_per_s").then(|| bench.clone())).unwrap();
     assert_eq!(imp.param, "sm_ingest_bytes_per_s");
     assert!(imp.bench.is_some());
     let (draft, new_text) = refit_term("sm_90a", &text, &imp, &fit, &held_out, "synthetic bench runs").unwrap();
@@ -122,7 +122,7 @@ fn a_bucket_implicates_the_one_parameter_that_is_off_and_its_refit_recovers_it()
     assert_eq!(draft.fits[0].runs, 2);
 }
 
-/// The suite's `sm-ingest` bench, "timed" under `truth`.
+/// The `sm-ingest` probe's 16 KiB-box program at its two shapes, "timed" under `truth`.
 fn calibration_bench(truth: &Calibration) -> BenchRuns {
     let dir = fixture::checkout().join("calibration/microbench/sm_90a");
     let src = std::fs::read_to_string(dir.join("sm_ingest.cake")).unwrap();
@@ -150,9 +150,39 @@ fn a_bench_that_says_the_value_is_right_clears_the_term() {
     // The term's bench says its value is right (runs made under the current file): a measured
     // term is set to what its bench fits, not searched, so it cannot be the explanation.
     let unmoved = calibration_bench(&current);
-    match implicate("sm_90a", &text, &members, &rest, &|p| (p == "sm_ingest_bytes_per_s").then(|| unmoved.clone())) {
+    match implicate("sm_90a", &text, &members, &rest, &[], &|p| (p == "sm_ingest_bytes_per_s").then(|| unmoved.clone())) {
         Ok(imp) => assert_ne!(imp.param, "sm_ingest_bytes_per_s", "{imp:#?}"),
         Err(e) => assert!(e.contains("no single parameter explains the bucket"), "{e}"),
+    }
+}
+
+#[test]
+fn a_term_that_throws_a_microbenchmark_off_is_not_implicated() {
+    use cake_evolve::microbench::BenchMeasurement;
+    let text = text();
+    let current = Calibration::from_toml_str(CAL, &text).unwrap();
+    let truth = Calibration::from_toml_str(CAL, &scaled(&text, "sm_ingest_bytes_per_s", 0.5)).unwrap();
+    let runs = corpus_runs(&["kmeans-update", "gemm-sm90-ws", "rmsnorm"]);
+    let (ms, ratio) = measured(&runs, &truth, &current);
+    let (fit, _) = split_held_out(&ms);
+    let off = |m: &Measurement| ratio[ms.iter().position(|x| x.name == m.name).unwrap()] > 1.1;
+    let (members, rest): (Vec<Measurement>, Vec<Measurement>) = fit.iter().cloned().partition(off);
+    // Without a guard the bucket implicates the SM's intake (the first test); bench
+    // `small-shape`'s runs, "measured" as the file predicts them, say the intake is right.
+    let dir = fixture::checkout().join("calibration/microbench/sm_90a");
+    let src = std::fs::read_to_string(dir.join("fill_gemm.cake")).unwrap();
+    let v = cake::check::check_source(&src).validated.unwrap();
+    let guard: Vec<BenchMeasurement> = [(128, 128, 64), (128, 128, 1024), (256, 512, 256)]
+        .iter()
+        .map(|&(m, n, k)| {
+            let dims: BTreeMap<String, i64> = [("M".to_string(), m), ("N".to_string(), n), ("K".to_string(), k)].into();
+            let t = cake::cost::estimate(&v, &current, &dims).unwrap().predicted_ms;
+            BenchMeasurement { bench: "small-shape".into(), m: Measurement { name: format!("fill_gemm @ {m}x{n}x{k}"), program: src.clone(), dims, measured_ms: t } }
+        })
+        .collect();
+    match implicate("sm_90a", &text, &members, &rest, &guard, &|_| None) {
+        Ok(imp) => assert_ne!(imp.param, "sm_ingest_bytes_per_s", "{imp:#?}"),
+        Err(e) => assert!(e.contains("throws microbenchmark `small-shape` off"), "{e}"),
     }
 }
 
@@ -163,7 +193,7 @@ fn runs_the_model_now_predicts_implicate_nothing() {
     let runs = corpus_runs(&["kmeans-update", "rmsnorm"]);
     let (ms, _) = measured(&runs, &current, &current);
     let (members, rest) = ms.split_at(ms.len() / 2);
-    let e = implicate("sm_90a", &text, members, rest, &|_| None).unwrap_err();
+    let e = implicate("sm_90a", &text, members, rest, &[], &|_| None).unwrap_err();
     assert!(e.contains("not systematically off"), "{e}");
 }
 
@@ -186,7 +216,7 @@ fn a_bucket_no_parameter_explains_is_refused_with_its_candidates() {
             rest.push(m.clone());
         }
     }
-    match implicate("sm_90a", &text, &members, &rest, &|_| None) {
+    match implicate("sm_90a", &text, &members, &rest, &[], &|_| None) {
         Err(e) => assert!(e.contains("no single parameter explains the bucket") || e.contains("no fitted parameter moves"), "{e}"),
         Ok(imp) => panic!("a bucket of runs the model cannot tell from the rest implicated {imp:#?}"),
     }
@@ -201,23 +231,25 @@ fn the_terms_bench_runs_come_from_a_saved_run_and_are_named_when_missing() {
     let current = Calibration::from_toml_str(CAL, &text).unwrap();
     let bench = calibration_bench(&current);
     let mut run = SavedRun { schema: RUN_SCHEMA.into(), target: "sm_90a".into(), gpu: "synthetic".into(), ..SavedRun::default() };
-    run.suite = bench.runs.iter().map(|m| BenchMeasurement { bench: "sm-ingest".into(), m: m.clone() }).collect();
+    // Runs filed under bench `mma-sync` (which fits mma_sync_flops_per_s) and `launch`; their
+    // programs do not matter to the lookup.
+    run.suite = bench.runs.iter().map(|m| BenchMeasurement { bench: "mma-sync".into(), m: m.clone() }).collect();
     run.suite.push(BenchMeasurement { bench: "launch".into(), m: bench.runs[0].clone() });
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("run.json");
     std::fs::write(&file, serde_json::to_vec(&run).unwrap()).unwrap();
-    let got = bench_runs(&TermBenches::Saved(file.clone()), &root, "sm_90a", "sm_ingest_bytes_per_s").unwrap();
-    assert_eq!((got.bench.as_str(), got.runs.len(), got.gpu.as_str()), ("sm-ingest", 2, "synthetic"));
+    let got = bench_runs(&TermBenches::Saved(file.clone()), &root, "sm_90a", "mma_sync_flops_per_s").unwrap();
+    assert_eq!((got.bench.as_str(), got.runs.len(), got.gpu.as_str()), ("mma-sync", 2, "synthetic"));
     // A term no bench fits, a saved run without the bench, and no GPU run asked for: each says so.
     let e = bench_runs(&TermBenches::Saved(file.clone()), &root, "sm_90a", "tensor_sustained_fraction").unwrap_err();
     assert!(e.contains("no bench of calibration/microbench/sm_90a/suite.toml fits `tensor_sustained_fraction`"), "{e}");
-    let e = bench_runs(&TermBenches::Saved(file), &root, "sm_90a", "mma_sync_flops_per_s").unwrap_err();
-    assert!(e.contains("has no timed run of bench mma-sync"), "{e}");
-    let e = bench_runs(&TermBenches::Records, &root, "sm_90a", "sm_ingest_bytes_per_s").unwrap_err();
+    let e = bench_runs(&TermBenches::Saved(file), &root, "sm_90a", "dram_bytes_per_s").unwrap_err();
+    assert!(e.contains("has no timed run of bench tma-load"), "{e}");
+    let e = bench_runs(&TermBenches::Records, &root, "sm_90a", "mma_sync_flops_per_s").unwrap_err();
     assert!(e.contains("--term-benches"), "{e}");
     // A corrupt saved run is an error, not a panic.
     let bad = tmp.path().join("bad.json");
     std::fs::write(&bad, "{ not json").unwrap();
-    let e = bench_runs(&TermBenches::Saved(bad), &root, "sm_90a", "sm_ingest_bytes_per_s").unwrap_err();
+    let e = bench_runs(&TermBenches::Saved(bad), &root, "sm_90a", "mma_sync_flops_per_s").unwrap_err();
     assert!(e.contains("not a saved calibration run"), "{e}");
 }

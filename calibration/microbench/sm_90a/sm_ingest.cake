@@ -1,5 +1,5 @@
 # What one SM takes in from the memory system when it has it to itself (calibration/microbench/sm_90a/
-# README.md, bench `sm-ingest`). R / 128 blocks (8 and 16: a few SMs, as in kmeans-update's 16-tile
+# README.md, probe `sm-ingest`, with sm_ingest_b8k.cake and sm_ingest_b32k.cake). R / 128 blocks (8 and 16: a few SMs, as in kmeans-update's 16-tile
 # grids) each stream their own 128-row band of A, C / 64 boxes of 128×64 bf16 (16 KiB), through an
 # 8-stage ring (128 KiB in flight per SM); one consumer warp waits for each stage, copies its first
 # row out and hands it back. So few SMs cannot load the DRAM or the L2 (16 of them pull at most a
