@@ -37,7 +37,8 @@ pub struct Evaluator<'c> {
     /// A command peer's headline time, measured once per invocation (one device session): a peer
     /// does not change between candidates, and starting one (Python, torch, a Triton JIT) costs
     /// more GPU-machine time than a candidate's own evaluation.
-    pub peer_times: std::cell::RefCell<std::collections::BTreeMap<String, Value>>,
+    /// Held while a peer is measured, so workers on several GPUs measure it once.
+    pub peer_times: std::sync::Mutex<std::collections::BTreeMap<String, Value>>,
     /// `--rules` for every `cake` call, so the GPU stage verifies with the gates' rule set.
     pub rules_dir: Option<PathBuf>,
 }
@@ -76,9 +77,12 @@ pub struct ChildRun {
 }
 
 pub fn run_child(mut cmd: Command, limit: Duration) -> std::io::Result<ChildRun> {
+    // Workers on several GPUs start children in the same millisecond: a counter keeps their
+    // output files apart.
+    static CHILDREN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let start = Instant::now();
     let dir = std::env::temp_dir();
-    let stamp = format!("{}-{}", std::process::id(), now_ms());
+    let stamp = format!("{}-{}-{}", std::process::id(), now_ms(), CHILDREN.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
     let (out_path, err_path) = (dir.join(format!("kevo-{stamp}.out")), dir.join(format!("kevo-{stamp}.err")));
     cmd.stdin(Stdio::null()).stdout(std::fs::File::create(&out_path)?).stderr(std::fs::File::create(&err_path)?);
     let mut child = cmd.spawn()?;
@@ -112,11 +116,17 @@ pub struct Evaluation {
     pub row: EvaluationRow,
     /// The run-record files, for routing.
     pub record_files: Vec<PathBuf>,
+    /// A `cake` child was killed by a signal (not by its wall limit): the worker died, which says
+    /// nothing about the candidate, so the evaluation is tried again on another GPU.
+    pub died: bool,
 }
 
 impl Evaluator<'_> {
-    fn cake_cmd(&self, sub: &str, program: &Path, workload: &Path, evidence: &Path, seed: u64) -> Command {
+    fn cake_cmd(&self, sub: &str, program: &Path, workload: &Path, evidence: &Path, seed: u64, gpu: Option<&str>) -> Command {
         let mut c = Command::new(&self.cake);
+        if let Some(g) = gpu {
+            c.env("CUDA_VISIBLE_DEVICES", g);
+        }
         c.arg(sub)
             .arg(program)
             .arg("--workload")
@@ -146,7 +156,9 @@ impl Evaluator<'_> {
 
     /// `best_passed_ms`: the fastest headline time of a fully checked candidate so far, which
     /// `sweep = "improvements"` must beat before it spends the correctness sweep.
-    pub fn evaluate(&self, seq: i64, text: &str, hash: &str, compiler_commit: &str, best_passed_ms: Option<f64>) -> Result<Evaluation> {
+    /// `gpu`: the GPU (an id for CUDA_VISIBLE_DEVICES) every child of this evaluation runs on;
+    /// `None` leaves the environment's.
+    pub fn evaluate(&self, seq: i64, text: &str, hash: &str, compiler_commit: &str, best_passed_ms: Option<f64>, gpu: Option<&str>) -> Result<Evaluation> {
         let dir = self.work.join(format!("cand-{seq:05}-{}", &hash[..12]));
         let evidence = dir.join("evidence");
         // A scratch directory of an attempt that was killed is ours to clear: its records were
@@ -166,13 +178,18 @@ impl Evaluator<'_> {
         let spawn_err = |e: std::io::Error| KevoError::new("K301", self.cake.display().to_string(), format!("cannot run `cake`: {e}"), "set CAKE_BIN to a working `cake` binary");
 
         let cublas = self.contract.file.references.iter().any(|r| r.kind == PeerKind::Cublas);
+        let died = std::cell::Cell::new(false);
+        let watch = |r: ChildRun| {
+            died.set(died.get() || (r.code.is_none() && !r.timed_out));
+            r
+        };
         let bench = || -> Result<ChildRun> {
-            let mut cmd = self.cake_cmd("bench", &program, &workload, &evidence, self.input_seed + 1);
+            let mut cmd = self.cake_cmd("bench", &program, &workload, &evidence, self.input_seed + 1, gpu);
             cmd.arg("--baseline").arg(if cublas { "cublas" } else { "none" });
             cmd.arg("--repeats").arg(self.contract.file.evaluation.bench_repeats.to_string());
-            run_child(cmd, self.call_limit(1)).map_err(spawn_err)
+            run_child(cmd, self.call_limit(1)).map(watch).map_err(spawn_err)
         };
-        let sweep = || run_child(self.cake_cmd("run", &program, &workload, &evidence, self.input_seed), self.call_limit(runs)).map_err(spawn_err);
+        let sweep = || run_child(self.cake_cmd("run", &program, &workload, &evidence, self.input_seed, gpu), self.call_limit(runs)).map(watch).map_err(spawn_err);
         let mut exit: Option<i32>;
         let mut status;
         match self.contract.file.evaluation.sweep {
@@ -262,16 +279,17 @@ impl Evaluator<'_> {
         if status == "passed" || status == "timed" {
             let ms = headline_ms.unwrap_or(f64::NAN);
             for p in self.contract.file.references.iter().filter(|r| r.kind == PeerKind::Command) {
-                let cached = self.peer_times.borrow().get(&p.name).cloned();
-                let measured = match cached {
+                let mut times = self.peer_times.lock().unwrap_or_else(|e| e.into_inner());
+                let measured = match times.get(&p.name).cloned() {
                     Some(v) => v,
                     None => {
-                        let (v, secs) = self.run_peer(&p.command);
+                        let (v, secs) = self.run_peer(&p.command, gpu);
                         gpu_seconds += secs;
-                        self.peer_times.borrow_mut().insert(p.name.clone(), v.clone());
+                        times.insert(p.name.clone(), v.clone());
                         v
                     }
                 };
+                drop(times);
                 let value = match measured.get("median_ms").and_then(Value::as_f64) {
                     Some(peer) => json!({ "median_ms": peer, "speedup": peer / ms }),
                     None => measured,
@@ -292,13 +310,13 @@ impl Evaluator<'_> {
             compiler_commit: compiler_commit.to_string(),
             finished_unix_ms: now_ms(),
         };
-        Ok(Evaluation { row, record_files: records.into_iter().map(|(p, _)| p).collect() })
+        Ok(Evaluation { row, record_files: records.into_iter().map(|(p, _)| p).collect(), died: died.get() })
     }
 
     /// A command peer at the headline shape: its arguments' `{DIM}` and `{REPEATS}` are filled in,
     /// it also finds `CAKE_SHAPE` (`B=32,N=…`) and `CAKE_REPEATS` in its environment, and prints
     /// `{"median_ms": …}` as its last stdout line.
-    fn run_peer(&self, command: &[String]) -> (Value, f64) {
+    fn run_peer(&self, command: &[String], gpu: Option<&str>) -> (Value, f64) {
         let Some(program) = command.first().and_then(|p| self.contract.resolve_program(p)) else {
             return (json!({ "skipped": "peer program not found" }), 0.0);
         };
@@ -307,6 +325,9 @@ impl Evaluator<'_> {
             .current_dir(self.contract.dir())
             .env("CAKE_SHAPE", shape_text(&self.contract.file.workload.headline))
             .env("CAKE_REPEATS", self.contract.file.evaluation.bench_repeats.to_string());
+        if let Some(g) = gpu {
+            c.env("CUDA_VISIBLE_DEVICES", g);
+        }
         let limit = Duration::from_secs(self.contract.file.evaluation.run_timeout_s);
         match run_child(c, limit) {
             Err(e) => (json!({ "skipped": format!("cannot start: {e}") }), 0.0),

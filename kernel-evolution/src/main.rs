@@ -63,6 +63,11 @@ enum Cmd {
         /// database keeps the rule set it was searched under.
         #[arg(long, value_name = "DIR")]
         rules: Option<PathBuf>,
+        /// Spread each generation's GPU evaluations over these GPUs, one worker per GPU
+        /// (CUDA_VISIBLE_DEVICES): `all`, a count `N` (the first N), or ids `0,2,3`. Default: one
+        /// worker on the environment's GPU. The candidates and verdicts do not depend on it.
+        #[arg(long, value_name = "all|N|LIST")]
+        gpus: Option<String>,
     },
     /// Continue the database's search after a crash, a kill or a spent wall-time budget.
     Resume {
@@ -86,6 +91,11 @@ enum Cmd {
         /// The verifier rules to gate with (a database keeps the rule set it was searched under).
         #[arg(long, value_name = "DIR")]
         rules: Option<PathBuf>,
+        /// Spread each generation's GPU evaluations over these GPUs, one worker per GPU
+        /// (CUDA_VISIBLE_DEVICES): `all`, a count `N` (the first N), or ids `0,2,3`. Default: one
+        /// worker on the environment's GPU. The candidates and verdicts do not depend on it.
+        #[arg(long, value_name = "all|N|LIST")]
+        gpus: Option<String>,
     },
     /// Counts and invocations of a database.
     Status {
@@ -135,12 +145,14 @@ fn run(cli: Cli) -> Result<u8, KevoError> {
         return Err(KevoError::new("K307", "--message-format", "`mcp` speaks JSON-RPC on stdio and has no other output format", "run `cake-evolve-kernel mcp` without `--message-format`"));
     }
     match cli.cmd {
-        Cmd::Run { contract, db, seed, budget_evals, wall_seconds, replay, evidence, work, rules } => {
+        Cmd::Run { contract, db, seed, budget_evals, wall_seconds, replay, evidence, work, rules, gpus } => {
             let mode = if replay { Mode::Replay } else { Mode::Run };
-            search(Options { contract, db, seed, budget_evals, wall_seconds, mode, evidence, work, rules }, format)
+            let gpus = if replay { Vec::new() } else { select_gpus(gpus.as_deref())? };
+            search(Options { contract, db, seed, budget_evals, wall_seconds, mode, evidence, work, rules, gpus }, format)
         }
-        Cmd::Resume { contract, db, budget_evals, wall_seconds, evidence, work, rules } => {
-            search(Options { contract, db, seed: None, budget_evals, wall_seconds, mode: Mode::Resume, evidence, work, rules }, format)
+        Cmd::Resume { contract, db, budget_evals, wall_seconds, evidence, work, rules, gpus } => {
+            let gpus = select_gpus(gpus.as_deref())?;
+            search(Options { contract, db, seed: None, budget_evals, wall_seconds, mode: Mode::Resume, evidence, work, rules, gpus }, format)
         }
         Cmd::Status { db } => {
             let db = Db::open_existing(&db)?;
@@ -242,4 +254,14 @@ fn search(opts: Options, format: Format) -> Result<u8, KevoError> {
         println!("stopped      {}", s.stop);
     }
     Ok(if skipped { 3 } else { 0 })
+}
+
+/// `--gpus all|N|LIST`: the GPU ids of the evaluation workers, chosen as `cake corpus gate
+/// --gpus` chooses them (the same parser and `nvidia-smi` query, the same coded errors G011–G015).
+fn select_gpus(spec: Option<&str>) -> Result<Vec<String>, KevoError> {
+    use cake::corpus::pool::{detect_gpus, GpuSpec};
+    let Some(text) = spec else { return Ok(Vec::new()) };
+    let as_kevo = |e: cake::corpus::error::CorpusError| KevoError::new(e.code(), "--gpus", e.to_string(), e.help().unwrap_or_else(|| "see `cake corpus gate --help`".into()));
+    let ids = GpuSpec::parse(text).and_then(|s| s.select(detect_gpus())).map_err(as_kevo)?;
+    Ok(ids.into_iter().map(|i| i.to_string()).collect())
 }

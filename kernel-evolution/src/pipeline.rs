@@ -58,6 +58,9 @@ pub struct Options {
     pub work: Option<PathBuf>,
     /// `--rules DIR`: the verifier rules candidates are gated (and run) with.
     pub rules: Option<PathBuf>,
+    /// `--gpus`: the GPUs a generation's evaluations are spread over (CUDA_VISIBLE_DEVICES ids,
+    /// one worker each); empty: one worker on the environment's GPU.
+    pub gpus: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -121,6 +124,8 @@ struct Loop<'a> {
     /// (the recorded order would no longer be the one generated).
     recorded_generations: HashSet<i64>,
     rules: ActiveRules,
+    /// GPU ids of the evaluation workers (empty: one worker, the environment's GPU).
+    gpus: Vec<String>,
 }
 
 pub fn execute(opts: &Options) -> Result<Summary> {
@@ -224,6 +229,7 @@ pub fn execute(opts: &Options) -> Result<Summary> {
         llm_calls,
         llm_budget,
         recorded_generations,
+        gpus: opts.gpus.clone(),
     };
     let wall = opts.wall_seconds.unwrap_or(contract.file.budget.wall_seconds);
     let result = lp.search(seed, budget, wall);
@@ -340,6 +346,23 @@ impl Loop<'_> {
             // Stage 4: the cost model's best of this generation go to the GPU (every seed does).
             passed.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
             let take = if generation == 0 { passed.len() } else { gpu_per_gen };
+            // The generation's new evaluations run as one batch over the GPU workers, each judged
+            // against the best of the earlier generations, so the candidates and verdicts are the
+            // same on one GPU as on several; they are recorded below in candidate order.
+            let mut batch: BTreeMap<i64, crate::evaluate::Evaluation> = BTreeMap::new();
+            if self.mode != Mode::Replay && started.elapsed().as_secs() < wall {
+                let mut n = evaluated;
+                let mut todo = Vec::new();
+                for (i, (cseq, _, _)) in passed.iter().enumerate() {
+                    if i < take && n < budget {
+                        if !self.evaluations.contains_key(cseq) {
+                            todo.push(*cseq);
+                        }
+                        n += 1;
+                    }
+                }
+                batch = self.evaluate_batch(&todo)?;
+            }
             for (i, (cseq, predicted, cell)) in passed.iter().enumerate() {
                 let mut outcome: Option<EvaluationRow> = None;
                 if i < take && evaluated < budget {
@@ -348,11 +371,11 @@ impl Loop<'_> {
                     } else if self.mode == Mode::Replay {
                         self.summary.stop = format!("end of the recorded measurements (candidate #{cseq})");
                         return Ok(());
-                    } else if started.elapsed().as_secs() >= wall {
+                    } else if let Some(ev) = batch.remove(cseq) {
+                        outcome = Some(self.route_and_record(ev)?);
+                    } else {
                         self.summary.stop = format!("wall-time budget ({wall} s) spent; `resume` continues");
                         return Ok(());
-                    } else {
-                        outcome = Some(self.evaluate_and_route(*cseq)?);
                     }
                     evaluated += 1;
                 }
@@ -490,17 +513,85 @@ impl Loop<'_> {
         Ok(row)
     }
 
-    fn evaluate_and_route(&mut self, seq: i64) -> Result<EvaluationRow> {
-        let text = self.texts.get(&seq).cloned().unwrap_or_default();
-        let hash = sha256_hex(text.as_bytes());
+    /// Evaluate `seqs` on the GPU workers: each worker takes the next candidate, on its own GPU.
+    /// A candidate whose `cake` child died (a signal, not its wall limit) is tried once more on
+    /// another worker; dying again, it is an `error` (the harness's, never the candidate's
+    /// failure). Nothing is recorded here: the caller routes and commits in candidate order.
+    fn evaluate_batch(&self, seqs: &[i64]) -> Result<BTreeMap<i64, crate::evaluate::Evaluation>> {
+        let evaluator = self.evaluator.as_ref().expect("live modes have an evaluator");
         let best_passed = self.evaluations.values().filter(|e| e.status == "passed").filter_map(|e| e.headline_ms).min_by(|a, b| a.total_cmp(b));
-        let ev = self.evaluator.as_ref().expect("live modes have an evaluator").evaluate(seq, &text, &hash, &self.commit, best_passed)?;
+        let gpus: Vec<Option<&str>> = if self.gpus.is_empty() { vec![None] } else { self.gpus.iter().map(|g| Some(g.as_str())).collect() };
+        let jobs: Vec<(i64, String, String)> = seqs
+            .iter()
+            .map(|seq| {
+                let text = self.texts.get(seq).cloned().unwrap_or_default();
+                let hash = sha256_hex(text.as_bytes());
+                (*seq, text, hash)
+            })
+            .collect();
+        // A queue of (job, tries); a worker that sees its job's child die requeues it once.
+        let queue = std::sync::Mutex::new(jobs.iter().map(|j| (j, 0u8)).collect::<std::collections::VecDeque<_>>());
+        let done = std::sync::Mutex::new(BTreeMap::new());
+        let failure: std::sync::Mutex<Option<KevoError>> = std::sync::Mutex::new(None);
+        std::thread::scope(|scope| {
+            let workers = gpus.len();
+            for gpu in &gpus {
+                let (queue, done, failure, commit) = (&queue, &done, &failure, &self.commit);
+                scope.spawn(move || loop {
+                    let Some((job, tries)) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else { break };
+                    let (seq, text, hash) = job;
+                    if failure.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+                        break;
+                    }
+                    match evaluator.evaluate(*seq, text, hash, commit, best_passed, *gpu) {
+                        Ok(ev) if ev.died && tries == 0 && workers > 1 => {
+                            queue.lock().unwrap_or_else(|e| e.into_inner()).push_back((job, 1));
+                            // This GPU's worker stops: the next candidate goes to a live one.
+                            break;
+                        }
+                        Ok(mut ev) => {
+                            if ev.died {
+                                ev.row.status = "error".into();
+                                if let Some(notes) = ev.row.verdicts.get_mut("notes").and_then(|n| n.as_array_mut()) {
+                                    notes.push(json!(format!("the `cake` child died (a signal) {} time(s): the harness's trouble, not the candidate's", tries + 1)));
+                                }
+                            }
+                            done.lock().unwrap_or_else(|e| e.into_inner()).insert(*seq, ev);
+                        }
+                        Err(e) => {
+                            *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            return Err(e);
+        }
+        let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+        // Jobs left in the queue had no live worker (every GPU's died): evaluate them here.
+        for ((seq, text, hash), tries) in queue.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            let mut ev = evaluator.evaluate(*seq, text, hash, &self.commit, best_passed, gpus[0])?;
+            if ev.died {
+                ev.row.status = "error".into();
+                if let Some(notes) = ev.row.verdicts.get_mut("notes").and_then(|n| n.as_array_mut()) {
+                    notes.push(json!(format!("the `cake` child died (a signal) {} time(s): the harness's trouble, not the candidate's", tries + 1)));
+                }
+            }
+            done.insert(*seq, ev);
+        }
+        Ok(done)
+    }
+
+    fn route_and_record(&mut self, ev: crate::evaluate::Evaluation) -> Result<EvaluationRow> {
+        let text = self.texts.get(&ev.row.seq).cloned().unwrap_or_default();
         // Route before committing: a kill in between routes again on resume (idempotent).
         if let Some(r) = &self.router {
             r.gpu_records(&text, &ev.record_files)?;
         }
         self.db.put_evaluation(&ev.row)?;
-        self.evaluations.insert(seq, ev.row.clone());
+        self.evaluations.insert(ev.row.seq, ev.row.clone());
         self.summary.new_evaluations += 1;
         Ok(ev.row)
     }
