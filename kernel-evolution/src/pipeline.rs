@@ -348,8 +348,8 @@ impl Loop<'_> {
             let take = if generation == 0 { passed.len() } else { gpu_per_gen };
             // The generation's new evaluations run as one batch over the GPU workers, each judged
             // against the best of the earlier generations, so the candidates and verdicts are the
-            // same on one GPU as on several; they are recorded below in candidate order.
-            let mut batch: BTreeMap<i64, crate::evaluate::Evaluation> = BTreeMap::new();
+            // same on one GPU as on several; they are ranked below in candidate order.
+            let mut batch: BTreeMap<i64, EvaluationRow> = BTreeMap::new();
             if self.mode != Mode::Replay && started.elapsed().as_secs() < wall {
                 let mut n = evaluated;
                 let mut todo = Vec::new();
@@ -371,8 +371,8 @@ impl Loop<'_> {
                     } else if self.mode == Mode::Replay {
                         self.summary.stop = format!("end of the recorded measurements (candidate #{cseq})");
                         return Ok(());
-                    } else if let Some(ev) = batch.remove(cseq) {
-                        outcome = Some(self.route_and_record(ev)?);
+                    } else if let Some(row) = batch.remove(cseq) {
+                        outcome = Some(row);
                     } else {
                         self.summary.stop = format!("wall-time budget ({wall} s) spent; `resume` continues");
                         return Ok(());
@@ -513,87 +513,88 @@ impl Loop<'_> {
         Ok(row)
     }
 
-    /// Evaluate `seqs` on the GPU workers: each worker takes the next candidate, on its own GPU.
-    /// A candidate whose `cake` child died (a signal, not its wall limit) is tried once more on
-    /// another worker; dying again, it is an `error` (the harness's, never the candidate's
-    /// failure). Nothing is recorded here: the caller routes and commits in candidate order.
-    fn evaluate_batch(&self, seqs: &[i64]) -> Result<BTreeMap<i64, crate::evaluate::Evaluation>> {
-        let evaluator = self.evaluator.as_ref().expect("live modes have an evaluator");
-        let best_passed = self.evaluations.values().filter(|e| e.status == "passed").filter_map(|e| e.headline_ms).min_by(|a, b| a.total_cmp(b));
-        let gpus: Vec<Option<&str>> = if self.gpus.is_empty() { vec![None] } else { self.gpus.iter().map(|g| Some(g.as_str())).collect() };
+    /// Evaluate `seqs` on the GPU workers: each worker takes the next candidate, on its own GPU,
+    /// and this thread routes and commits each evaluation as it finishes (one transaction each, so
+    /// a kill loses only the evaluations in flight, which `resume` makes again). A candidate whose
+    /// `cake` child died (a signal, not its wall limit) is tried once more on another worker; dying
+    /// again, it is an `error` (the harness's, never the candidate's failure).
+    fn evaluate_batch(&mut self, seqs: &[i64]) -> Result<BTreeMap<i64, EvaluationRow>> {
+        let Loop { evaluator, db, router, evaluations, texts, summary, commit, gpus, .. } = self;
+        let evaluator = evaluator.as_ref().expect("live modes have an evaluator");
+        let best_passed = evaluations.values().filter(|e| e.status == "passed").filter_map(|e| e.headline_ms).min_by(|a, b| a.total_cmp(b));
+        let workers: Vec<Option<&str>> = if gpus.is_empty() { vec![None] } else { gpus.iter().map(|g| Some(g.as_str())).collect() };
         let jobs: Vec<(i64, String, String)> = seqs
             .iter()
             .map(|seq| {
-                let text = self.texts.get(seq).cloned().unwrap_or_default();
+                let text = texts.get(seq).cloned().unwrap_or_default();
                 let hash = sha256_hex(text.as_bytes());
                 (*seq, text, hash)
             })
             .collect();
-        // A queue of (job, tries); a worker that sees its job's child die requeues it once.
         let queue = std::sync::Mutex::new(jobs.iter().map(|j| (j, 0u8)).collect::<std::collections::VecDeque<_>>());
-        let done = std::sync::Mutex::new(BTreeMap::new());
-        let failure: std::sync::Mutex<Option<KevoError>> = std::sync::Mutex::new(None);
-        std::thread::scope(|scope| {
-            let workers = gpus.len();
-            for gpu in &gpus {
-                let (queue, done, failure, commit) = (&queue, &done, &failure, &self.commit);
-                scope.spawn(move || loop {
-                    let Some((job, tries)) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else { break };
-                    let (seq, text, hash) = job;
-                    if failure.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
-                        break;
-                    }
-                    match evaluator.evaluate(*seq, text, hash, commit, best_passed, *gpu) {
-                        Ok(ev) if ev.died && tries == 0 && workers > 1 => {
-                            queue.lock().unwrap_or_else(|e| e.into_inner()).push_back((job, 1));
-                            // This GPU's worker stops: the next candidate goes to a live one.
-                            break;
-                        }
-                        Ok(mut ev) => {
-                            if ev.died {
-                                ev.row.status = "error".into();
-                                if let Some(notes) = ev.row.verdicts.get_mut("notes").and_then(|n| n.as_array_mut()) {
-                                    notes.push(json!(format!("the `cake` child died (a signal) {} time(s): the harness's trouble, not the candidate's", tries + 1)));
-                                }
-                            }
-                            done.lock().unwrap_or_else(|e| e.into_inner()).insert(*seq, ev);
-                        }
-                        Err(e) => {
-                            *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-                            break;
-                        }
-                    }
-                });
-            }
-        });
-        if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            return Err(e);
-        }
-        let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
-        // Jobs left in the queue had no live worker (every GPU's died): evaluate them here.
-        for ((seq, text, hash), tries) in queue.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            let mut ev = evaluator.evaluate(*seq, text, hash, &self.commit, best_passed, gpus[0])?;
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let (tx, rx) = std::sync::mpsc::channel::<(u8, Result<crate::evaluate::Evaluation>)>();
+        let mut done: BTreeMap<i64, EvaluationRow> = BTreeMap::new();
+        let mut failure: Option<KevoError> = None;
+        let mut record = |tries: u8, ev: Result<crate::evaluate::Evaluation>| -> Result<()> {
+            let mut ev = ev?;
             if ev.died {
                 ev.row.status = "error".into();
                 if let Some(notes) = ev.row.verdicts.get_mut("notes").and_then(|n| n.as_array_mut()) {
                     notes.push(json!(format!("the `cake` child died (a signal) {} time(s): the harness's trouble, not the candidate's", tries + 1)));
                 }
             }
-            done.insert(*seq, ev);
+            let text = texts.get(&ev.row.seq).cloned().unwrap_or_default();
+            // Route before committing: a kill in between routes again on resume (idempotent).
+            if let Some(r) = router.as_ref() {
+                r.gpu_records(&text, &ev.record_files)?;
+            }
+            db.put_evaluation(&ev.row)?;
+            evaluations.insert(ev.row.seq, ev.row.clone());
+            summary.new_evaluations += 1;
+            done.insert(ev.row.seq, ev.row);
+            Ok(())
+        };
+        std::thread::scope(|scope| {
+            let n = workers.len();
+            for gpu in &workers {
+                let (queue, stop, tx, commit) = (&queue, &stop, tx.clone(), &*commit);
+                scope.spawn(move || loop {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let Some((job, tries)) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else { break };
+                    let (seq, text, hash) = job;
+                    let ev = evaluator.evaluate(*seq, text, hash, commit, best_passed, *gpu);
+                    if matches!(&ev, Ok(e) if e.died && tries == 0 && n > 1) {
+                        // This GPU's worker stops for the generation; a live one takes the candidate.
+                        queue.lock().unwrap_or_else(|e| e.into_inner()).push_back((job, 1));
+                        break;
+                    }
+                    if tx.send((tries, ev)).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            for (tries, ev) in rx {
+                if failure.is_none() {
+                    if let Err(e) = record(tries, ev) {
+                        failure = Some(e);
+                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            }
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        // Jobs left in the queue had no live worker (every GPU's died): evaluate them here.
+        for (job, tries) in queue.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            let (seq, text, hash) = job;
+            record(tries, evaluator.evaluate(*seq, text, hash, commit, best_passed, workers[0]))?;
         }
         Ok(done)
-    }
-
-    fn route_and_record(&mut self, ev: crate::evaluate::Evaluation) -> Result<EvaluationRow> {
-        let text = self.texts.get(&ev.row.seq).cloned().unwrap_or_default();
-        // Route before committing: a kill in between routes again on resume (idempotent).
-        if let Some(r) = &self.router {
-            r.gpu_records(&text, &ev.record_files)?;
-        }
-        self.db.put_evaluation(&ev.row)?;
-        self.evaluations.insert(ev.row.seq, ev.row.clone());
-        self.summary.new_evaluations += 1;
-        Ok(ev.row)
     }
 }
 
