@@ -35,6 +35,7 @@ fn job(fake: Option<Fake>) -> (Job, PathBuf) {
         seed: 1,
         warmup: 0,
         repeats: 1,
+        rounds: 1,
         baseline: Baseline::None,
         cublas_check: false,
         kernel_timeout_s: 5.0,

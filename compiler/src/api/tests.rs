@@ -86,6 +86,7 @@ fn run_usage_errors_have_documented_codes() {
         arch: None,
         exe: "cake".into(),
         max_timeouts: None,
+        rounds: None,
     };
     let e = run(&opts, &mut |_| {}, &mut |_| {}).unwrap_err();
     assert_eq!(e.code(), "R001");

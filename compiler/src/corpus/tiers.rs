@@ -477,6 +477,7 @@ impl GpuBackend for BuiltinGpu {
             exe: self.exe.clone(),
             // One hung shape is enough to call the case a timeout.
             max_timeouts: Some(1),
+            rounds: None,
         };
         let result = harness::run(&opts, &mut |_| {}, &mut |_| {});
         let _ = std::fs::remove_dir_all(&dir);

@@ -54,6 +54,9 @@ pub struct Options {
     pub evidence: PathBuf,
     pub repeats: Option<u32>,
     pub warmup: Option<u32>,
+    /// Interleaved rounds of kernel and peer (`runtime::rounds`), `repeats` samples each.
+    /// Default: 3 when a peer is timed, else 1.
+    pub rounds: Option<u32>,
     pub baseline: Option<Baseline>,
     pub seed: Option<u64>,
     /// Compare GEMM outputs with cuBLAS in full.
@@ -367,6 +370,7 @@ pub fn run(
                         seed,
                         warmup,
                         repeats,
+                        rounds: if baseline == Baseline::Cublas { opts.rounds.unwrap_or(crate::runtime::rounds::DEFAULT_ROUNDS).max(1) } else { 1 },
                         baseline,
                         cublas_check: opts.cublas_check,
                         kernel_timeout_s: (opts.timeout.as_secs_f64() * 0.4).max(1.0),

@@ -17,6 +17,7 @@ use super::error::RunError;
 use super::gpu::{encode_tensor_map, DevBuf, Gpu, GpuInfo, KernelFacts, LaunchDims};
 use super::oracle::{self, CheckReport};
 use super::rng::{Dist, Rng};
+use super::rounds::Rounds;
 use super::tma::{SwizzleSer, TensorMapArg, TensorMapSpec};
 use super::workload::{Baseline, Derive, OracleName, Shape, WorkloadSpec};
 use crate::ir::DType;
@@ -42,7 +43,11 @@ pub struct Job {
     pub dist: Option<Dist>,
     pub seed: u64,
     pub warmup: u32,
+    /// Timed samples per round.
     pub repeats: u32,
+    /// Interleaved rounds of kernel and peer when a peer is timed (`rounds.rs`); one otherwise.
+    #[serde(default = "one_round")]
+    pub rounds: u32,
     pub baseline: Baseline,
     /// Compare the whole output with cuBLAS (matmul_abt only).
     pub cublas_check: bool,
@@ -54,6 +59,10 @@ pub struct Job {
     /// Test hook: behave like a child that sleeps, crashes or answers a canned result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fake: Option<Fake>,
+}
+
+fn one_round() -> u32 {
+    1
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -155,6 +164,9 @@ pub struct LaunchFacts {
 pub struct BaselineResult {
     pub name: String,
     pub times: Times,
+    /// Per-round medians of the kernel and the peer, timed in interleaved rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<Rounds>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -850,16 +862,14 @@ fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -
     if job.repeats > 0 {
         stage(res, on, "timing");
         let flush = gpu.alloc(job.l2_flush_bytes as usize, "L2 flush buffer")?;
-        let samples = time_samples(&gpu, &flush, job.warmup, job.repeats, timeout, "kernel", |g| {
+        let mut kernel_launch = |g: &Gpu| {
             // SAFETY: as for the correctness launch.
             unsafe { g.launch(&kernel, &dims, &mut ptrs) }
-        })?;
-        res.times = Times::from_samples(samples, job.warmup, job.l2_flush_bytes);
-        if job.baseline == Baseline::Cublas {
-            stage(res, on, "timing cuBLAS");
-            // The peer GEMM: the workload's own (matmul), or kmeans assign's distance GEMM
-            // X·Cᵀ alone — B GEMMs of N×K×D in one strided-batched call, no argmin: a ceiling.
-            let peer = match wl.oracle {
+        };
+        // The peer GEMM: the workload's own (matmul), or kmeans assign's distance GEMM X·Cᵀ alone
+        // — B GEMMs of N×K×D in one strided-batched call, no argmin: a ceiling.
+        let peer = if job.baseline == Baseline::Cublas {
+            match wl.oracle {
                 OracleName::MatmulAbt | OracleName::GroupedMatmulAbt => {
                     let (a, b, c) = (find(&wl.role("a")).unwrap(), find(&wl.role("b")).unwrap(), find(&wl.role("c")).unwrap());
                     let (batch, m, n, k) = gemm_dims(wl.oracle, a, b, c)?;
@@ -874,24 +884,45 @@ fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -
                     let (x, c) = (find(&wl.role("x")).unwrap(), find(&wl.role("c")).unwrap());
                     Some((x, c, x.shape[0], x.shape[1], c.shape[1], x.shape[2], "cublas distance GEMM X·Cᵀ (no argmin)"))
                 }
-                _ => None,
-            };
-            match peer {
-                None => res.notes.push(format!("baseline cublas has no peer GEMM for the {} oracle; no baseline timed", wl.oracle.name())),
-                Some((a, b, batch, m, n, k, name)) => match Cublas::new(gpu.stream) {
-                    Ok(cb) => {
-                        let bytes = batch * m * n * crate::runtime::convert::element_bytes(a.dtype) as u64;
-                        let cref = gpu.alloc(bytes as usize, "cuBLAS C")?;
-                        let (ap, bp, cp) = (a.buf.as_ref().unwrap().ptr, b.buf.as_ref().unwrap().ptr, cref.ptr);
-                        let samples = time_samples(&gpu, &flush, job.warmup, job.repeats, timeout, "cuBLAS", |_| {
-                            cb.gemm_abt_batched(a.dtype, ap, bp, cp, m, n, k, batch)
-                        })?;
-                        if let Some(times) = Times::from_samples(samples, job.warmup, job.l2_flush_bytes) {
-                            res.baseline = Some(BaselineResult { name: name.into(), times });
-                        }
-                    }
-                    Err(e) => res.notes.push(format!("baseline cublas not timed: {e}")),
-                },
+                _ => {
+                    res.notes.push(format!("baseline cublas has no peer GEMM for the {} oracle; no baseline timed", wl.oracle.name()));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let cublas = match peer {
+            Some(_) => match Cublas::new(gpu.stream) {
+                Ok(cb) => Some(cb),
+                Err(e) => {
+                    res.notes.push(format!("baseline cublas not timed: {e}"));
+                    None
+                }
+            },
+            None => None,
+        };
+        match (peer, cublas) {
+            (Some((a, b, batch, m, n, k, name)), Some(cb)) => {
+                stage(res, on, "timing with cuBLAS, interleaved");
+                let bytes = batch * m * n * crate::runtime::convert::element_bytes(a.dtype) as u64;
+                let cref = gpu.alloc(bytes as usize, "cuBLAS C")?;
+                let (ap, bp, cp) = (a.buf.as_ref().unwrap().ptr, b.buf.as_ref().unwrap().ptr, cref.ptr);
+                // Kernel, peer, kernel, peer, …: `repeats` samples each per round (rounds.rs).
+                let (mut kernel_rounds, mut peer_rounds) = (Vec::new(), Vec::new());
+                for _ in 0..job.rounds.max(1) {
+                    kernel_rounds.push(time_samples(&gpu, &flush, job.warmup, job.repeats, timeout, "kernel", &mut kernel_launch)?);
+                    peer_rounds.push(time_samples(&gpu, &flush, job.warmup, job.repeats, timeout, "cuBLAS", |_| cb.gemm_abt_batched(a.dtype, ap, bp, cp, m, n, k, batch))?);
+                }
+                res.times = Times::from_samples(kernel_rounds.concat(), job.warmup, job.l2_flush_bytes);
+                if let Some(times) = Times::from_samples(peer_rounds.concat(), job.warmup, job.l2_flush_bytes) {
+                    let rounds = Rounds::from_samples(&kernel_rounds, &peer_rounds);
+                    res.baseline = Some(BaselineResult { name: name.into(), times, rounds });
+                }
+            }
+            _ => {
+                let samples = time_samples(&gpu, &flush, job.warmup, job.repeats, timeout, "kernel", &mut kernel_launch)?;
+                res.times = Times::from_samples(samples, job.warmup, job.l2_flush_bytes);
             }
         }
     }

@@ -10,7 +10,8 @@
 //! - [`oracle`]: reference answers and comparisons, one file per oracle family;
 //! - [`expr`]: the `elementwise` workload's expression language (parsed and evaluated in fp64);
 //! - [`job`]: one run in a child process; [`isolate`]: spawning it with a timeout;
-//! - [`record`]: content-addressed run records; [`harness`]: `cake run` / `cake bench`.
+//! - [`record`]: content-addressed run records; [`harness`]: `cake run` / `cake bench`;
+//! - [`rounds`]: the interleaved-rounds statistic of a ratio against a peer.
 
 pub mod convert;
 pub mod cublas;
@@ -23,6 +24,7 @@ pub mod job;
 pub mod oracle;
 pub mod record;
 pub mod rng;
+pub mod rounds;
 pub mod tma;
 pub mod workload;
 pub mod workload_errors;

@@ -83,8 +83,12 @@ pub struct BaselineReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tflops: Option<f64>,
     /// Kernel speed over baseline speed = baseline median time / kernel median time
-    /// (1.0: as fast as the baseline; 0.8: 80 % of its throughput).
+    /// (1.0: as fast as the baseline; 0.8: 80 % of its throughput); when the two were timed in
+    /// interleaved rounds, the median of the baseline's round medians over the kernel's.
     pub speed_ratio: f64,
+    /// The interleaved rounds the ratio was taken over (`runtime::rounds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<crate::runtime::rounds::Rounds>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -157,13 +161,10 @@ impl RunRecord {
         let baseline = r.baseline.as_ref().map(|b| BaselineReport {
             name: b.name.clone(),
             tflops: tflops(&b.times),
-            speed_ratio: r.times.as_ref().map_or(0.0, |t| {
-                if t.median_ms > 0.0 {
-                    b.times.median_ms / t.median_ms
-                } else {
-                    0.0
-                }
+            speed_ratio: b.rounds.as_ref().map(|r| r.speed_ratio).unwrap_or_else(|| {
+                r.times.as_ref().map_or(0.0, |t| if t.median_ms > 0.0 { b.times.median_ms / t.median_ms } else { 0.0 })
             }),
+            rounds: b.rounds.clone(),
             times_ms: b.times.clone(),
         });
         RunRecord {
@@ -256,4 +257,36 @@ pub fn tally(records: &[RunRecord]) -> BTreeMap<&'static str, usize> {
         *m.entry(r.verdict.name()).or_insert(0) += 1;
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::job::{BaselineResult, JobResult, Times, Verdict};
+    use crate::runtime::rounds::Rounds;
+
+    fn record(r: JobResult) -> RunRecord {
+        let program = ProgramInfo { name: "k".into(), path: "k.cake".into(), sha256: "0".repeat(64), target: "sm_90a".into(), unverified: false, findings: Vec::new() };
+        RunRecord::from_result("bench", program, None, None, Shape::new(), "normal".into(), 1, None, None, r, None)
+    }
+
+    #[test]
+    fn the_speed_ratio_is_the_rounds_when_the_peer_was_timed_in_rounds() {
+        let times = |v: Vec<f64>| Times::from_samples(v, 0, 0).unwrap();
+        let mut r = JobResult::empty();
+        r.verdict = Verdict::Pass;
+        // Pooled, the kernel's median is 1.0 and the peer's 2.1; the rounds say 2.0.
+        r.times = Some(times(vec![1.0, 1.0, 1.0, 0.9, 1.1, 1.0]));
+        let rounds = Rounds::from_samples(&[vec![1.0, 1.0], vec![1.0, 0.9], vec![1.1, 1.0]], &[vec![2.0, 2.0], vec![2.6, 2.6], vec![2.0, 2.1]]).unwrap();
+        r.baseline = Some(BaselineResult { name: "cublas".into(), times: times(vec![2.0, 2.0, 2.6, 2.6, 2.0, 2.1]), rounds: Some(rounds.clone()) });
+        let rec = record(r.clone());
+        let b = rec.baseline.unwrap();
+        assert!((b.speed_ratio - rounds.speed_ratio).abs() < 1e-12, "{b:?}");
+        assert_eq!(b.rounds, Some(rounds));
+        // Without rounds (an older child): the pooled medians.
+        r.baseline.as_mut().unwrap().rounds = None;
+        let b = record(r).baseline.unwrap();
+        assert!((b.speed_ratio - 2.05).abs() < 1e-9, "{b:?}");
+        assert!(b.rounds.is_none());
+    }
 }

@@ -74,6 +74,11 @@ pub struct CommonArgs {
     /// Timed repeats (each after an L2 flush). Default: 5 (run), 20 (bench).
     #[arg(long, value_name = "N")]
     pub repeats: Option<u32>,
+    /// Interleaved rounds of the kernel and its peer (kernel, peer, kernel, …), `--repeats`
+    /// samples each; the speed ratio is the median of the peer's round medians over the kernel's.
+    /// Default: 3 when a peer is timed.
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u32>,
     /// Untimed warm-up launches. Default: 1 (run), 3 (bench).
     #[arg(long, value_name = "N")]
     pub warmup: Option<u32>,
@@ -157,6 +162,7 @@ fn drive(mode: Mode, c: CommonArgs, baseline: Option<Baseline>, color: bool) -> 
         arch: c.arch.clone(),
         exe: harness::current_exe(),
         max_timeouts: c.max_timeouts,
+        rounds: c.rounds,
     };
     let name = c.file.display().to_string();
     let mut header_done = false;
