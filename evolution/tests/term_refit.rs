@@ -71,21 +71,37 @@ fn measured(runs: &[(String, String, BTreeMap<String, i64>)], truth: &Calibratio
     (ms, ratio)
 }
 
-#[test]
-fn a_bucket_implicates_the_one_parameter_that_is_off_and_its_refit_recovers_it() {
+/// Runs of `families` "measured" with the SM's own intake at half the file's value (it binds in
+/// grids of few SMs, kmeans-update's 16 tiles, and in each TMA stage's arrival, and barely
+/// elsewhere), split as `propose` splits them: the held-out third of the programs, and of the fit
+/// runs the bucket (those the model now predicts more than 10% too fast, as `mine` bins them) and
+/// the rest.
+struct IngestBucket {
+    text: String,
+    current: Calibration,
+    fit: Vec<Measurement>,
+    held_out: Vec<Measurement>,
+    members: Vec<Measurement>,
+    rest: Vec<Measurement>,
+}
+
+fn ingest_bucket(families: &[&str]) -> IngestBucket {
     let text = text();
     let current = Calibration::from_toml_str(CAL, &text).unwrap();
-    // The SM's own intake is half what the file says: it binds in grids of few SMs (kmeans-update's
-    // 16 tiles) and in each TMA stage's arrival, and barely elsewhere.
     let truth = Calibration::from_toml_str(CAL, &scaled(&text, "sm_ingest_bytes_per_s", 0.5)).unwrap();
-    let runs = corpus_runs(&["kmeans-update", "gemm-sm90-ws", "rmsnorm", "softmax", "gemm-batched"]);
-    let (ms, ratio) = measured(&runs, &truth, &current);
-    assert!(ms.len() >= 30, "{} runs", ms.len());
+    let (ms, ratio) = measured(&corpus_runs(families), &truth, &current);
+    assert!(ms.len() >= 20, "{} runs", ms.len());
     let (fit, held_out) = split_held_out(&ms);
-    // The bucket: the fit runs the model now predicts more than 10% too fast (as `mine` bins them).
     let off = |m: &Measurement| ratio[ms.iter().position(|x| x.name == m.name).unwrap()] > 1.1;
     let (members, rest): (Vec<Measurement>, Vec<Measurement>) = fit.iter().cloned().partition(off);
     assert!(members.len() >= 3, "{} bucket runs", members.len());
+    IngestBucket { text, current, fit, held_out, members, rest }
+}
+
+#[test]
+fn a_bucket_implicates_the_one_parameter_that_is_off_and_its_refit_recovers_it() {
+    let IngestBucket { text, current, fit, held_out, members, rest } = ingest_bucket(&["kmeans-update", "gemm-sm90-ws", "rmsnorm", "softmax", "gemm-batched"]);
+    let truth = Calibration::from_toml_str(CAL, &scaled(&text, "sm_ingest_bytes_per_s", 0.5)).unwrap();
     let imp = implicate("sm_90a", &text, &members, &rest, &[], &|_| None).unwrap();
     assert_eq!(imp.param, "sm_ingest_bytes_per_s", "{imp:#?}");
     assert!(imp.bucket_error.1 < imp.bucket_error.0 * 0.75, "{imp:#?}");
@@ -139,14 +155,7 @@ fn calibration_bench(truth: &Calibration) -> BenchRuns {
 
 #[test]
 fn a_bench_that_says_the_value_is_right_clears_the_term() {
-    let text = text();
-    let current = Calibration::from_toml_str(CAL, &text).unwrap();
-    let truth = Calibration::from_toml_str(CAL, &scaled(&text, "sm_ingest_bytes_per_s", 0.5)).unwrap();
-    let runs = corpus_runs(&["kmeans-update", "gemm-sm90-ws", "rmsnorm"]);
-    let (ms, ratio) = measured(&runs, &truth, &current);
-    let (fit, _) = split_held_out(&ms);
-    let off = |m: &Measurement| ratio[ms.iter().position(|x| x.name == m.name).unwrap()] > 1.1;
-    let (members, rest): (Vec<Measurement>, Vec<Measurement>) = fit.iter().cloned().partition(off);
+    let IngestBucket { text, current, members, rest, .. } = ingest_bucket(&["kmeans-update", "gemm-sm90-ws", "rmsnorm"]);
     // The term's bench says its value is right (runs made under the current file): a measured
     // term is set to what its bench fits, not searched, so it cannot be the explanation.
     let unmoved = calibration_bench(&current);
@@ -159,14 +168,7 @@ fn a_bench_that_says_the_value_is_right_clears_the_term() {
 #[test]
 fn a_term_that_throws_a_microbenchmark_off_is_not_implicated() {
     use cake_evolve::microbench::BenchMeasurement;
-    let text = text();
-    let current = Calibration::from_toml_str(CAL, &text).unwrap();
-    let truth = Calibration::from_toml_str(CAL, &scaled(&text, "sm_ingest_bytes_per_s", 0.5)).unwrap();
-    let runs = corpus_runs(&["kmeans-update", "gemm-sm90-ws", "rmsnorm"]);
-    let (ms, ratio) = measured(&runs, &truth, &current);
-    let (fit, _) = split_held_out(&ms);
-    let off = |m: &Measurement| ratio[ms.iter().position(|x| x.name == m.name).unwrap()] > 1.1;
-    let (members, rest): (Vec<Measurement>, Vec<Measurement>) = fit.iter().cloned().partition(off);
+    let IngestBucket { text, current, members, rest, .. } = ingest_bucket(&["kmeans-update", "gemm-sm90-ws", "rmsnorm"]);
     // Without a guard the bucket implicates the SM's intake (the first test); bench
     // `small-shape`'s runs, "measured" as the file predicts them, say the intake is right.
     let dir = fixture::checkout().join("calibration/microbench/sm_90a");
