@@ -256,12 +256,16 @@ fn search(opts: Options, format: Format) -> Result<u8, KevoError> {
     Ok(if skipped { 3 } else { 0 })
 }
 
-/// `--gpus all|N|LIST`: the GPU ids of the evaluation workers, chosen as `cake corpus gate
-/// --gpus` chooses them (the same parser and `nvidia-smi` query, the same coded errors G011–G015).
+/// `--gpus all|N|LIST`: the CUDA_VISIBLE_DEVICES value of each evaluation worker, chosen as `cake
+/// corpus gate --gpus` chooses them (the same parser and `nvidia-smi` query, the same coded errors
+/// G011–G015): the GPU's UUID where nvidia-smi gives one, since CUDA numbers devices fastest-first
+/// and nvidia-smi by PCI bus.
 fn select_gpus(spec: Option<&str>) -> Result<Vec<String>, KevoError> {
     use cake::corpus::pool::{detect_gpus, GpuSpec};
     let Some(text) = spec else { return Ok(Vec::new()) };
     let as_kevo = |e: cake::corpus::error::CorpusError| KevoError::new(e.code(), "--gpus", e.to_string(), e.help().unwrap_or_else(|| "see `cake corpus gate --help`".into()));
-    let ids = GpuSpec::parse(text).and_then(|s| s.select(detect_gpus())).map_err(as_kevo)?;
-    Ok(ids.into_iter().map(|i| i.to_string()).collect())
+    let present = detect_gpus();
+    let listed = present.clone().unwrap_or_default();
+    let ids = GpuSpec::parse(text).and_then(|s| s.select(present)).map_err(as_kevo)?;
+    Ok(ids.into_iter().map(|i| listed.iter().find(|g| g.index == i).map_or_else(|| i.to_string(), |g| g.device.clone())).collect())
 }

@@ -78,9 +78,10 @@ fn two_gpus_evaluate_the_same_candidates_with_the_same_verdicts_as_one() {
     assert_eq!(a["order"], b["order"], "the same candidates in the same order");
     // Both GPUs took calls, and each call saw one GPU.
     let calls = fs::read_to_string(&log).unwrap();
+    // Each worker's CUDA_VISIBLE_DEVICES is its GPU's UUID (CUDA's device order is not nvidia-smi's).
     let on = |g: &str| calls.lines().filter(|l| l.split(' ').next() == Some(g)).count();
-    assert!(on("0") > 0 && on("1") > 0, "{calls}");
-    assert_eq!(on("0") + on("1"), calls.lines().count(), "{calls}");
+    assert!(on("GPU-aaaa") > 0 && on("GPU-bbbb") > 0, "{calls}");
+    assert_eq!(on("GPU-aaaa") + on("GPU-bbbb"), calls.lines().count(), "{calls}");
 }
 
 #[test]
@@ -90,16 +91,16 @@ fn a_dead_workers_candidate_is_evaluated_again_on_another_gpu() {
     let log = h.path().join("gpus.log");
     let log_s = log.to_str().unwrap();
     // Every call on GPU 1 dies: its worker's first candidate goes to GPU 0, and so does the rest.
-    let (_, two) = search(h.path(), "two", Some("0,1"), &[("STAND_IN_GPU_LOG", log_s), ("STAND_IN_DIE_ON_GPU", "1")]);
+    let (_, two) = search(h.path(), "two", Some("0,1"), &[("STAND_IN_GPU_LOG", log_s), ("STAND_IN_DIE_ON_GPU", "GPU-bbbb")]);
     assert_eq!(one, two, "nothing is lost or misjudged when a worker dies");
     // GPU 1's worker stops at its first death in a generation (each generation starts one worker
     // per GPU again: a death may be passing), and every candidate whose call died ran again on GPU 0.
     let calls = fs::read_to_string(&log).unwrap();
-    let died: Vec<&str> = calls.lines().filter(|l| l.starts_with("1 ")).collect();
+    let died: Vec<&str> = calls.lines().filter(|l| l.starts_with("GPU-bbbb ")).collect();
     assert!(!died.is_empty(), "{calls}");
     for d in &died {
         let hash = d.split(' ').nth(2).unwrap();
-        assert!(calls.lines().any(|l| l.starts_with("0 ") && l.ends_with(hash)), "the dead call's candidate {hash} ran again on GPU 0: {calls}");
+        assert!(calls.lines().any(|l| l.starts_with("GPU-aaaa ") && l.ends_with(hash)), "the dead call's candidate {hash} ran again on GPU 0: {calls}");
     }
 }
 
