@@ -1215,7 +1215,17 @@ fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &Propos
         let change = match term {
             Ok(c) => c,
             Err(term_err) => {
+                // The class refit meets the same microbenchmarks as a term refit.
+                let guarded = |new_text: &str| -> Result<(), String> {
+                    let file = format!("calibration/{target}.toml");
+                    let (base, new) = (cake::cost::Calibration::from_toml_str(&file, &text).map_err(|e| e.to_string())?, cake::cost::Calibration::from_toml_str(&file, new_text).map_err(|e| e.to_string())?);
+                    match crate::term_refit::BenchGuard::new(target, &base, &guards).thrown_off(&new) {
+                        Some((g, grew)) => Err(format!("it throws microbenchmark `{g}` off (its mean |log error| grows by {grew:.3})")),
+                        None => Ok(()),
+                    }
+                };
                 let refit = crate::calibrate::propose_calibration(target, &text, &fit, &label, bucket_class(b))
+                    .and_then(|(draft, new_text)| guarded(&new_text).map(|()| (draft, new_text)))
                     .and_then(|(draft, new_text)| crate::calibrate::judge_held_out(target, &text, draft, &new_text, &held_out).map(|d| (d, new_text)));
                 match refit {
                     Ok((draft, new_text)) => class_refit_change(target, draft, new_text, &fit, &held_out, Some(b.id.clone()), "timed runs in the evidence store"),

@@ -126,13 +126,7 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
     let bucket_before = mean_abs_log(&base_m, &meas_m).expect("kept");
     let rest_before = mean_abs_log(&base_r, &meas_r).unwrap_or(0.0);
     // The microbenchmarks' own runs, by bench: each stays within BENCH_TOLERANCE of its error now.
-    let mut by_bench: BTreeMap<&str, Vec<&Measurement>> = BTreeMap::new();
-    for b in benches {
-        by_bench.entry(b.bench.as_str()).or_default().push(&b.m);
-    }
-    let guards: Vec<(&str, Vec<(cake::verify::Validated, &Measurement)>)> = by_bench.into_iter().map(|(b, ms)| (b, validated(target, ms, &mut skipped))).filter(|(_, v)| !v.is_empty()).collect();
-    let bench_errors = |c: &Calibration| -> Vec<Option<f64>> { guards.iter().map(|(_, v)| mean_abs_log(&predict(c, v), &v.iter().map(|(_, m)| m.measured_ms).collect::<Vec<_>>())).collect() };
-    let guard_before = bench_errors(&cal);
+    let guard = BenchGuard::new(target, &cal, benches);
 
     // 2. Candidates: fitted parameters on the bucket's path.
     let mut candidates: Vec<(String, f64)> = Vec::new();
@@ -210,10 +204,9 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
             if bm > bucket_before * (1.0 - MIN_BUCKET_GAIN) || br > rest_before + REST_TOLERANCE {
                 continue;
             }
-            let off = bench_errors(&c).into_iter().zip(&guard_before).zip(&guards).filter_map(|((after, before), (g, _))| Some((*g, after? - (*before)?))).find(|(_, grew)| *grew > BENCH_TOLERANCE);
-            if let Some((g, grew)) = off {
+            if let Some((g, grew)) = guard.thrown_off(&c) {
                 if thrown.as_ref().is_none_or(|(_, _, w)| grew < *w) {
-                    thrown = Some((name.clone(), g.to_string(), grew));
+                    thrown = Some((name.clone(), g, grew));
                 }
                 continue;
             }
@@ -247,6 +240,36 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
     })?;
     best.candidates = candidates;
     Ok(best)
+}
+
+/// The suite's measured bench runs, by bench, with each bench's mean |log error| under a base
+/// calibration: a new calibration may not raise any of them by more than [`BENCH_TOLERANCE`].
+pub struct BenchGuard<'m> {
+    groups: Vec<(&'m str, Vec<(cake::verify::Validated, &'m Measurement)>)>,
+    before: Vec<Option<f64>>,
+}
+
+impl<'m> BenchGuard<'m> {
+    pub fn new(target: &str, base: &Calibration, benches: &'m [BenchMeasurement]) -> BenchGuard<'m> {
+        let mut by_bench: BTreeMap<&str, Vec<&Measurement>> = BTreeMap::new();
+        for b in benches {
+            by_bench.entry(b.bench.as_str()).or_default().push(&b.m);
+        }
+        let mut skipped = Vec::new();
+        let groups: Vec<_> = by_bench.into_iter().map(|(b, ms)| (b, validated(target, ms, &mut skipped))).filter(|(_, v)| !v.is_empty()).collect();
+        let mut g = BenchGuard { groups, before: Vec::new() };
+        g.before = g.errors(base);
+        g
+    }
+
+    fn errors(&self, c: &Calibration) -> Vec<Option<f64>> {
+        self.groups.iter().map(|(_, v)| mean_abs_log(&cake::cost::accuracy::predictions(c, v), &v.iter().map(|(_, m)| m.measured_ms).collect::<Vec<_>>())).collect()
+    }
+
+    /// The first bench `c` throws off, with how much its mean |log error| grows.
+    pub fn thrown_off(&self, c: &Calibration) -> Option<(String, f64)> {
+        self.errors(c).into_iter().zip(&self.before).zip(&self.groups).filter_map(|((after, before), (g, _))| Some((g.to_string(), after? - (*before)?))).find(|(_, grew)| *grew > BENCH_TOLERANCE)
+    }
 }
 
 /// Refit the implicated term — from its bench's runs when it was measured, else from the bucket's
