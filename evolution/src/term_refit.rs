@@ -10,8 +10,8 @@
 //!    or there is nothing to refit (the model may have learned the class since the runs).
 //! 2. **On the path.** For every fitted parameter (rates, latencies, fractions, issue slots — not
 //!    the device's capacities and counts, which are read off it), its elasticity on a run is
-//!    `d ln(predicted) / d ln(value)`, by a step of ×2 and of ×1/2 (the larger). A parameter is a candidate when its mean
-//!    elasticity over the bucket's runs is at least [`MIN_ELASTICITY`].
+//!    `d ln(predicted) / d ln(value)`, by a step of ×2 and of ×1/2 (the larger). A parameter is a
+//!    candidate when its mean elasticity over the bucket's runs is at least [`MIN_ELASTICITY`].
 //! 3. **Explains the bucket, spares the rest, measured where it can be.** Each candidate alone is
 //!    set to the value its bench fits, where the target's microbenchmark suite has a bench for it
 //!    with runs (timed on this machine's GPU, or a saved run), else moved over a log grid
@@ -55,7 +55,7 @@ pub struct Implicated {
     pub elasticity: f64,
     /// Median measured/predicted of the bucket's runs under the current calibration.
     pub bucket_ratio: f64,
-    /// Mean |log error| of the bucket's runs, and of the others, before and at the grid's best value.
+    /// Mean |log error| of the bucket's runs, and of the others, before and at the chosen value.
     pub bucket_error: (f64, f64),
     pub rest_error: (f64, f64),
     /// The value's factor at the chosen point (the bench's fit, or the grid's best).
