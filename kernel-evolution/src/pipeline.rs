@@ -58,8 +58,9 @@ pub struct Options {
     pub work: Option<PathBuf>,
     /// `--rules DIR`: the verifier rules candidates are gated (and run) with.
     pub rules: Option<PathBuf>,
-    /// `--gpus`: the GPUs a generation's evaluations are spread over (CUDA_VISIBLE_DEVICES ids,
-    /// one worker each); empty: one worker on the environment's GPU.
+    /// `--gpus`: the GPUs a generation's evaluations are spread over (their CUDA_VISIBLE_DEVICES
+    /// values, UUIDs where nvidia-smi gives them; one worker each); empty: one worker on the
+    /// environment's GPU.
     pub gpus: Vec<String>,
 }
 
@@ -124,7 +125,7 @@ struct Loop<'a> {
     /// (the recorded order would no longer be the one generated).
     recorded_generations: HashSet<i64>,
     rules: ActiveRules,
-    /// GPU ids of the evaluation workers (empty: one worker, the environment's GPU).
+    /// CUDA_VISIBLE_DEVICES of each evaluation worker (empty: one worker, the environment's GPU).
     gpus: Vec<String>,
 }
 
