@@ -378,7 +378,8 @@ fn predictions(file: &str, text: &str, ms: &[(cake::verify::Validated, &Measurem
     Ok(cake::cost::accuracy::predictions(&cal, ms))
 }
 
-fn log_error(pred: &[Option<f64>], ms: &[(cake::verify::Validated, &Measurement)]) -> Option<f64> {
+/// Mean |ln(predicted / measured)| over runs (`None` where one is not predicted).
+pub(crate) fn log_error(pred: &[Option<f64>], ms: &[(cake::verify::Validated, &Measurement)]) -> Option<f64> {
     let mut s = 0.0;
     for (p, (_, m)) in pred.iter().zip(ms) {
         s += ((*p)? / m.measured_ms).ln().abs();

@@ -1206,8 +1206,17 @@ fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &Propos
                 None
             }
         };
-        let guards = crate::term_refit::suite_runs(&root, target);
-        let term = crate::term_refit::implicate(target, &text, &members, &rest, &guards, &bench_for).and_then(|imp| {
+        // The suite's measured bench runs, which neither a term refit nor a class refit may throw off.
+        let measured_benches = crate::term_refit::suite_runs(&root, target);
+        let current = match cake::cost::Calibration::from_toml_str(&path, &text) {
+            Ok(c) => c,
+            Err(e) => {
+                outcomes.push(out("skipped", None, format!("{target}: {e}")));
+                continue;
+            }
+        };
+        let guard = crate::term_refit::BenchGuard::new(target, &current, &measured_benches);
+        let term = crate::term_refit::implicate(target, &text, &members, &rest, &guard, &bench_for).and_then(|imp| {
             let (draft, new_text) = crate::term_refit::refit_term(target, &text, &imp, &fit, &held_out, &label).map_err(|e| format!("the bucket implicates `{}`, but {e}", imp.param))?;
             let unmeasured = why_unmeasured.borrow().get(&imp.param).cloned().unwrap_or_default();
             Ok(term_refit_change(target, draft, new_text, &imp, &fit, &held_out, &unmeasured, b.id.clone()))
@@ -1217,9 +1226,8 @@ fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &Propos
             Err(term_err) => {
                 // The class refit meets the same microbenchmarks as a term refit.
                 let guarded = |new_text: &str| -> Result<(), String> {
-                    let file = format!("calibration/{target}.toml");
-                    let (base, new) = (cake::cost::Calibration::from_toml_str(&file, &text).map_err(|e| e.to_string())?, cake::cost::Calibration::from_toml_str(&file, new_text).map_err(|e| e.to_string())?);
-                    match crate::term_refit::BenchGuard::new(target, &base, &guards).thrown_off(&new) {
+                    let new = cake::cost::Calibration::from_toml_str(&path, new_text).map_err(|e| e.to_string())?;
+                    match guard.thrown_off(&new) {
                         Some((g, grew)) => Err(format!("it throws microbenchmark `{g}` off (its mean |log error| grows by {grew:.3})")),
                         None => Ok(()),
                     }

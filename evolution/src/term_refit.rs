@@ -29,7 +29,7 @@
 use std::collections::BTreeMap;
 
 use crate::calibrate::{judge_held_out, set_param, validated, CalibrationDraft, Measurement};
-use crate::microbench::BenchMeasurement;
+use crate::microbench::{log_error, BenchMeasurement};
 use cake::cost::Calibration;
 
 /// Units of the device's properties (capacities and counts): read off the device, never refitted.
@@ -75,20 +75,12 @@ pub struct BenchRuns {
     pub runs: Vec<Measurement>,
 }
 
-fn mean_abs_log(pred: &[Option<f64>], meas: &[f64]) -> Option<f64> {
-    let mut s = 0.0;
-    for (p, m) in pred.iter().zip(meas) {
-        s += ((*p)? / m).ln().abs();
-    }
-    Some(s / meas.len().max(1) as f64)
-}
-
 /// Find the term a bucket implicates. `members` are the bucket's runs (the fit side), `rest` the
 /// store's other fit runs of the same target.
-/// `benches` are the suite's measured bench runs (`suite_runs`): no candidate may throw one of
+/// `guard` holds the suite's measured bench runs (`suite_runs`): no candidate may throw one of
 /// them off. `bench_for(param)` gives the runs of the suite's bench for a parameter, where there
 /// are any.
-pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Measurement], benches: &[BenchMeasurement], bench_for: &dyn Fn(&str) -> Option<BenchRuns>) -> Result<Implicated, String> {
+pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Measurement], guard: &BenchGuard, bench_for: &dyn Fn(&str) -> Option<BenchRuns>) -> Result<Implicated, String> {
     let file = format!("calibration/{target}.toml");
     let cal = Calibration::from_toml_str(&file, text).map_err(|e| e.to_string())?;
     let mut skipped = Vec::new();
@@ -103,15 +95,13 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
     }
     let vm: Vec<_> = keep.iter().map(|i| (vm[*i].0.clone(), vm[*i].1)).collect();
     let base_m: Vec<Option<f64>> = keep.iter().map(|i| base_m[*i]).collect();
-    let meas_m: Vec<f64> = vm.iter().map(|(_, m)| m.measured_ms).collect();
     let base_r = predict(&cal, &vr);
     let keep_r: Vec<usize> = (0..vr.len()).filter(|i| base_r[*i].is_some()).collect();
     let vr: Vec<_> = keep_r.iter().map(|i| (vr[*i].0.clone(), vr[*i].1)).collect();
     let base_r: Vec<Option<f64>> = keep_r.iter().map(|i| base_r[*i]).collect();
-    let meas_r: Vec<f64> = vr.iter().map(|(_, m)| m.measured_ms).collect();
 
     // 1. Still systematically off.
-    let mut logs: Vec<f64> = base_m.iter().zip(&meas_m).map(|(p, m)| (m / p.expect("kept")).ln()).collect();
+    let mut logs: Vec<f64> = base_m.iter().zip(&vm).map(|(p, (_, m))| (m.measured_ms / p.expect("kept")).ln()).collect();
     logs.sort_by(f64::total_cmp);
     let median = logs[logs.len() / 2];
     let agree = logs.iter().filter(|l| l.signum() == median.signum()).count() as f64 / logs.len() as f64;
@@ -123,10 +113,8 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
             agree * 100.0
         ));
     }
-    let bucket_before = mean_abs_log(&base_m, &meas_m).expect("kept");
-    let rest_before = mean_abs_log(&base_r, &meas_r).unwrap_or(0.0);
-    // The microbenchmarks' own runs, by bench: each stays within BENCH_TOLERANCE of its error now.
-    let guard = BenchGuard::new(target, &cal, benches);
+    let bucket_before = log_error(&base_m, &vm).expect("kept");
+    let rest_before = log_error(&base_r, &vr).unwrap_or(0.0);
 
     // 2. Candidates: fitted parameters on the bucket's path.
     let mut candidates: Vec<(String, f64)> = Vec::new();
@@ -174,7 +162,7 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
     let mut best: Option<(bool, f64, Implicated)> = None;
     // The candidate that would have explained the bucket but for a microbenchmark it throws off.
     let mut thrown: Option<(String, String, f64)> = None;
-    let total = |bm: f64, br: f64| (bm * meas_m.len() as f64 + br * meas_r.len() as f64) / (meas_m.len() + meas_r.len()) as f64;
+    let total = |bm: f64, br: f64| (bm * vm.len() as f64 + br * vr.len() as f64) / (vm.len() + vr.len()) as f64;
     for (name, e) in &candidates {
         let v0 = cal.params[name].value;
         let fraction = cal.params[name].unit == "fraction";
@@ -200,7 +188,7 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
             }
             let Ok(t) = set_param(text, name, v, "candidate") else { continue };
             let Ok(c) = Calibration::from_toml_str(&file, &t) else { continue };
-            let (Some(bm), Some(br)) = (mean_abs_log(&predict(&c, &vm), &meas_m), mean_abs_log(&predict(&c, &vr), &meas_r)) else { continue };
+            let (Some(bm), Some(br)) = (log_error(&predict(&c, &vm), &vm), log_error(&predict(&c, &vr), &vr)) else { continue };
             if bm > bucket_before * (1.0 - MIN_BUCKET_GAIN) || br > rest_before + REST_TOLERANCE {
                 continue;
             }
@@ -235,7 +223,7 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
             candidates.len(),
             candidates.iter().map(|(n, e)| format!("{n} {e:+.2}")).collect::<Vec<_>>().join(", "),
             MIN_BUCKET_GAIN * 100.0,
-            meas_r.len()
+            vr.len()
         )
     })?;
     best.candidates = candidates;
@@ -263,7 +251,7 @@ impl<'m> BenchGuard<'m> {
     }
 
     fn errors(&self, c: &Calibration) -> Vec<Option<f64>> {
-        self.groups.iter().map(|(_, v)| mean_abs_log(&cake::cost::accuracy::predictions(c, v), &v.iter().map(|(_, m)| m.measured_ms).collect::<Vec<_>>())).collect()
+        self.groups.iter().map(|(_, v)| log_error(&cake::cost::accuracy::predictions(c, v), v)).collect()
     }
 
     /// The first bench `c` throws off, with how much its mean |log error| grows.

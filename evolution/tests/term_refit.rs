@@ -14,31 +14,21 @@ use std::collections::BTreeMap;
 
 use cake::cost::Calibration;
 use cake_evolve::calibrate::{split_held_out, Measurement};
-use cake_evolve::term_refit::{implicate, refit_term, BenchRuns};
+use cake_evolve::term_refit::{implicate, refit_term, BenchGuard, BenchRuns};
 
 const CAL: &str = "calibration/sm_90a.toml";
 
-fn text() -> String {
-    std::fs::read_to_string(fixture::checkout().join(CAL)).unwrap()
+/// No microbenchmark runs to guard.
+fn no_guard() -> BenchGuard<'static> {
+    BenchGuard::new("sm_90a", builtin(), &[])
 }
 
-fn scaled(text: &str, name: &str, factor: f64) -> String {
-    let cal = Calibration::from_toml_str(CAL, text).unwrap();
-    let v = cal.params[name].value * factor;
-    let mut out = String::new();
-    let mut inside = false;
-    for line in text.lines() {
-        if line.starts_with('[') {
-            inside = line.trim() == format!("[param.{name}]");
-        }
-        if inside && line.starts_with("value") {
-            out.push_str(&format!("value = {v}\n"));
-        } else {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
+fn builtin() -> &'static Calibration {
+    cake::cost::builtin_calibration("sm_90a").expect("sm_90a is calibrated")
+}
+
+fn text() -> String {
+    std::fs::read_to_string(fixture::checkout().join(CAL)).unwrap()
 }
 
 /// The sm_90a corpus programs the model predicts, at their gpu-tier and headline shapes.
@@ -88,7 +78,7 @@ struct IngestBucket {
 fn ingest_bucket(families: &[&str]) -> IngestBucket {
     let text = text();
     let current = Calibration::from_toml_str(CAL, &text).unwrap();
-    let truth = Calibration::from_toml_str(CAL, &scaled(&text, "sm_ingest_bytes_per_s", 0.5)).unwrap();
+    let truth = Calibration::from_toml_str(CAL, &fixture::scaled(&text, "sm_ingest_bytes_per_s", 0.5)).unwrap();
     let (ms, ratio) = measured(&corpus_runs(families), &truth, &current);
     assert!(ms.len() >= 20, "{} runs", ms.len());
     let (fit, held_out) = split_held_out(&ms);
@@ -101,8 +91,8 @@ fn ingest_bucket(families: &[&str]) -> IngestBucket {
 #[test]
 fn a_bucket_implicates_the_one_parameter_that_is_off_and_its_refit_recovers_it() {
     let IngestBucket { text, current, fit, held_out, members, rest } = ingest_bucket(&["kmeans-update", "gemm-sm90-ws", "rmsnorm", "softmax", "gemm-batched"]);
-    let truth = Calibration::from_toml_str(CAL, &scaled(&text, "sm_ingest_bytes_per_s", 0.5)).unwrap();
-    let imp = implicate("sm_90a", &text, &members, &rest, &[], &|_| None).unwrap();
+    let truth = Calibration::from_toml_str(CAL, &fixture::scaled(&text, "sm_ingest_bytes_per_s", 0.5)).unwrap();
+    let imp = implicate("sm_90a", &text, &members, &rest, &no_guard(), &|_| None).unwrap();
     assert_eq!(imp.param, "sm_ingest_bytes_per_s", "{imp:#?}");
     assert!(imp.bucket_error.1 < imp.bucket_error.0 * 0.75, "{imp:#?}");
     assert!(imp.rest_error.1 <= imp.rest_error.0 + 0.01, "{imp:#?}");
@@ -127,7 +117,7 @@ fn a_bucket_implicates_the_one_parameter_that_is_off_and_its_refit_recovers_it()
 
     // With the term's bench measured (runs made under the truth), the bench fits the value.
     let bench = calibration_bench(&truth);
-    let imp = implicate("sm_90a", &text, &members, &rest, &[], &|p| (p == "sm_ingest_bytes_per_s").then(|| bench.clone())).unwrap();
+    let imp = implicate("sm_90a", &text, &members, &rest, &no_guard(), &|p| (p == "sm_ingest_bytes_per_s").then(|| bench.clone())).unwrap();
     assert_eq!(imp.param, "sm_ingest_bytes_per_s");
     assert!(imp.bench.is_some());
     let (draft, new_text) = refit_term("sm_90a", &text, &imp, &fit, &held_out, "synthetic bench runs").unwrap();
@@ -159,7 +149,7 @@ fn a_bench_that_says_the_value_is_right_clears_the_term() {
     // The term's bench says its value is right (runs made under the current file): a measured
     // term is set to what its bench fits, not searched, so it cannot be the explanation.
     let unmoved = calibration_bench(&current);
-    match implicate("sm_90a", &text, &members, &rest, &[], &|p| (p == "sm_ingest_bytes_per_s").then(|| unmoved.clone())) {
+    match implicate("sm_90a", &text, &members, &rest, &no_guard(), &|p| (p == "sm_ingest_bytes_per_s").then(|| unmoved.clone())) {
         Ok(imp) => assert_ne!(imp.param, "sm_ingest_bytes_per_s", "{imp:#?}"),
         Err(e) => assert!(e.contains("no single parameter explains the bucket"), "{e}"),
     }
@@ -182,7 +172,7 @@ fn a_term_that_throws_a_microbenchmark_off_is_not_implicated() {
             BenchMeasurement { bench: "small-shape".into(), m: Measurement { name: format!("fill_gemm @ {m}x{n}x{k}"), program: src.clone(), dims, measured_ms: t } }
         })
         .collect();
-    match implicate("sm_90a", &text, &members, &rest, &guard, &|_| None) {
+    match implicate("sm_90a", &text, &members, &rest, &BenchGuard::new("sm_90a", &current, &guard), &|_| None) {
         Ok(imp) => assert_ne!(imp.param, "sm_ingest_bytes_per_s", "{imp:#?}"),
         Err(e) => assert!(e.contains("throws microbenchmark `small-shape` off"), "{e}"),
     }
@@ -195,7 +185,7 @@ fn runs_the_model_now_predicts_implicate_nothing() {
     let runs = corpus_runs(&["kmeans-update", "rmsnorm"]);
     let (ms, _) = measured(&runs, &current, &current);
     let (members, rest) = ms.split_at(ms.len() / 2);
-    let e = implicate("sm_90a", &text, members, rest, &[], &|_| None).unwrap_err();
+    let e = implicate("sm_90a", &text, members, rest, &no_guard(), &|_| None).unwrap_err();
     assert!(e.contains("not systematically off"), "{e}");
 }
 
@@ -218,7 +208,7 @@ fn a_bucket_no_parameter_explains_is_refused_with_its_candidates() {
             rest.push(m.clone());
         }
     }
-    match implicate("sm_90a", &text, &members, &rest, &[], &|_| None) {
+    match implicate("sm_90a", &text, &members, &rest, &no_guard(), &|_| None) {
         Err(e) => assert!(e.contains("no single parameter explains the bucket") || e.contains("no fitted parameter moves"), "{e}"),
         Ok(imp) => panic!("a bucket of runs the model cannot tell from the rest implicated {imp:#?}"),
     }
