@@ -121,7 +121,7 @@ impl Times {
         let mut s = samples.clone();
         s.sort_by(f64::total_cmp);
         let n = s.len();
-        let median = if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 };
+        let median = super::rounds::median_of_sorted(&s);
         // Nearest-rank p90.
         let p90 = s[((0.9 * n as f64).ceil() as usize).clamp(1, n) - 1];
         Some(Times {

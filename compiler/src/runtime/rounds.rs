@@ -21,14 +21,24 @@ pub struct Rounds {
     pub speed_ratio: f64,
 }
 
+/// The median of sorted samples (the middle pair's mean for an even count); `sorted` is not empty.
+pub fn median_of_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// A round's median; `None` for no samples or a sample that is not finite.
 fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() || v.iter().any(|x| !x.is_finite()) {
         return None;
     }
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 })
+    Some(median_of_sorted(&s))
 }
 
 impl Rounds {
