@@ -30,26 +30,6 @@ fn calibration_text() -> String {
 }
 
 /// `text` with `[param.NAME] value` multiplied by `factor`.
-fn scaled(text: &str, name: &str, factor: f64) -> String {
-    let cal = Calibration::from_toml_str(CAL, text).unwrap();
-    let v = cal.params[name].value * factor;
-    let header = format!("[param.{name}]");
-    let mut inside = false;
-    text.lines()
-        .map(|l| {
-            if l.starts_with('[') {
-                inside = l.starts_with(&header);
-            }
-            if inside && l.starts_with("value") {
-                format!("value = {v:e}")
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn predicted(cal: &Calibration, source: &str, dims: &BTreeMap<String, i64>) -> f64 {
     let v = cake::check::check_source(source).validated.expect("validates");
     cake::cost::estimate(&v, cal, dims).expect("predicts").predicted_ms
@@ -103,7 +83,7 @@ fn a_suite_fit_recovers_the_parameter_the_runs_were_made_with() {
     let dir = tempfile::tempdir().unwrap();
     let suite = gemm_suite(dir.path(), "tensor_bf16_flops_per_s");
     let text = calibration_text();
-    let truth = Calibration::from_toml_str(CAL, &scaled(&text, "tensor_bf16_flops_per_s", 0.8)).unwrap();
+    let truth = Calibration::from_toml_str(CAL, &fixture::scaled(&text, "tensor_bf16_flops_per_s", 0.8)).unwrap();
     let run = synthetic_run(&suite, &truth);
     assert!(run.accuracy.len() >= 5, "the accuracy set has corpus GEMMs ({})", run.accuracy.len());
     let (draft, new_text) = fit_suite(&suite, &text, &run, "synthetic test run").unwrap();
@@ -207,7 +187,7 @@ fn a_suite_calibration_is_queued_with_its_run_committed() {
     std::fs::create_dir_all(&suite_dir).unwrap();
     let suite = gemm_suite(&suite_dir, "tensor_bf16_flops_per_s");
     let text = calibration_text();
-    let truth = Calibration::from_toml_str(CAL, &scaled(&text, "tensor_bf16_flops_per_s", 0.8)).unwrap();
+    let truth = Calibration::from_toml_str(CAL, &fixture::scaled(&text, "tensor_bf16_flops_per_s", 0.8)).unwrap();
     let run = synthetic_run(&suite, &truth);
     let rec = queue::propose_suite_calibration(&repo_dir, None, &suite, &run, "synthetic test run", GateOptions::static_only()).unwrap();
     assert_eq!(rec.kind, Kind::Calibration);
@@ -266,7 +246,7 @@ fn mispredicted_runs_in_the_store_become_a_calibration_proposal() {
     // cores bind ran up to 1.5× slower than predicted, the others as predicted. No microbenchmark
     // measures the fp8 rate, so the real bench runs the fixture commits cannot contradict it.
     let cal = Calibration::from_toml_str(CAL, &calibration_text()).unwrap();
-    let truth = Calibration::from_toml_str(CAL, &scaled(&calibration_text(), "tensor_fp8_flops_per_s", 2.0 / 3.0)).unwrap();
+    let truth = Calibration::from_toml_str(CAL, &fixture::scaled(&calibration_text(), "tensor_fp8_flops_per_s", 2.0 / 3.0)).unwrap();
     let corpus = cake::corpus::Corpus::load(fixture::checkout().join("corpus")).unwrap();
     let mut n = 0;
     for case in corpus.cases.iter().filter(|c| c.family == "gemm-sm90-ws" && c.manifest.expect.verdict == cake::corpus::Verdict::Accept) {

@@ -80,3 +80,25 @@ pub fn unexpressible_evidence(repo_dir: &Path, store_dir: &Path) -> Vec<String> 
     }
     out
 }
+
+/// `calibration/sm_90a.toml`'s text with `[param.NAME]`'s value times `factor`: a calibration
+/// with one parameter off, for the tests whose "measured" times are the model's own under it.
+pub fn scaled(text: &str, name: &str, factor: f64) -> String {
+    let cal = cake::cost::Calibration::from_toml_str("calibration/sm_90a.toml", text).unwrap();
+    let v = cal.params[name].value * factor;
+    let header = format!("[param.{name}]");
+    let mut inside = false;
+    text.lines()
+        .map(|l| {
+            if l.starts_with('[') {
+                inside = l.starts_with(&header);
+            }
+            if inside && l.starts_with("value") {
+                format!("value = {v:e}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -76,9 +76,9 @@ fn two_gpus_evaluate_the_same_candidates_with_the_same_verdicts_as_one() {
     let (a, b) = (json(&one_out), json(&two_out));
     assert_eq!(a["best"], b["best"]);
     assert_eq!(a["order"], b["order"], "the same candidates in the same order");
-    // Both GPUs took calls, and each call saw one GPU.
+    // Both GPUs took calls, and each call saw one GPU, by its UUID (CUDA's device order is not
+    // nvidia-smi's).
     let calls = fs::read_to_string(&log).unwrap();
-    // Each worker's CUDA_VISIBLE_DEVICES is its GPU's UUID (CUDA's device order is not nvidia-smi's).
     let on = |g: &str| calls.lines().filter(|l| l.split(' ').next() == Some(g)).count();
     assert!(on("GPU-aaaa") > 0 && on("GPU-bbbb") > 0, "{calls}");
     assert_eq!(on("GPU-aaaa") + on("GPU-bbbb"), calls.lines().count(), "{calls}");
@@ -90,7 +90,8 @@ fn a_dead_workers_candidate_is_evaluated_again_on_another_gpu() {
     let (_, one) = search(h.path(), "one", None, &[]);
     let log = h.path().join("gpus.log");
     let log_s = log.to_str().unwrap();
-    // Every call on GPU 1 dies: its worker's first candidate goes to GPU 0, and so does the rest.
+    // Every call on GPU 1 dies: each generation its worker stops at its first candidate, which GPU 0
+    // evaluates again with the rest.
     let (_, two) = search(h.path(), "two", Some("0,1"), &[("STAND_IN_GPU_LOG", log_s), ("STAND_IN_DIE_ON_GPU", "GPU-bbbb")]);
     assert_eq!(one, two, "nothing is lost or misjudged when a worker dies");
     // GPU 1's worker stops at its first death in a generation (each generation starts one worker
