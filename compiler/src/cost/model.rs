@@ -477,10 +477,10 @@ pub(super) fn run(
     };
 
     // ---- main loops ----------------------------------------------------------------------
-    let (handoff, issue) = if m.pipelines.is_empty() {
-        (0.0, 0.0)
+    let (handoff, issue, acquire) = if m.pipelines.is_empty() {
+        (0.0, 0.0, 0.0)
     } else {
-        (ctx.p(P::MbarrierHandoffNs), ctx.p(P::TmaIssueNs))
+        (ctx.p(P::MbarrierHandoffNs), ctx.p(P::TmaIssueNs), ctx.p(P::PipelineAcquireNs))
     };
     let role_of = |h: Handle<RoleDecl>| &m.roles[h];
     // Per role: the iteration split of its main loop on its own.
@@ -564,14 +564,14 @@ pub(super) fn run(
         if main_waits > 0.0 {
             let ml = cons.main.as_ref().expect("waits in main");
             let interval = t_nb[ci].total() / main_waits;
-            let round_trip = 2.0 * handoff + loads * issue + lat + interval;
+            let round_trip = 2.0 * handoff + acquire + loads * issue + lat + interval;
             let bubble = (round_trip / stages - interval).max(0.0);
             for j in 0..n {
                 if roots[j] == roots[ci] {
                     bubble_iter[j] = bubble_iter[j].max(bubble * main_waits);
                 }
             }
-            fill = fill.max(handoff + loads * issue + cold);
+            fill = fill.max(handoff + acquire + loads * issue + cold);
             facts.push(PipelineFacts {
                 pipeline: p.name.clone(),
                 stages: p.stages,
@@ -584,10 +584,10 @@ pub(super) fn run(
                 bubble_ns_per_handoff: bubble,
             });
         } else if rest_waits > 0.0 {
-            fill = fill.max(handoff + loads * issue + cold);
-            per_tile_pipes.push((ph, rest_waits, bytes, 2.0 * handoff + loads * issue + lat));
+            fill = fill.max(handoff + acquire + loads * issue + cold);
+            per_tile_pipes.push((ph, rest_waits, bytes, 2.0 * handoff + acquire + loads * issue + lat));
         } else if cta_waits > 0.0 {
-            fill = fill.max(handoff + loads * issue + cold);
+            fill = fill.max(handoff + acquire + loads * issue + cold);
             facts.push(PipelineFacts {
                 pipeline: p.name.clone(),
                 stages: p.stages,
@@ -595,7 +595,7 @@ pub(super) fn run(
                 handoffs_per_tile: 0.0,
                 in_main_loop: false,
                 interval_ns: 0.0,
-                round_trip_ns: 2.0 * handoff + loads * issue + cold,
+                round_trip_ns: 2.0 * handoff + acquire + loads * issue + cold,
                 stages_needed: 1,
                 bubble_ns_per_handoff: 0.0,
             });

@@ -765,7 +765,12 @@ impl<'a> Walker<'a, '_> {
                 let Some(a) = Self::arg(call, 0) else { return };
                 match m.exprs[a].ty {
                     Type::Pipeline(p) => {
-                        let pc = &mut self.work(dest).pipes[p.index()];
+                        // The producer's serial cost per acquire (its wait on the empty barrier
+                        // returning, arrive.expect_tx): one stage per that long at best.
+                        let acquire = if call.op == "acquire" { ctx.p(P::PipelineAcquireNs) } else { 0.0 };
+                        let w = self.work(dest);
+                        w.issue_ns += mult * acquire;
+                        let pc = &mut w.pipes[p.index()];
                         match call.op.as_str() {
                             "acquire" => pc.acquires += mult,
                             "wait" => pc.waits += mult,
