@@ -12,6 +12,9 @@
 //!    the device's capacities and counts, which are read off it), its elasticity on a run is
 //!    `d ln(predicted) / d ln(value)`, by a step of ×2 and of ×1/2 (the larger). A parameter is a
 //!    candidate when its mean elasticity over the bucket's runs is at least [`MIN_ELASTICITY`].
+//!    A `provisional` parameter (an assumption, never measured) may sit far from where its term
+//!    binds, where a step of two shows nothing: where its bench has runs, its elasticity is also
+//!    taken between the assumption and the value the bench fits.
 //! 3. **Explains the bucket, spares the rest, measured where it can be.** Each candidate alone is
 //!    set to the value its bench fits, where the target's microbenchmark suite has a bench for it
 //!    with runs (timed on this machine's GPU, or a saved run), else moved over a log grid
@@ -149,6 +152,15 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
         }
         if ok && e.abs() >= MIN_ELASTICITY {
             candidates.push((name.clone(), crate::calibrate::round4(e)));
+        } else if p.provisional {
+            // A provisional value is an assumption, possibly far from where the term binds, so
+            // a step of two around it can show nothing; where its bench has runs, the elasticity
+            // is taken between the assumption and what the bench measures.
+            if let Some(e) = bench_elasticity(target, &file, text, name, p.value, &vm, &base_m, bench_for) {
+                if e.abs() >= MIN_ELASTICITY {
+                    candidates.push((name.clone(), crate::calibrate::round4(e)));
+                }
+            }
         }
     }
     if candidates.is_empty() {
@@ -228,6 +240,35 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
     })?;
     best.candidates = candidates;
     Ok(best)
+}
+
+/// The bucket's mean elasticity to `name` between its current value `v0` and the value its bench
+/// fits (`None` without bench runs, a fit, or a prediction of every bucket run).
+fn bench_elasticity(
+    target: &str,
+    file: &str,
+    text: &str,
+    name: &str,
+    v0: f64,
+    vm: &[(cake::verify::Validated, &Measurement)],
+    base_m: &[Option<f64>],
+    bench_for: &dyn Fn(&str) -> Option<BenchRuns>,
+) -> Option<f64> {
+    let b = bench_for(name)?;
+    let mut skipped = Vec::new();
+    let runs = validated(target, &b.runs, &mut skipped);
+    let (t, _) = crate::microbench::fit_param(file, text, name, &b.bench, &runs, "bench fit").ok()?;
+    let c = Calibration::from_toml_str(file, &t).ok()?;
+    let step = (c.params[name].value / v0).ln();
+    if step.abs() < 1e-6 {
+        return None;
+    }
+    let moved = cake::cost::accuracy::predictions(&c, vm);
+    let mut sum = 0.0;
+    for (a, b) in moved.iter().zip(base_m) {
+        sum += ((*a)? / (*b)?).ln() / step;
+    }
+    Some(sum / vm.len() as f64)
 }
 
 /// The suite's measured bench runs, by bench, with each bench's mean |log error| under a base
