@@ -69,7 +69,7 @@ struct Bench {
 /// an entry here: say what it measures.
 fn expected_bottleneck(bench: &str) -> &'static [Bottleneck] {
     match bench {
-        "launch" | "mbarrier" | "wgmma-wait" | "store-wait" | "transpose" | "small-shape" => &[Bottleneck::LatencySync],
+        "launch" | "mbarrier" | "wgmma-wait" | "store-wait" | "transpose" | "small-shape" | "tma-stage" => &[Bottleneck::LatencySync],
         // A warp's path of element-loop round trips: their latency, and their queue behind every
         // resident warp's bytes, which the model reports as memory time on the path.
         "row-flat" | "row-steps" => &[Bottleneck::LatencySync, Bottleneck::Memory],

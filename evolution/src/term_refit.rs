@@ -13,8 +13,9 @@
 //!    `d ln(predicted) / d ln(value)`, by a step of ×2 and of ×1/2 (the larger). A parameter is a
 //!    candidate when its mean elasticity over the bucket's runs is at least [`MIN_ELASTICITY`].
 //!    A `provisional` parameter (an assumption, never measured) may sit far from where its term
-//!    binds, where a step of two shows nothing: where its bench has runs, its elasticity is also
-//!    taken between the assumption and the value the bench fits.
+//!    binds, where a step of two shows nothing: where its bench has runs, it is also a candidate
+//!    when moving it from the assumption to the value the bench fits shifts the bucket's
+//!    predictions as far as a step of two shifts them at [`MIN_ELASTICITY`].
 //! 3. **Explains the bucket, spares the rest, measured where it can be.** Each candidate alone is
 //!    set to the value its bench fits, where the target's microbenchmark suite has a bench for it
 //!    with runs (timed on this machine's GPU, or a saved run), else moved over a log grid
@@ -156,8 +157,10 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
             // A provisional value is an assumption, possibly far from where the term binds, so
             // a step of two around it can show nothing; where its bench has runs, the elasticity
             // is taken between the assumption and what the bench measures.
-            if let Some(e) = bench_elasticity(target, &file, text, name, p.value, &vm, &base_m, bench_for) {
-                if e.abs() >= MIN_ELASTICITY {
+            // It qualifies when that move shifts the bucket's predictions as far as a step of two
+            // shifts them at MIN_ELASTICITY.
+            if let Some((e, shift)) = bench_elasticity(target, &file, text, name, p.value, &vm, &base_m, bench_for) {
+                if shift.abs() >= MIN_ELASTICITY * STEP.ln() {
                     candidates.push((name.clone(), crate::calibrate::round4(e)));
                 }
             }
@@ -243,7 +246,8 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
 }
 
 /// The bucket's mean elasticity to `name` between its current value `v0` and the value its bench
-/// fits (`None` without bench runs, a fit, or a prediction of every bucket run).
+/// fits, and the mean log shift of its predictions that move makes (`None` without bench runs, a
+/// fit, or a prediction of every bucket run).
 fn bench_elasticity(
     target: &str,
     file: &str,
@@ -253,7 +257,7 @@ fn bench_elasticity(
     vm: &[(cake::verify::Validated, &Measurement)],
     base_m: &[Option<f64>],
     bench_for: &dyn Fn(&str) -> Option<BenchRuns>,
-) -> Option<f64> {
+) -> Option<(f64, f64)> {
     let b = bench_for(name)?;
     let mut skipped = Vec::new();
     let runs = validated(target, &b.runs, &mut skipped);
@@ -266,9 +270,10 @@ fn bench_elasticity(
     let moved = cake::cost::accuracy::predictions(&c, vm);
     let mut sum = 0.0;
     for (a, b) in moved.iter().zip(base_m) {
-        sum += ((*a)? / (*b)?).ln() / step;
+        sum += ((*a)? / (*b)?).ln();
     }
-    Some(sum / vm.len() as f64)
+    let shift = sum / vm.len() as f64;
+    Some((shift / step, shift))
 }
 
 /// The suite's measured bench runs, by bench, with each bench's mean |log error| under a base

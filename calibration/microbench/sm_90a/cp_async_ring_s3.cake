@@ -22,6 +22,8 @@ role all: warp 0..4
 
 on all {
     reg acc: f32[64, 64] per warp
+    reg a_f: bf16[64, 16] per warp
+    reg b_f: bf16[64, 16] per warp
     for t in tiles {
         zero(acc)
         for s in 0..2 {
@@ -37,6 +39,10 @@ on all {
                 cp_async(b_s[(kb + 2) % 3], B[t.n * 128 :+ 128, (kb + 2) * 32 :+ 32])
             }
             cp_async_commit()
+            # One ldmatrix of each operand per k step (the kernel has two, and an mma.sync after
+            # each pair): the stage is read, so nothing of the loop is dead.
+            ldmatrix(a_f, a_s[kb % 3, all.warp / 2 * 64 :+ 64, 0 :+ 16])
+            ldmatrix(b_f, b_s[kb % 3, all.warp % 2 * 64 :+ 64, 0 :+ 16])
         }
         sync()
         store(C[t.m * 128 + all.warp / 2 * 64 :+ 64, t.n * 128 + all.warp % 2 * 64 :+ 64], cast(acc, bf16))
