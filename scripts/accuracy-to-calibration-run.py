@@ -7,6 +7,10 @@ existed can be fitted from those records without a new GPU run.
     python3 scripts/accuracy-to-calibration-run.py RECORDS.json [MORE.json ...] -o RUN.json [--target sm_90a]
                                                    [--bench NAME ...]
 
+RECORDS.json may also be a saved suite run (schema cake.calibration-run/1, `calibrate
+--save-measurements`, e.g. a subset of the suite timed in one device call): its runs of the benches
+fitted here are taken as they are, beside the accuracy rows of the other files.
+
 - A `probe` row becomes a bench measurement of every `[[bench]]` of the target's suite that lists
   its program at that shape (the program text is read from the checkout, as the suite would run it).
   Probe rows no bench lists are left out (their term does not exist yet); with --bench, only
@@ -66,18 +70,27 @@ def main():
     families = {f for a in suite.get("accuracy", []) for f in a["families"]}
     cake = os.environ.get("CAKE_BIN") or os.path.join(root, "target", "release", "cake")
 
-    rows, gpu, created = [], set(), 0
+    fitted = {b["name"] for b in suite.get("bench", []) if not only or b["name"] in only}
+    rows, gpu, created, saved_ms = [], set(), 0, []
     for path in inputs:
         try:
             d = json.load(open(path))
         except (OSError, json.JSONDecodeError) as e:
             fail(f"{path}: {e}")
-        if not str(d.get("schema", "")).startswith(SCHEMA_IN) or d.get("target") != target:
-            fail(f"{path}: not a {SCHEMA_IN}* record of target {target}")
-        gpu.add(d.get("gpu", ""))
+        schema = str(d.get("schema", ""))
+        if d.get("target") != target or not (schema.startswith(SCHEMA_IN) or schema == SCHEMA_OUT):
+            fail(f"{path}: neither a {SCHEMA_IN}* record nor a {SCHEMA_OUT} of target {target}")
         created = max(created, int(d.get("created_unix", 0)))
+        if schema == SCHEMA_OUT:
+            # A saved suite run (calibrate --save-measurements): its runs of the benches fitted here.
+            took = [m for m in d.get("suite", []) if m.get("bench") in fitted]
+            saved_ms += took
+            if took:
+                gpu.add(f"{', '.join(sorted({m['bench'] for m in took}))}: {d.get('gpu', '')}")
+            continue
+        gpu.add(d.get("gpu", ""))
         rows += d.get("runs", [])
-    suite_ms, accuracy, left, sources = [], [], [], {}
+    suite_ms, accuracy, left, sources = list(saved_ms), [], [], {}
     for r in rows:
         if r.get("verdict") != "pass" or not isinstance(r.get("measured_us"), (int, float)):
             continue
