@@ -125,6 +125,8 @@ pub struct KernelLayout {
     pub launch_regs: u32,
     /// Per `acquire` statement.
     pub acquire_tx: BTreeMap<Handle<Stmt>, TxDerivation>,
+    /// The fragments `mma_sync` takes as A and B operands.
+    pub mma_sync_operands: MmaSyncOperands,
 }
 
 impl KernelLayout {
@@ -205,6 +207,7 @@ impl KernelLayout {
             threads_per_block,
             launch_regs: launch_regs(target, threads_per_block),
             acquire_tx: acquire_tx(m),
+            mma_sync_operands: MmaSyncOperands::of(m),
         }
     }
 
@@ -287,6 +290,46 @@ fn uses_async_proxy(m: &Module) -> bool {
 /// by the block's threads, capped by the per-thread maximum, rounded down to 8.
 pub fn launch_regs(target: &TargetInfo, threads: u32) -> u32 {
     (target.regs_per_sm / threads.max(1)).min(target.regs_per_thread_max) / 8 * 8
+}
+
+/// The fragment locals `mma_sync` takes as its A operand (`a`) and its B operand (`b`) anywhere in
+/// the kernel. Their register layouts are those operands' (what `ldmatrix` fills), so the lowering
+/// lays the fragments out from this, and the verifier's `mma_operand` fact reads it: an `ldmatrix`
+/// into a fragment neither operand takes has no layout to fill.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MmaSyncOperands {
+    pub a: std::collections::BTreeSet<Handle<crate::ir::Local>>,
+    pub b: std::collections::BTreeSet<Handle<crate::ir::Local>>,
+}
+
+impl MmaSyncOperands {
+    pub fn of(m: &Module) -> MmaSyncOperands {
+        let mut out = MmaSyncOperands::default();
+        for (_, s) in m.stmts.iter() {
+            let Stmt::Op(c) = s else { continue };
+            if c.op != "mma_sync" {
+                continue;
+            }
+            for (i, set) in [(1usize, &mut out.a), (2, &mut out.b)] {
+                if let Some(Some(x)) = c.args.get(i) {
+                    if let ExprKind::Local(l) = m.exprs[*x].kind {
+                        set.insert(l);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// `a`, `b`, `both` or `none`: how `mma_sync` takes the fragment `l`.
+    pub fn role_of(&self, l: Handle<crate::ir::Local>) -> &'static str {
+        match (self.a.contains(&l), self.b.contains(&l)) {
+            (true, true) => "both",
+            (true, false) => "a",
+            (false, true) => "b",
+            (false, false) => "none",
+        }
+    }
 }
 
 /// Registers per thread that a block of statements' declared fragments (`reg NAME: T[..] per

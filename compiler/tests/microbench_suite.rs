@@ -77,7 +77,7 @@ fn expected_bottleneck(bench: &str) -> &'static [Bottleneck] {
         "row-reread-l1" => &[Bottleneck::LatencySync],
         "wgmma" | "mma-sync" => &[Bottleneck::TensorCore],
         "tma-load" | "epilogue" => &[Bottleneck::Memory],
-        "argmin" => &[Bottleneck::Epilogue],
+        "argmin" | "argmin-1wg" => &[Bottleneck::Epilogue],
         other => panic!("bench `{other}`: add its expected bottleneck to expected_bottleneck() in {}", file!()),
     }
 }

@@ -249,8 +249,9 @@ impl<'a> Lw<'a> {
     /// Decide the layout of every `reg` fragment of a role body from its type and its uses.
     pub(crate) fn layouts_for_body(&mut self, block: &Block) -> Result<(), LowerError> {
         let m = self.m;
-        let mut a_ops = BTreeSet::new();
-        let mut b_ops = BTreeSet::new();
+        // The mma.sync operand layouts: the derived layout's, which the verifier's `mma_operand`
+        // fact reads too.
+        let (a_ops, b_ops) = (&self.layout.mma_sync_operands.a, &self.layout.mma_sync_operands.b);
         let mut mma_accs = BTreeSet::new();
         let mut regs = Vec::new();
         self.scan_block(block, &mut |_, s| {
@@ -263,18 +264,8 @@ impl<'a> Lw<'a> {
                     }
                 }
             }
-            match s {
-                Stmt::Op(c) if c.op == "mma_sync" => {
-                    for (i, set) in [(1usize, &mut a_ops), (2, &mut b_ops)] {
-                        if let Some(Some(x)) = c.args.get(i) {
-                            if let ExprKind::Local(l) = m.exprs[*x].kind {
-                                set.insert(l);
-                            }
-                        }
-                    }
-                }
-                Stmt::Reg(l) => regs.push(*l),
-                _ => {}
+            if let Stmt::Reg(l) = s {
+                regs.push(*l);
             }
         });
         for l in regs {

@@ -641,7 +641,8 @@ pub const ARG_FACTS: &[FactDef] = &[
     f("bytes", "bytes of the value or window"),
     f("value", "compile-time integer value"),
     f("scope", "fragment scope: `thread`, `warp`, `warpgroup`"),
-    f("root", "name of the declaration the argument reads from (region, view, tensor, pipeline, barrier)"),
+    f("mma_operand", "fragment: how `mma_sync` takes it anywhere in the kernel, `a`, `b`, `both` or `none` (`layout::MmaSyncOperands`: the operand layout `ldmatrix` fills)"),
+    f("root", "name of the declaration the argument reads from (region, view, tensor, pipeline, barrier, fragment)"),
     f("is_view", "whether the shared memory is named through a view"),
     f("region", "the underlying shared region"),
     f("region_stages", "stages of the underlying region"),
@@ -1779,6 +1780,12 @@ fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Exp
     }
     if let Type::Frag { scope: Some(s), .. } = ty {
         f.set("scope", s.name());
+    }
+    if let (Type::Frag { .. }, ExprKind::Local(l)) = (ty, &m.exprs[a].kind) {
+        f.set("mma_operand", layout.mma_sync_operands.role_of(*l));
+        // A fragment's declaration is its `reg` statement.
+        f.set("root", m.locals[*l].name.as_str());
+        f.span_at("root", *m.locals.span(*l));
     }
     if let Some(v) = m.const_value(a) {
         f.set("value", v);

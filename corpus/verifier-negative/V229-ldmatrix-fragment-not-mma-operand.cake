@@ -1,13 +1,14 @@
-# Probe `cp-async-ring` (calibration/microbench/sm_90a/README.md): gemm-sm80's 3-stage cp.async pipeline
-# (the corpus case gemm-sm80/sm_90a-bf16-128x128-s3's loop: four warps load 128×32 A and B tiles per
-# k step, wait for the oldest group, block barrier) with its ldmatrix and mma.sync left out, so the
-# time is the pipeline's own: a stage's round trip (issue, DRAM or L2, wait, barrier) over the
-# stages in flight. Against mma-sync (the same tiles resident) it says where gemm-sm80's time goes.
-kernel cp_async_ring_s3 target sm_90a
+# V229 (ldmatrix-fragment-not-mma-operand): `t_f` is filled by ldmatrix but no mma_sync takes it as an
+# A or B operand, so it has no register layout to fill (check accepted this before V229; lower refused, L007).
+# Based on examples/gemm_bf16_sm80.cake with this change.
+# Ampere bf16 GEMM: C = A · Bᵀ with mma.sync, ldmatrix and a 3-stage cp.async pipeline.
+# Four warps share a 128×128 block tile (2×2 warps of 64×64); every warp both loads and
+# computes, so stages are guarded by cp.async groups and a block-wide barrier.
+kernel gemm_bf16_sm80 target sm_80
 
 dim M multiple_of 128
 dim N multiple_of 128
-dim K multiple_of 32
+dim K multiple_of 64
 
 in A: bf16[M, K]
 in B: bf16[N, K]
@@ -24,6 +25,7 @@ on all {
     reg acc: f32[64, 64] per warp
     reg a_f: bf16[64, 16] per warp
     reg b_f: bf16[64, 16] per warp
+    reg t_f: bf16[64, 16] per warp
     for t in tiles {
         zero(acc)
         for s in 0..2 {
@@ -39,11 +41,14 @@ on all {
                 cp_async(b_s[(kb + 2) % 3], B[t.n * 128 :+ 128, (kb + 2) * 32 :+ 32])
             }
             cp_async_commit()
-            # One ldmatrix of each operand per k step (the kernel has two, and an mma.sync after
-            # each pair): the stage is read, so nothing of the loop is dead.
-            ldmatrix(a_f, a_s[kb % 3, all.warp / 2 * 64 :+ 64, 0 :+ 16])
-            ldmatrix(b_f, b_s[kb % 3, all.warp % 2 * 64 :+ 64, 0 :+ 16])
+            for ks in 0..2 {
+                ldmatrix(a_f, a_s[kb % 3, all.warp / 2 * 64 :+ 64, ks * 16 :+ 16])
+                ldmatrix(b_f, b_s[kb % 3, all.warp % 2 * 64 :+ 64, ks * 16 :+ 16])
+                mma_sync(acc, a_f, b_f)
+                ldmatrix(t_f, a_s[kb % 3, all.warp / 2 * 64 :+ 64, ks * 16 :+ 16])
+            }
         }
+        # The next tile's prologue overwrites stages that slower warps may still be reading.
         sync()
         store(C[t.m * 128 + all.warp / 2 * 64 :+ 64, t.n * 128 + all.warp % 2 * 64 :+ 64], cast(acc, bf16))
     }
