@@ -5,6 +5,8 @@
 //!   register-budget, box and alignment limits (stages, tile shapes, regions, views, barriers,
 //!   `regs`, `align`, swizzles). A variant the verifier accepts must lower, unless the lowering
 //!   says the construct is not supported yet (`LowerStatus::NotSupportedYet`).
+//! - `checked_programs_with_a_statement_deleted_lower`: the same programs with each role-body
+//!   operation call deleted in turn, one at a time (a structural edit the literal steps never make).
 //! - `needs_toolchain_checked_variants_build`: a sample of the accepted variants also goes through NVRTC; a
 //!   verified program the CUDA compiler rejects is a lowering bug. (ptxas register allocation
 //!   and spills stay build findings, P00x: the verifier checks declared budgets, not allocation.)
@@ -240,6 +242,51 @@ fn checked_variants_near_the_limits_lower() {
         assert!(refused_by.get(code).copied().unwrap_or(0) > 0, "no variant reaches {code}; refusals: {refused_by:?}");
     }
     eprintln!("stage consistency: refusals by code: {refused_by:?}");
+    assert!(broken.is_empty(), "{} verified programs the lowering refuses:\n{}", broken.len(), broken.iter().take(25).cloned().collect::<Vec<_>>().join("\n"));
+}
+
+/// Every corpus program and example with one body statement deleted (each operation call of a
+/// role body in turn: an `mma_sync`, a `wait`, a `store`, ...): a structural edit the literal
+/// steps above never make. A program the verifier accepts without the statement must lower. An
+/// `ldmatrix` left without its `mma_sync` was accepted by `check` and refused by `lower` (L007)
+/// until V229.
+fn one_statement_deleted() -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for (id, src) in seeds() {
+        let mut at = 0;
+        for line in src.split_inclusive('\n') {
+            let code = line.split('#').next().unwrap_or("").trim();
+            let call = code.split('(').next().unwrap_or("");
+            let is_op_call = line.starts_with("    ") && code.ends_with(')') && !call.is_empty() && call.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+            if is_op_call {
+                let mut text = src.clone();
+                text.replace_range(at..at + line.len(), "");
+                out.push((id.clone(), text, format!("line `{code}` deleted")));
+            }
+            at += line.len();
+        }
+    }
+    out
+}
+
+#[test]
+fn checked_programs_with_a_statement_deleted_lower() {
+    let variants = one_statement_deleted();
+    assert!(variants.len() >= 2000, "{} variants", variants.len());
+    let (mut verified, mut broken) = (0usize, Vec::new());
+    for (id, text, what) in &variants {
+        let Some(v) = accepted(text) else { continue };
+        verified += 1;
+        match lower(&v) {
+            Ok(_) => {}
+            Err(e) if e.is_not_supported_yet() => {}
+            Err(e) => {
+                dump(broken.len(), text);
+                broken.push(format!("{id} [{what}]: check accepts it, lower refuses: {e}"));
+            }
+        }
+    }
+    eprintln!("stage consistency: {} programs with one statement deleted, {verified} verified", variants.len());
     assert!(broken.is_empty(), "{} verified programs the lowering refuses:\n{}", broken.len(), broken.iter().take(25).cloned().collect::<Vec<_>>().join("\n"));
 }
 
