@@ -154,11 +154,9 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
         if ok && e.abs() >= MIN_ELASTICITY {
             candidates.push((name.clone(), crate::calibrate::round4(e)));
         } else if p.provisional {
-            // A provisional value is an assumption, possibly far from where the term binds, so
-            // a step of two around it can show nothing; where its bench has runs, the elasticity
-            // is taken between the assumption and what the bench measures.
-            // It qualifies when that move shifts the bucket's predictions as far as a step of two
-            // shifts them at MIN_ELASTICITY.
+            // An assumption may sit far from where its term binds, where a step of two shows
+            // nothing: the move to what its bench measures qualifies it when it shifts the
+            // bucket's predictions as far as a step of two does at MIN_ELASTICITY.
             if let Some((e, shift)) = bench_elasticity(target, &file, text, name, p.value, &vm, &base_m, bench_for) {
                 if shift.abs() >= MIN_ELASTICITY * STEP.ln() {
                     candidates.push((name.clone(), crate::calibrate::round4(e)));
