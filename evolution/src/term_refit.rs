@@ -120,6 +120,12 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
     let bucket_before = log_error(&base_m, &vm).expect("kept");
     let rest_before = log_error(&base_r, &vr).unwrap_or(0.0);
 
+    // What each parameter's bench fits, asked of `bench_for` once (it may time the bench on a GPU).
+    let fits = std::cell::RefCell::new(BTreeMap::<String, Option<(f64, BenchRuns)>>::new());
+    let bench_fit = |name: &str| -> Option<(f64, BenchRuns)> {
+        fits.borrow_mut().entry(name.to_string()).or_insert_with(|| bench_value(target, &file, text, name, bench_for)).clone()
+    };
+
     // 2. Candidates: fitted parameters on the bucket's path.
     let mut candidates: Vec<(String, f64)> = Vec::new();
     for (name, p) in &cal.params {
@@ -157,9 +163,11 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
             // An assumption may sit far from where its term binds, where a step of two shows
             // nothing: the move to what its bench measures qualifies it when it shifts the
             // bucket's predictions as far as a step of two does at MIN_ELASTICITY.
-            if let Some((e, shift)) = bench_elasticity(target, &file, text, name, p.value, &vm, &base_m, bench_for) {
-                if shift.abs() >= MIN_ELASTICITY * STEP.ln() {
-                    candidates.push((name.clone(), crate::calibrate::round4(e)));
+            if let Some((v, _)) = bench_fit(name) {
+                if let Some((e, shift)) = bench_shift(&file, text, name, p.value, v, &vm, &base_m) {
+                    if shift.abs() >= MIN_ELASTICITY * STEP.ln() {
+                        candidates.push((name.clone(), crate::calibrate::round4(e)));
+                    }
                 }
             }
         }
@@ -180,14 +188,8 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
         let v0 = cal.params[name].value;
         let fraction = cal.params[name].unit == "fraction";
         let mut tries: Vec<(f64, Option<BenchRuns>)> = Vec::new();
-        if let Some(b) = bench_for(name) {
-            let mut skipped = Vec::new();
-            let runs = validated(target, &b.runs, &mut skipped);
-            if let Ok((t, _)) = crate::microbench::fit_param(&file, text, name, &b.bench, &runs, "bench fit") {
-                if let Ok(c) = Calibration::from_toml_str(&file, &t) {
-                    tries.push((c.params[name].value, Some(b)));
-                }
-            }
+        if let Some((v, b)) = bench_fit(name) {
+            tries.push((v, Some(b)));
         }
         if tries.is_empty() {
             for k in -8i32..=8 {
@@ -243,28 +245,24 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
     Ok(best)
 }
 
-/// The bucket's mean elasticity to `name` between its current value `v0` and the value its bench
-/// fits, and the mean log shift of its predictions that move makes (`None` without bench runs, a
-/// fit, or a prediction of every bucket run).
-fn bench_elasticity(
-    target: &str,
-    file: &str,
-    text: &str,
-    name: &str,
-    v0: f64,
-    vm: &[(cake::verify::Validated, &Measurement)],
-    base_m: &[Option<f64>],
-    bench_for: &dyn Fn(&str) -> Option<BenchRuns>,
-) -> Option<(f64, f64)> {
+/// The value of `name` its bench's runs fit, with those runs (`None` without runs or a fit).
+fn bench_value(target: &str, file: &str, text: &str, name: &str, bench_for: &dyn Fn(&str) -> Option<BenchRuns>) -> Option<(f64, BenchRuns)> {
     let b = bench_for(name)?;
     let mut skipped = Vec::new();
     let runs = validated(target, &b.runs, &mut skipped);
     let (t, _) = crate::microbench::fit_param(file, text, name, &b.bench, &runs, "bench fit").ok()?;
-    let c = Calibration::from_toml_str(file, &t).ok()?;
-    let step = (c.params[name].value / v0).ln();
+    let v = Calibration::from_toml_str(file, &t).ok()?.params[name].value;
+    Some((v, b))
+}
+
+/// The bucket's mean elasticity to `name` between `v0` and `v`, and the mean log shift of its
+/// predictions that move makes (`None` when they are the same value or a run is not predicted).
+fn bench_shift(file: &str, text: &str, name: &str, v0: f64, v: f64, vm: &[(cake::verify::Validated, &Measurement)], base_m: &[Option<f64>]) -> Option<(f64, f64)> {
+    let step = (v / v0).ln();
     if step.abs() < 1e-6 {
         return None;
     }
+    let c = Calibration::from_toml_str(file, &set_param(text, name, v, "bench fit").ok()?).ok()?;
     let moved = cake::cost::accuracy::predictions(&c, vm);
     let mut sum = 0.0;
     for (a, b) in moved.iter().zip(base_m) {
