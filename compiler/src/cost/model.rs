@@ -152,17 +152,38 @@ impl Model<'_, '_> {
 
     /// One group's time for a piece of thread-level issue work: a dependent chain takes the
     /// longer of its issue time and its latency.
+    ///
+    /// `units` is the group's warps per scheduler (threads / 128; below 1, the share of the SM's
+    /// four schedulers it occupies, one warp each). A lone warp issues dependent ALU work at
+    /// `single_warp_issue_efficiency` of its scheduler's rate; more warps on a scheduler fill each
+    /// other's gaps, up to the scheduler's rate and never past it: a two-warpgroup role shares the
+    /// SM's issue rate, it does not double it (bench `argmin` against `argmin-1wg`: 2 × 64 rows
+    /// take the same epilogue time as 1 × 64 rows twice over).
     fn issue_path(&self, w: &Issue, units: f64) -> f64 {
         let rate = |p: P| self.p(p) * 1e-9;
-        let alu_rate = rate(P::AluElemsPerSPerSm) * self.p(P::SingleWarpIssueEfficiency);
+        let alu_share = (units * self.p(P::SingleWarpIssueEfficiency)).min(units.min(1.0));
+        let unit_share = units.min(1.0);
+        let alu_rate = rate(P::AluElemsPerSPerSm) * alu_share;
         let other = (w.alu - w.chain_alu).max(0.0) / alu_rate;
-        let chain = (w.chain_alu / alu_rate / units).max(w.chain_ns);
-        (other + w.sfu / rate(P::SfuElemsPerSPerSm) + w.shfl / rate(P::ShflElemsPerSPerSm) + w.lsu / rate(P::LsuElemsPerSPerSm)) / units + chain
+        let chain = (w.chain_alu / alu_rate).max(w.chain_ns);
+        other + (w.sfu / rate(P::SfuElemsPerSPerSm) + w.shfl / rate(P::ShflElemsPerSPerSm) + w.lsu / rate(P::LsuElemsPerSPerSm)) / unit_share + chain
+    }
+
+    /// Warps per scheduler of a group of `role` (below 1: its share of the SM's schedulers).
+    fn units(role: &RoleDecl) -> f64 {
+        (f64::from(role.threads()) / 128.0).max(1.0 / 32.0)
+    }
+
+    /// One group's issue time for the part of a piece of work it does not issue while its own
+    /// MMAs run (between a `wgmma_wait` and its next MMAs).
+    fn exposed_issue(&self, w: &Work, role: &RoleDecl) -> f64 {
+        let units = Self::units(role);
+        (self.issue_path(&Issue::of(w), units) - self.issue_path(&w.under_mma, units)).max(0.0)
     }
 
     /// One group's own serial path through a piece of work.
     fn own(&self, w: &Work, role: &RoleDecl) -> Split {
-        let units = (f64::from(role.threads()) / 128.0).max(1.0 / 32.0);
+        let units = Self::units(role);
         let epilogue = self.issue_path(&Issue::of(w), units);
         // Work issued while the group's own MMAs run hides behind them, up to their time and
         // as far as the two share the warps' issue slots and register-file ports.
@@ -818,12 +839,14 @@ pub(super) fn run(
 
     // ---- hints ---------------------------------------------------------------------------
     let own = |w: &Work, role: &RoleDecl| model.own(w, role);
+    let exposed_issue = |w: &Work, role: &RoleDecl| model.exposed_issue(w, role);
     let cx = super::hints::HintCx {
         m,
         target,
         est: &est,
         roles: &roles,
         own: &own,
+        exposed_issue: &exposed_issue,
         paths: &paths,
         path_tile,
         path_bubble,

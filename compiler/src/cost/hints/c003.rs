@@ -2,7 +2,8 @@
 //!
 //! Detects a main loop whose iteration is bounded by one group's own serial path, where a
 //! `wgmma_wait(0)` drains the group's MMAs and the group then does elementwise or reduction work
-//! on the accumulator (at least a quarter of that path) before it issues the next MMAs. The
+//! on the accumulator (at least a quarter of that path, not counting what it issues under its next
+//! MMAs) before it issues the next MMAs. The
 //! tensor cores idle for that work every iteration; the hint fires when they idle at least 5% of
 //! the loop. Issuing the next iteration's MMAs first (two accumulators, `wgmma_wait(1)`)
 //! overlaps the two. When dependent reduction chains (`reduce_argmin` / `reduce_argmax` steps,
@@ -20,7 +21,10 @@ pub(super) fn check(cx: &HintCx<'_>, i: usize) -> Option<Diagnostic> {
     let own = (cx.own)(&ml.iter, role);
     let loop_tensor = ml.iter.tensor_ns;
     let t = cx.t_nb[i].total();
-    let own_path_binds = own.total() >= t - 1e-9 && own.epilogue >= 0.25 * own.total() && own.tensor > 0.0 && t > 0.0;
+    // The work between the wait and the next MMAs, not what the group issues under them: a
+    // software-pipelined loop whose epilogue simply outlasts its MMAs gets no advice to pipeline.
+    let exposed = (cx.exposed_issue)(&ml.iter, role).min(own.epilogue);
+    let own_path_binds = own.total() >= t - 1e-9 && exposed >= 0.25 * own.total() && own.tensor > 0.0 && t > 0.0;
     if !own_path_binds {
         return None;
     }
@@ -38,13 +42,13 @@ pub(super) fn check(cx: &HintCx<'_>, i: usize) -> Option<Diagnostic> {
             role.name,
             if role.unit == RoleUnit::Warpgroup { "warpgroup" } else { "warp" },
             us(own.tensor),
-            us(own.epilogue),
+            us(exposed),
             100.0 * idle
         ),
         span,
         "the next MMAs are issued only after this wait and the work below it",
     );
-    if chain >= 0.5 * own.epilogue {
+    if chain >= 0.5 * exposed {
         d = d.with_note(format!(
             "{:.2} µs of that is the latency of dependent reduction chains: each thread folds its elements one after another (`reduce_argmin` / `reduce_argmax` steps do not overlap)",
             us(chain)

@@ -37,6 +37,9 @@ pub(super) struct HintCx<'a> {
     pub(super) roles: &'a [RoleWork],
     /// One group's own serial path through a piece of work of a role (the model's `own`).
     pub(super) own: &'a dyn Fn(&Work, &RoleDecl) -> Split,
+    /// One group's issue time for the part of a piece of work it does not issue under its own
+    /// MMAs (the model's `exposed_issue`).
+    pub(super) exposed_issue: &'a dyn Fn(&Work, &RoleDecl) -> f64,
     /// Per role: its path through one tile and the bubbles on it.
     pub(super) paths: &'a [(Split, f64)],
     /// The longest role path of a tile and its bubbles.
