@@ -154,15 +154,18 @@ impl Model<'_, '_> {
     /// longer of its issue time and its latency.
     ///
     /// `units` is the group's warps per scheduler (threads / 128; below 1, the share of the SM's
-    /// four schedulers it occupies, one warp each). A lone warp issues dependent ALU work at
-    /// `single_warp_issue_efficiency` of its scheduler's rate; more warps on a scheduler fill each
-    /// other's gaps, up to the scheduler's rate and never past it: a two-warpgroup role shares the
-    /// SM's issue rate, it does not double it (bench `argmin` against `argmin-1wg`: 2 × 64 rows
-    /// take the same epilogue time as 1 × 64 rows twice over).
+    /// four schedulers it occupies, one warp each). Its ALU work issues at most at what its
+    /// schedulers dispatch (`issue_slots_per_s_per_sm`, all pipes together: mixed
+    /// compare/select/integer work is not held to the FFMA pipe's `alu_elems_per_s_per_sm`). A
+    /// lone warp reaches `single_warp_issue_efficiency` of that on dependent work; more warps on a
+    /// scheduler fill each other's gaps, up to the scheduler's rate and never past it: a
+    /// two-warpgroup role shares the SM's issue, it does not double it (bench `argmin`, two
+    /// warpgroups of 64 rows, against `argmin-1wg`, one).
     fn issue_path(&self, w: &Issue, units: f64) -> f64 {
         let rate = |p: P| self.p(p) * 1e-9;
-        let alu_share = (units * self.p(P::SingleWarpIssueEfficiency)).min(units.min(1.0));
+        let dispatch = (self.p(P::IssueSlotsPerSPerSm) / self.p(P::AluElemsPerSPerSm)).max(1.0);
         let unit_share = units.min(1.0);
+        let alu_share = dispatch * (units * self.p(P::SingleWarpIssueEfficiency)).min(unit_share);
         let alu_rate = rate(P::AluElemsPerSPerSm) * alu_share;
         let other = (w.alu - w.chain_alu).max(0.0) / alu_rate;
         let chain = (w.chain_alu / alu_rate).max(w.chain_ns);
