@@ -5,10 +5,14 @@
     python3 benchmarks/torch_peer.py rmsnorm|layernorm|rowsum ...
     python3 benchmarks/torch_peer.py rope --rows 8192 --cols 4096 --head-dim 128 --dtype bf16
     python3 benchmarks/torch_peer.py fp8quant --rows 8192 --cols 4096 --dtype bf16
+    python3 benchmarks/torch_peer.py gemv --rows 14336 --cols 4096 --dtype bf16
+    python3 benchmarks/torch_peer.py fp8quant_block --rows 8192 --cols 7168 --dtype bf16 --fp8 e4m3
     python3 benchmarks/torch_peer.py cross_entropy --rows 8192 --cols 128256 --dtype bf16
     python3 benchmarks/torch_peer.py rmsnorm_bwd --rows 8192 --cols 4096 --dtype bf16
     python3 benchmarks/torch_peer.py softmax_bwd --rows 8192 --cols 4096 --dtype bf16
     python3 benchmarks/torch_peer.py layernorm_bwd --rows 8192 --cols 4096 --dtype bf16
+    python3 benchmarks/torch_peer.py cross_entropy_bwd --rows 16384 --cols 32000 --dtype bf16
+    python3 benchmarks/torch_peer.py topk --rows 16384 --cols 256 --k 8 --dtype f32
 
 cross_entropy is F.cross_entropy(reduction="none") on [rows, cols] logits with int64 targets
 (the Cake kernel's f32 loss per row); rmsnorm_bwd is autograd's input gradient of F.rms_norm
@@ -18,6 +22,23 @@ gradient of torch.softmax (Y = softmax(X) saved by the forward, as the Cake kern
 layernorm_bwd is autograd's input gradient of F.layer_norm with a weight and bias that do not
 require grad, so torch computes dx alone, as the Cake kernel does. Both are checked against fp64
 on 64 sampled rows too.
+
+cross_entropy_bwd is autograd's logits gradient of F.cross_entropy(reduction="mean") with a
+retained graph: only the backward is timed (nll_loss's backward, a zero [rows, cols] gradient with
+-1/rows scattered at the targets, then log_softmax's backward from the log-probabilities the
+forward saved), which is what a training step runs for this gradient; the Cake kernel instead
+recomputes the softmax from the logits and takes the scale (1/rows) as an argument. Checked against
+fp64 (softmax − one-hot)/rows on 64 sampled rows. topk is torch.topk(x, k, dim=-1) (sorted,
+largest first) on [rows, cols] values; its values are checked exactly against a sort of 64 sampled
+rows and its indices by gathering them back.
+
+gemv is F.linear(v[None, :], W) with W [rows, cols] and v [cols] in --dtype (the decode-time
+M = 1 projection as vLLM issues it; torch's output is in --dtype where the Cake kernel may store
+f32), checked against fp64 on 256 sampled rows. fp8quant_block is DeepSeek-V3's 1×128-group
+activation quantization in eager torch: X viewed as [rows, cols/128, 128], each group's absmax /
+QMAX (448 for --fp8 e4m3, 57344 for e5m2) floored at --min-scale as an f32 scale, the group
+divided by it and cast to torch.float8_e4m3fn / float8_e5m2 (saturated first); every element and
+scale checked against fp64 like fp8quant.
 
 Prints one JSON line: op, shape, dtype, median/min milliseconds over --repeats samples, each timed
 with CUDA events after an L2 flush (a 256 MB write), the same method `cake bench` uses.
@@ -39,7 +60,7 @@ from peer_timing import time_ms  # noqa: E402
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant", "cross_entropy", "rmsnorm_bwd", "softmax_bwd", "layernorm_bwd"])
+    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant", "cross_entropy", "rmsnorm_bwd", "softmax_bwd", "layernorm_bwd", "cross_entropy_bwd", "topk", "gemv", "fp8quant_block"])
     p.add_argument("--rows", type=int, required=True)
     p.add_argument("--cols", type=int, required=True)
     p.add_argument("--dtype", choices=["bf16", "f16", "f32"], default="bf16")
@@ -47,7 +68,9 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--eps", type=float, default=1e-5)
     p.add_argument("--head-dim", type=int, default=128, help="rope: the head_dim D (--cols is H·D)")
+    p.add_argument("--k", type=int, default=8, help="topk: how many of each row's largest values")
     p.add_argument("--min-scale", type=float, default=1.0 / (448.0 * 512.0), help="fp8quant: the scale's floor")
+    p.add_argument("--fp8", choices=["e4m3", "e5m2"], default="e4m3", help="fp8quant_block: the fp8 format")
     a = p.parse_args()
     try:
         import torch
@@ -176,12 +199,83 @@ def main() -> int:
         if not torch.allclose(got, want, rtol=tol, atol=tol * want.abs().max().item()):
             print(f"torch_peer: layernorm_bwd disagrees with fp64 by {(got - want).abs().max().item():.3e}", file=sys.stderr)
             return 1
+    elif a.op == "cross_entropy_bwd":
+        t = torch.randint(0, a.cols, (a.rows,), device=dev, generator=g)
+        xg = x.detach().requires_grad_(True)
+        loss = F.cross_entropy(xg, t, reduction="mean")
+        run = lambda: torch.autograd.grad(loss, xg, retain_graph=True)[0]
+        rows = torch.randperm(a.rows, device=dev, generator=g)[:64]
+        x64 = x[rows].double()
+        want = torch.softmax(x64, dim=-1)
+        want[torch.arange(rows.numel(), device=dev), t[rows]] -= 1.0
+        want /= a.rows
+        got = run()[rows].double()
+        # The gradient is in the logits' dtype, from log-probabilities the forward stored in it:
+        # a bf16 log-probability near -ln V is off by up to 2^-9 · 12, a few percent of its exp.
+        # atol is relative to the target's |p − 1|/rows, the largest element of a row.
+        tol = 5e-2 if dt != torch.float32 else 1e-4
+        if not torch.allclose(got, want, rtol=tol, atol=tol * want.abs().max().item()):
+            print(f"torch_peer: cross_entropy_bwd disagrees with fp64 by {(got - want).abs().max().item():.3e}", file=sys.stderr)
+            return 1
+    elif a.op == "topk":
+        if not 1 <= a.k <= a.cols:
+            print(f"torch_peer: --k {a.k} must be in [1, --cols {a.cols}]", file=sys.stderr)
+            return 2
+        run = lambda: torch.topk(x, a.k, dim=-1, largest=True, sorted=True)
+        vals, idx = run()
+        rows = torch.randperm(a.rows, device=dev, generator=g)[:64]
+        want = x[rows].double().sort(dim=-1, descending=True).values[:, :a.k]
+        bad_v = (vals[rows].double() != want).sum().item()
+        bad_i = (x[rows].gather(1, idx[rows]).double() != want).sum().item()
+        if bad_v or bad_i:
+            print(f"torch_peer: topk: {bad_v} values and {bad_i} indices wrong", file=sys.stderr)
+            return 1
+    elif a.op == "gemv":
+        # x is the weight W [rows, cols]; v the activation vector, one row of a decode batch.
+        v = torch.randn(a.cols, device=dev, dtype=torch.float32, generator=g).to(dt)
+        run = lambda: F.linear(v[None, :], x)[0]
+        rows = torch.randperm(a.rows, device=dev, generator=g)[:256]
+        want = x[rows].double() @ v.double()
+        got = run()[rows].double()
+        # One rounding to --dtype (2^-8 / 2^-11 of the value) on top of f32 accumulation;
+        # atol is relative to the RMS of the sampled outputs (~sqrt(cols)).
+        tol = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-4}[dt]
+        rms = want.pow(2).mean().sqrt().item()
+        if not torch.allclose(got, want, rtol=tol, atol=tol * rms):
+            print(f"torch_peer: gemv disagrees with fp64 by {(got - want).abs().max().item():.3e}", file=sys.stderr)
+            return 1
+    elif a.op == "fp8quant_block":
+        group = 128
+        if a.cols % group:
+            print(f"torch_peer: --cols {a.cols} is not a multiple of the group size {group}", file=sys.stderr)
+            return 2
+        qmax, f8 = {"e4m3": (448.0, torch.float8_e4m3fn), "e5m2": (57344.0, torch.float8_e5m2)}[a.fp8]
+        xb = x.view(a.rows, a.cols // group, group)
+
+        def run():
+            s = (xb.abs().amax(dim=-1, keepdim=True).float() / qmax).clamp(min=a.min_scale)
+            return (xb.float() / s).clamp(-qmax, qmax).to(f8).view(a.rows, a.cols), s[..., 0]
+
+        q, s = run()
+        xd = xb.double()
+        want_s = (xd.abs().amax(dim=-1) / qmax).clamp(min=a.min_scale)
+        ref = (xd / s.double()[..., None]).clamp(-qmax, qmax).view(a.rows, a.cols)
+        # Round to nearest moves a value by at most half a step: 2^-4 (e4m3) / 2^-3 (e5m2) of it,
+        # or half the subnormal spacing (2^-10 / 2^-17).
+        rel, sub = {"e4m3": (2.0**-4, 2.0**-10), "e5m2": (2.0**-3, 2.0**-17)}[a.fp8]
+        bad_q = ((q.double() - ref).abs() > ref.abs() * rel * (1 + 1e-6) + sub).sum().item()
+        bad_s = ((s.double() - want_s).abs() > want_s * 2e-5).sum().item()
+        if bad_q or bad_s:
+            print(f"torch_peer: fp8quant_block: {bad_q} elements and {bad_s} scales off", file=sys.stderr)
+            return 1
     else:
         run = lambda: x.sum(dim=-1, dtype=torch.float32)
     times = time_ms(torch, run, a.repeats, a.warmup)
     print(json.dumps({
         "op": a.op, "rows": a.rows, "cols": a.cols, "dtype": a.dtype,
         **({"head_dim": a.head_dim} if a.op == "rope" else {}),
+        **({"k": a.k} if a.op == "topk" else {}),
+        **({"fp8": a.fp8} if a.op == "fp8quant_block" else {}),
         "median_ms": statistics.median(times), "min_ms": min(times), "repeats": a.repeats,
         "torch": torch.__version__, "device": torch.cuda.get_device_name(0),
     }))

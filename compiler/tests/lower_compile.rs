@@ -288,7 +288,7 @@ fn corpus() -> cake::corpus::Corpus {
 }
 
 /// The families whose constructs the tests below check.
-const FAMILIES: [&str; 12] = [
+const FAMILIES: [&str; 14] = [
     "tma-copy",
     "tma-transpose",
     "attention-fwd",
@@ -301,6 +301,8 @@ const FAMILIES: [&str; 12] = [
     "elementwise",
     "gemm-sm90-ws",
     "gemm-sm80",
+    "cross-entropy-bwd",
+    "topk-select",
 ];
 
 /// Every case of `family` lowers for its own target, and some case's CUDA contains each needle.
@@ -387,6 +389,23 @@ fn row_families_lower() {
     family_lowers("row-reduce", &[butterfly]);
     family_lowers("rmsnorm", &[butterfly]);
     family_lowers("layernorm", &[butterfly]);
+}
+
+/// Cross-entropy backward: a second pass over the row's chunks storing p − 1 at the target's
+/// column by a select against a column-index window (the branches fragments: a select of two
+/// literals is typed as a literal). Top-k: K rounds of a masked running maximum and the smallest
+/// column holding it (an i32 min butterfly), the previous pick held per warp.
+#[test]
+fn cross_entropy_bwd_and_topk_families_lower() {
+    family_lowers("cross-entropy-bwd", &["== tgt_e ? __expf(x_e - m[0]) / s[0] - 1.0f : __expf(x_e - m[0]) / s[0]"]);
+    family_lowers(
+        "topk-select",
+        &[
+            "for (int cake_o = 16; cake_o > 0; cake_o /= 2) cake_v = min(cake_v, __shfl_xor_sync(0xffffffffu, cake_v, cake_o));",
+            "float pv[1];  // f32[1] per warp",
+            "int pi[1];  // i32[1] per warp",
+        ],
+    );
 }
 
 /// Layout-free elementwise rows: `let` names of global windows, stores split over each warp's lanes.

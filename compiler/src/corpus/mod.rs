@@ -157,7 +157,7 @@ impl CompileBounds {
 /// `[workload]`: how the GPU tier runs the case — the GPU runtime's workload spec
 /// (`cake::runtime::workload::WorkloadSpec`, documented in `compiler/src/runtime/README.md`):
 /// `oracle` (`matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `copy`,
-/// `transpose`, `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`, `rotary`, `fp8_quant_row`, `none`), `headline`
+/// `transpose`, `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`, `rotary`, `fp8_quant_row`, `fp8_quant_block`, `gemv`, `none`), `headline`
 /// and `shapes` (values of the
 /// program's `dim`s), per-input distributions (`inputs`), derived inputs (`derive`), `scalars`,
 /// `tolerance` (`rtol`, `atol`, `samples`), `reduce` (`row_reduce`), `expr` (`elementwise`) and

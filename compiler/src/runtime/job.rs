@@ -772,7 +772,10 @@ fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -
         OracleName::KnnTileMin => res.checks.extend(check_knn(job, &tensors, &downloaded, tol, &mut rng)?),
         OracleName::KmeansUpdate => res.checks.push(check_kmeans_update(job, &tensors, &downloaded, tol, &mut rng)?),
         OracleName::Rotary => res.checks.push(check_rotary(job, &tensors, &downloaded, tol)?),
-        OracleName::Fp8QuantRow => res.checks.extend(check_fp8_quant_row(job, &tensors, &downloaded, tol)?),
+        OracleName::Fp8QuantRow | OracleName::Fp8QuantBlock => {
+            res.checks.extend(check_fp8_quant(job, &tensors, &downloaded, tol)?)
+        }
+        OracleName::Gemv => res.checks.push(check_gemv(job, &tensors, &downloaded, tol)?),
         OracleName::Copy | OracleName::Transpose => {
             let name = wl.oracle.name();
             let (a, b) = (find(&wl.role("input")), find(&wl.role("output")));
@@ -814,6 +817,10 @@ fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -
             });
         }
         OracleName::CrossEntropy => res.checks.push(check_cross_entropy(job, &tensors, &downloaded, tol, &mut rng)?),
+        OracleName::CrossEntropyBwd => {
+            res.checks.push(check_cross_entropy_bwd(job, &tensors, &downloaded, tol, &mut rng)?)
+        }
+        OracleName::Topk => res.checks.extend(check_topk(job, &tensors, &downloaded)?),
         OracleName::Softmax
         | OracleName::RowReduce
         | OracleName::Rmsnorm
@@ -1040,6 +1047,62 @@ fn check_cross_entropy(
     oracle::cross_entropy(host(x)?, host(target)?, &got, x.shape[0], x.shape[1], tol, rng).map_err(bad)
 }
 
+/// `cross_entropy_bwd`'s check: the role tensors' shapes are checked again against the launch (X
+/// [R, V], T [R], Col [V], DX [R, V]), then sampled rows of DX are compared with fp64 from the
+/// logits, targets and `scale` as the kernel received them (the oracle rejects a target outside
+/// [0, V)); every element of DX is scanned for unwritten values.
+fn check_cross_entropy_bwd(
+    job: &Job,
+    tensors: &[Tensor],
+    downloaded: &BTreeMap<String, Vec<u8>>,
+    tol: oracle::Tolerance,
+    rng: &mut Rng,
+) -> Result<CheckReport, RunError> {
+    let wl = &job.workload;
+    let bad = |m: String| RunError::new("workload", format!("cross_entropy_bwd: {m}"));
+    let get = |role: &str| role_tensor(wl, tensors, role);
+    let (x, target, col, dx) = (get("x")?, get("target")?, get("col")?, get("dx")?);
+    let fits = x.shape.len() == 2 && {
+        let (r, v) = (x.shape[0], x.shape[1]);
+        target.shape == [r] && col.shape == [v] && dx.shape == [r, v]
+    };
+    if !fits {
+        return Err(bad(format!("shapes X{:?} T{:?} Col{:?} DX{:?} do not fit", x.shape, target.shape, col.shape, dx.shape)));
+    }
+    fn host(t: &Tensor) -> Result<&[f32], RunError> {
+        t.host.as_deref().ok_or_else(|| RunError::new("workload", format!("cross_entropy_bwd: `{}` is not a filled input", t.name)))
+    }
+    let scale = scalar_as_received(job, "scale")?;
+    let bytes = downloaded.get(&dx.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", dx.name)))?;
+    let got = convert::decode_all_f32(dx.dtype, bytes);
+    oracle::cross_entropy_bwd(host(x)?, host(target)?, &got, x.shape[0], x.shape[1], scale, tol, rng).map_err(bad)
+}
+
+/// `topk`'s check: X [R, E], Col [E], Vals and Idx [R, K] checked again against the launch (and
+/// Vals of X's dtype: the values are copies), then every row: the values exactly, the indices by
+/// what they point at. Two reports, `topk` (Vals) and `topk.idx`.
+fn check_topk(job: &Job, tensors: &[Tensor], downloaded: &BTreeMap<String, Vec<u8>>) -> Result<[CheckReport; 2], RunError> {
+    let wl = &job.workload;
+    let bad = |m: String| RunError::new("workload", format!("topk: {m}"));
+    let get = |role: &str| role_tensor(wl, tensors, role);
+    let (x, col, vals, idx) = (get("x")?, get("col")?, get("vals")?, get("idx")?);
+    let fits = x.shape.len() == 2 && vals.shape.len() == 2 && {
+        let (r, e, k) = (x.shape[0], x.shape[1], vals.shape[1]);
+        col.shape == [e] && vals.shape[0] == r && (1..=e).contains(&k) && idx.shape == vals.shape
+    };
+    if !fits {
+        return Err(bad(format!("shapes X{:?} Col{:?} Vals{:?} Idx{:?} do not fit", x.shape, col.shape, vals.shape, idx.shape)));
+    }
+    if vals.dtype != x.dtype {
+        return Err(bad(format!("`{}` is {} but `{}` is {}: the values are copies of X's", vals.name, vals.dtype, x.name, x.dtype)));
+    }
+    let xh = x.host.as_deref().ok_or_else(|| bad(format!("`{}` is not a filled input", x.name)))?;
+    let out = |t: &Tensor| downloaded.get(&t.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", t.name)));
+    let got_vals = convert::decode_all_f32(vals.dtype, out(vals)?);
+    let got_idx = convert::decode_all_index(idx.dtype, out(idx)?);
+    Ok(oracle::topk(xh, &got_vals, &got_idx, x.shape[0], x.shape[1], vals.shape[1]))
+}
+
 /// The row kernels' check (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise` and the backward norms and softmax): the role tensors'
 /// shapes are checked again here (the spec was validated against the program, not against the
 /// launch spec), then every output element is compared with the fp64 reference computed from the
@@ -1131,22 +1194,30 @@ fn check_rotary(
     Ok(oracle::rotary(host(x)?, host(cos)?, host(sin)?, &got, x.shape[0], x.shape[1], cos.shape[1], tol))
 }
 
-/// `fp8_quant_row`'s checks: the role tensors' shapes are checked again against the launch (X
-/// and Q [R, C], S [R]; Q fp8), then every scale and every quantized element is compared with
-/// fp64 from X as uploaded and `min_scale` as the kernel receives it.
-fn check_fp8_quant_row(
+/// `fp8_quant_row`'s and `fp8_quant_block`'s checks: the role tensors' shapes are checked again
+/// against the launch (X and Q [R, C], Q fp8; S [R] per row, or [R, C / G] per group of G columns,
+/// G dividing C), then every scale and every quantized element is compared with fp64 from X as
+/// uploaded and `min_scale` as the kernel receives it.
+fn check_fp8_quant(
     job: &Job,
     tensors: &[Tensor],
     downloaded: &BTreeMap<String, Vec<u8>>,
     tol: oracle::Tolerance,
 ) -> Result<[CheckReport; 2], RunError> {
     let wl = &job.workload;
-    let bad = |m: String| RunError::new("workload", format!("fp8_quant_row: {m}"));
+    let name = wl.oracle.name();
+    let bad = |m: String| RunError::new("workload", format!("{name}: {m}"));
     let get = |role: &str| role_tensor(wl, tensors, role);
     let (x, q, s) = (get("x")?, get("q")?, get("s")?);
-    if x.shape.len() != 2 || q.shape != x.shape || s.shape[..] != x.shape[..1] {
+    // The scales per row: 1, or the number of groups (a divisor of C) for `fp8_quant_block`.
+    let groups = match (wl.oracle, &s.shape[..]) {
+        (OracleName::Fp8QuantBlock, [r, g]) if x.shape.len() == 2 && *r == x.shape[0] && *g > 0 && x.shape[1] % g == 0 => Some(*g),
+        (OracleName::Fp8QuantRow, [r]) if x.shape.len() == 2 && *r == x.shape[0] => Some(1),
+        _ => None,
+    };
+    let (Some(groups), true) = (groups, q.shape == x.shape) else {
         return Err(bad(format!("shapes X{:?} Q{:?} S{:?} do not fit", x.shape, q.shape, s.shape)));
-    }
+    };
     let format = oracle::fp8_format(q.dtype).ok_or_else(|| bad(format!("`{}` is {}, not an fp8 dtype", q.name, q.dtype)))?;
     let xh = x.host.as_deref().ok_or_else(|| bad(format!("`{}` is not a filled input", x.name)))?;
     let out = |t: &Tensor| {
@@ -1154,7 +1225,36 @@ fn check_fp8_quant_row(
     };
     let (got_q, got_s) = (convert::decode_all_f32(q.dtype, out(q)?), convert::decode_all_f32(s.dtype, out(s)?));
     let min_scale = scalar_as_received(job, "min_scale")?;
-    Ok(oracle::fp8_quant_row(xh, &got_q, &got_s, x.shape[0], x.shape[1], format, min_scale, tol))
+    let (rows, cols) = (x.shape[0], x.shape[1]);
+    Ok(match wl.oracle {
+        OracleName::Fp8QuantBlock => {
+            oracle::fp8_quant_block(xh, &got_q, &got_s, rows, cols, cols / groups, format, min_scale, tol)
+        }
+        _ => oracle::fp8_quant_row(xh, &got_q, &got_s, rows, cols, format, min_scale, tol),
+    })
+}
+
+/// `gemv`'s check: the role tensors' shapes are checked again against the launch (W [N, K], X
+/// [K], Y [N]), then every element of Y is compared with the fp64 product of W and X as uploaded.
+fn check_gemv(
+    job: &Job,
+    tensors: &[Tensor],
+    downloaded: &BTreeMap<String, Vec<u8>>,
+    tol: oracle::Tolerance,
+) -> Result<CheckReport, RunError> {
+    let wl = &job.workload;
+    let bad = |m: String| RunError::new("workload", format!("gemv: {m}"));
+    let get = |role: &str| role_tensor(wl, tensors, role);
+    let (w, x, y) = (get("w")?, get("x")?, get("y")?);
+    if w.shape.len() != 2 || x.shape[..] != w.shape[1..] || y.shape[..] != w.shape[..1] {
+        return Err(bad(format!("shapes W{:?} X{:?} Y{:?} do not fit", w.shape, x.shape, y.shape)));
+    }
+    fn host(t: &Tensor) -> Result<&[f32], RunError> {
+        t.host.as_deref().ok_or_else(|| RunError::new("workload", format!("gemv: `{}` is not a filled input", t.name)))
+    }
+    let bytes = downloaded.get(&y.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", y.name)))?;
+    let got = convert::decode_all_f32(y.dtype, bytes);
+    Ok(oracle::gemv(host(w)?, host(x)?, &got, w.shape[0], w.shape[1], tol))
 }
 
 /// The kernel tensor an oracle role names (a coded error when the kernel has none: the spec was

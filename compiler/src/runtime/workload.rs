@@ -25,7 +25,7 @@ pub struct WorkloadSpec {
     #[serde(default)]
     pub kernel: Option<String>,
     /// `matmul_abt`, `grouped_matmul_abt`, `attention`, `kmeans_assign`, `kmeans_update`, `knn_tile_min`, `copy`, `transpose`,
-    /// `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`, `rotary`, `fp8_quant_row` or `none` (run and
+    /// `softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise`, `rotary`, `fp8_quant_row`, `fp8_quant_block`, `gemv` or `none` (run and
     /// time only).
     pub oracle: OracleName,
     /// Oracle role → tensor name (defaults: matmul_abt and grouped_matmul_abt a=A b=B c=C;
@@ -34,7 +34,7 @@ pub struct WorkloadSpec {
     /// copy and transpose input=A output=B; softmax x=X y=Y; row_reduce x=X out=Out; rmsnorm
     /// x=X w=W y=Y, and the scalar eps=eps; layernorm x=X w=W b=Bias y=Y eps=eps; elementwise
     /// x=X y=Y w=W z=Z; rotary x=X cos=COS sin=SIN y=Y; fp8_quant_row x=X q=Q s=S and the scalar
-    /// min_scale=min_scale).
+    /// min_scale=min_scale, fp8_quant_block the same; gemv w=W x=X y=Y).
     #[serde(default)]
     pub args: BTreeMap<String, String>,
     /// `row_reduce` only: which reduction of each row the kernel computes.
@@ -108,6 +108,9 @@ pub enum OracleName {
     Rotary,
     /// Per-row fp8 quantization: S[r] = max(absmax(X[r, :]) / QMAX, min_scale), Q = fp8(X / S).
     Fp8QuantRow,
+    /// Per-block fp8 quantization: S[r, g] = max(absmax(X[r, G·g :+ G]) / QMAX, min_scale) for S
+    /// [R, C / G] (G = 128: DeepSeek-V3's 1 × 128 groups), Q = fp8(X / S of the element's group).
+    Fp8QuantBlock,
     /// Loss[r] = logsumexp(X[r, :]) − X[r, T[r]], Col the column index 0..V−1 (derived).
     CrossEntropy,
     /// DX = rstd · (DY·W − X·rstd²·mean(DY·W·X)), rstd = (mean(X²) + eps)^-½, row by row.
@@ -117,6 +120,14 @@ pub enum OracleName {
     LayernormBwd,
     /// DX = Y · (DY − Σ DY·Y) row by row, Y the softmax output (the input gradient of softmax).
     SoftmaxBwd,
+    /// DX[r, c] = (softmax(X[r, :])[c] − [c == T[r]]) · scale: the logits gradient of a weighted
+    /// cross-entropy, Col the column index 0..V−1 (derived).
+    CrossEntropyBwd,
+    /// Vals[r, :], Idx[r, :] = the K largest values of X[r, :], descending, and their columns;
+    /// Col the column index 0..E−1 (derived).
+    Topk,
+    /// Y[n] = Σ_k W[n, k]·X[k]: a row-major weight W [N, K] times one vector X [K] (decode GEMV).
+    Gemv,
     None,
 }
 
@@ -164,10 +175,14 @@ impl OracleName {
             OracleName::KmeansUpdate => "kmeans_update",
             OracleName::Rotary => "rotary",
             OracleName::Fp8QuantRow => "fp8_quant_row",
+            OracleName::Fp8QuantBlock => "fp8_quant_block",
             OracleName::CrossEntropy => "cross_entropy",
             OracleName::RmsnormBwd => "rmsnorm_bwd",
             OracleName::LayernormBwd => "layernorm_bwd",
             OracleName::SoftmaxBwd => "softmax_bwd",
+            OracleName::CrossEntropyBwd => "cross_entropy_bwd",
+            OracleName::Topk => "topk",
+            OracleName::Gemv => "gemv",
             OracleName::None => "none",
         }
     }
@@ -187,10 +202,13 @@ impl OracleName {
             OracleName::KnnTileMin => &[("q", "Q"), ("qn", "QN"), ("c", "C"), ("cn", "CN"), ("dist", "Dist"), ("idx", "Idx")],
             OracleName::KmeansUpdate => &[("xt", "XT"), ("oh", "OH"), ("icnt", "ICNT"), ("ct", "CT")],
             OracleName::Rotary => &[("x", "X"), ("cos", "COS"), ("sin", "SIN"), ("y", "Y")],
-            OracleName::Fp8QuantRow => &[("x", "X"), ("q", "Q"), ("s", "S")],
+            OracleName::Fp8QuantRow | OracleName::Fp8QuantBlock => &[("x", "X"), ("q", "Q"), ("s", "S")],
             OracleName::CrossEntropy => &[("x", "X"), ("target", "T"), ("col", "Col"), ("loss", "Loss")],
             OracleName::RmsnormBwd | OracleName::LayernormBwd => &[("x", "X"), ("dy", "DY"), ("w", "W"), ("dx", "DX")],
             OracleName::SoftmaxBwd => &[("y", "Y"), ("dy", "DY"), ("dx", "DX")],
+            OracleName::CrossEntropyBwd => &[("x", "X"), ("target", "T"), ("col", "Col"), ("dx", "DX")],
+            OracleName::Topk => &[("x", "X"), ("col", "Col"), ("vals", "Vals"), ("idx", "Idx")],
+            OracleName::Gemv => &[("w", "W"), ("x", "X"), ("y", "Y")],
             OracleName::None => &[],
         }
     }
@@ -202,8 +220,8 @@ impl OracleName {
             OracleName::Rmsnorm | OracleName::Layernorm | OracleName::RmsnormBwd | OracleName::LayernormBwd => {
                 &[("eps", "eps")]
             }
-            OracleName::Attention => &[("scale", "scale")],
-            OracleName::Fp8QuantRow => &[("min_scale", "min_scale")],
+            OracleName::Attention | OracleName::CrossEntropyBwd => &[("scale", "scale")],
+            OracleName::Fp8QuantRow | OracleName::Fp8QuantBlock => &[("min_scale", "min_scale")],
             _ => &[],
         }
     }
@@ -214,7 +232,9 @@ impl OracleName {
             OracleName::MatmulAbt | OracleName::GroupedMatmulAbt => Some("c"),
             OracleName::KmeansAssign => Some("idx"),
             OracleName::Copy | OracleName::Transpose => Some("output"),
-            OracleName::Softmax | OracleName::Rmsnorm | OracleName::Layernorm | OracleName::Rotary => Some("y"),
+            OracleName::Softmax | OracleName::Rmsnorm | OracleName::Layernorm | OracleName::Rotary | OracleName::Gemv => {
+                Some("y")
+            }
             OracleName::RowReduce => Some("out"),
             OracleName::Elementwise => Some("z"),
             OracleName::Attention => Some("o"),
@@ -222,9 +242,13 @@ impl OracleName {
             OracleName::KnnTileMin => Some("dist"),
             OracleName::KmeansUpdate => Some("ct"),
             // S is checked too (by the same oracle: `fp8_quant_row.scale`).
-            OracleName::Fp8QuantRow => Some("q"),
+            OracleName::Fp8QuantRow | OracleName::Fp8QuantBlock => Some("q"),
             OracleName::CrossEntropy => Some("loss"),
-            OracleName::RmsnormBwd | OracleName::LayernormBwd | OracleName::SoftmaxBwd => Some("dx"),
+            OracleName::RmsnormBwd | OracleName::LayernormBwd | OracleName::SoftmaxBwd | OracleName::CrossEntropyBwd => {
+                Some("dx")
+            }
+            // Idx is checked too (by the same oracle: `topk.idx`).
+            OracleName::Topk => Some("vals"),
             OracleName::None => None,
         }
     }
@@ -243,8 +267,9 @@ impl OracleName {
     }
 
     /// The row kernels' oracles (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `rotary`,
-    /// `fp8_quant_row`, and `elementwise` over rows [R, C]): fp64 references of every element,
-    /// tolerances by output dtype (`fp8_quant_row`: half an fp8 step per element).
+    /// `fp8_quant_row`, and `elementwise` over rows [R, C]; `gemv`, one dot product per row of W):
+    /// fp64 references of every element, tolerances by output dtype (`fp8_quant_row`: half an fp8
+    /// step per element).
     pub fn is_row_kernel(self) -> bool {
         matches!(
             self,
@@ -255,9 +280,11 @@ impl OracleName {
                 | OracleName::Elementwise
                 | OracleName::Rotary
                 | OracleName::Fp8QuantRow
+                | OracleName::Fp8QuantBlock
                 | OracleName::RmsnormBwd
                 | OracleName::LayernormBwd
                 | OracleName::SoftmaxBwd
+                | OracleName::Gemv
         )
     }
 
@@ -277,7 +304,11 @@ impl OracleName {
                 | OracleName::KmeansUpdate
                 | OracleName::Rotary
                 | OracleName::Fp8QuantRow
+                | OracleName::Fp8QuantBlock
                 | OracleName::CrossEntropy
+                | OracleName::Gemv
+                | OracleName::CrossEntropyBwd
+                | OracleName::Topk
         )
     }
 
@@ -292,8 +323,10 @@ impl OracleName {
             OracleName::KnnTileMin => Tolerance::KNN,
             OracleName::KmeansUpdate => Tolerance::KMEANS_UPDATE,
             OracleName::CrossEntropy => Tolerance::CROSS_ENTROPY,
+            OracleName::CrossEntropyBwd => crate::runtime::oracle::cross_entropy_bwd_tolerance(output.unwrap_or(DType::BF16)),
+            OracleName::Topk => Tolerance::EXACT,
             OracleName::Copy | OracleName::Transpose => Tolerance::EXACT,
-            OracleName::Fp8QuantRow => Tolerance::FP8_QUANT,
+            OracleName::Fp8QuantRow | OracleName::Fp8QuantBlock => Tolerance::FP8_QUANT,
             o if o.is_row_kernel() => Tolerance::for_row_output(output.unwrap_or(DType::BF16)),
             OracleName::GroupedMatmulAbt => Tolerance::for_gemm_output(output.unwrap_or(DType::BF16)),
             OracleName::Attention => Tolerance::for_attention_output(output.unwrap_or(DType::BF16)),
@@ -564,6 +597,23 @@ impl WorkloadSpec {
                 ("dy", (2, 2), ROW_FLOATS, false),
                 ("dx", (2, 2), ROW_FLOATS, true),
             ],
+            OracleName::CrossEntropyBwd => &[
+                ("x", (2, 2), ROW_FLOATS, false),
+                ("target", (1, 1), &[DType::I32], false),
+                ("col", (1, 1), &[DType::I32], false),
+                ("dx", (2, 2), ROW_FLOATS, true),
+            ],
+            OracleName::Topk => &[
+                ("x", (2, 2), ROW_FLOATS, false),
+                ("col", (1, 1), &[DType::I32], false),
+                ("vals", (2, 2), ROW_FLOATS, true),
+                ("idx", (2, 2), &[DType::I32], true),
+            ],
+            OracleName::Gemv => &[
+                ("w", (2, 2), ROW_FLOATS, false),
+                ("x", (1, 1), ROW_FLOATS, false),
+                ("y", (1, 1), ROW_FLOATS, true),
+            ],
             OracleName::Copy => &[("input", (1, 5), POISON_IS_NAN, false), ("output", (1, 5), POISON_IS_NAN, true)],
             OracleName::Transpose => &[("input", (2, 2), POISON_IS_NAN, false), ("output", (2, 2), POISON_IS_NAN, true)],
             OracleName::Softmax => &[("x", (2, 2), ROW_FLOATS, false), ("y", (2, 2), ROW_FLOATS, true)],
@@ -595,6 +645,11 @@ impl WorkloadSpec {
                 ("x", (2, 2), ROW_FLOATS, false),
                 ("q", (2, 2), &[DType::F8E4M3, DType::F8E5M2], true),
                 ("s", (1, 1), &[DType::F32], true),
+            ],
+            OracleName::Fp8QuantBlock => &[
+                ("x", (2, 2), ROW_FLOATS, false),
+                ("q", (2, 2), &[DType::F8E4M3, DType::F8E5M2], true),
+                ("s", (2, 2), &[DType::F32], true),
             ],
             OracleName::None => &[],
         };
@@ -884,10 +939,15 @@ impl WorkloadSpec {
                     format!("1/count of each cluster of `{}` (0 when empty)", self.role("oh")),
                 ),
             ],
-            OracleName::CrossEntropy => vec![(
+            OracleName::CrossEntropy | OracleName::CrossEntropyBwd => vec![(
                 "col",
                 Derive::ColumnIndex,
                 "the column numbers 0..V−1 the kernel matches the targets against".to_string(),
+            )],
+            OracleName::Topk => vec![(
+                "col",
+                Derive::ColumnIndex,
+                "the column numbers 0..E−1 the kernel orders equal values and reports indices by".to_string(),
             )],
             _ => Vec::new(),
         };
@@ -959,10 +1019,13 @@ impl WorkloadSpec {
             OracleName::Layernorm => ("x", &["w", "b", "y"]),
             OracleName::Elementwise => ("x", &["y", "w", "z"]),
             OracleName::Rotary => ("x", &["y"]),
-            OracleName::Fp8QuantRow => ("x", &["q", "s"]),
+            OracleName::Fp8QuantRow | OracleName::Fp8QuantBlock => ("x", &["q", "s"]),
             OracleName::RmsnormBwd | OracleName::LayernormBwd => ("x", &["dy", "w", "dx"]),
             OracleName::SoftmaxBwd => ("y", &["dy", "dx"]),
             OracleName::CrossEntropy => ("x", &["target", "col", "loss"]),
+            OracleName::CrossEntropyBwd => ("x", &["target", "col", "dx"]),
+            OracleName::Topk => ("x", &["col"]),
+            OracleName::Gemv => ("w", &["x", "y"]),
             _ => return Ok(()),
         };
         let dims: Vec<i64> = m.dims.iter().map(|(_, d)| shape.get(&d.name).copied().unwrap_or(0)).collect();
@@ -985,8 +1048,20 @@ impl WorkloadSpec {
             let b = concrete(&name)?;
             let want: Vec<i64> = match (self.oracle, role) {
                 (OracleName::Transpose, _) => a.iter().rev().copied().collect(),
+                // fp8_quant_block: S is [R, C / G] for a group size G that divides C (the
+                // kernel's S fixes G); expected [R, C / 128] when it has no such shape.
+                (OracleName::Fp8QuantBlock, "s") => match (&a[..], &b[..]) {
+                    ([r, c], [_, g]) if *g > 0 && c % g == 0 => vec![*r, *g],
+                    ([r, c], _) => vec![*r, c / 128],
+                    _ => a.clone(),
+                },
+                // gemv: X is a row of W ([K]), Y a column ([N]).
+                (OracleName::Gemv, "x") => a.get(1..).map(<[i64]>::to_vec).unwrap_or_default(),
+                (OracleName::Gemv, _) => a.get(..1).map(<[i64]>::to_vec).unwrap_or_default(),
                 (_, "w" | "b" | "col") => a.get(1..).map(<[i64]>::to_vec).unwrap_or_default(),
-                (OracleName::RowReduce | OracleName::CrossEntropy, _) | (OracleName::Fp8QuantRow, "s") => {
+                (OracleName::RowReduce | OracleName::CrossEntropy, _)
+                | (OracleName::Fp8QuantRow, "s")
+                | (OracleName::CrossEntropyBwd, "target") => {
                     a.get(..1).map(<[i64]>::to_vec).unwrap_or_default()
                 }
                 _ => a.clone(),
@@ -999,6 +1074,35 @@ impl WorkloadSpec {
                     to: label(role, &name),
                     want: format!("{want:?}"),
                     got: b,
+                });
+            }
+        }
+        if self.oracle == OracleName::Topk {
+            // Vals and Idx are [R, K]: K of the E columns of each of X's rows.
+            for role in ["vals", "idx"] {
+                let name = self.role(role);
+                let b = concrete(&name)?;
+                let fits = b.len() == 2 && b[0] == a[0] && b[1] >= 1 && a.get(1).is_some_and(|&e| b[1] <= e);
+                if !fits {
+                    return Err(ShapeError::Relation {
+                        oracle: self.oracle.name(),
+                        from: label(from, &input),
+                        from_shape: a.clone(),
+                        to: label(role, &name),
+                        want: format!("[{}, K] with 1 ≤ K ≤ {}", a[0], a.get(1).copied().unwrap_or(0)),
+                        got: b,
+                    });
+                }
+            }
+            let (vals, idx) = (concrete(&self.role("vals"))?, concrete(&self.role("idx"))?);
+            if vals != idx {
+                return Err(ShapeError::Relation {
+                    oracle: self.oracle.name(),
+                    from: label("vals", &self.role("vals")),
+                    from_shape: vals.clone(),
+                    to: label("idx", &self.role("idx")),
+                    want: format!("{vals:?}"),
+                    got: idx,
                 });
             }
         }
@@ -1627,6 +1731,56 @@ mod row_oracle_tests {
         let w = parse("softmax", "args = { y = \"D\" }").unwrap();
         let d = w.input_dists(&module(), None);
         assert!(d.contains_key("X") && !d.contains_key("D"), "{d:?}");
+    }
+}
+
+#[cfg(test)]
+mod gemv_fp8_block_oracle_tests {
+    use super::*;
+
+    const PROGRAM: &str = "kernel k target sm_90a\n\ndim N multiple_of 32\ndim K multiple_of 128\n\nscalar min_scale: f32\n\nin W: bf16[N, K]\nin X: f32[K]\nout Y: f32[N]\nout YK: f32[K]\nout Q: f8e4m3[N, K]\nout S: f32[N, K / 128]\nout S64: f32[N, K / 64]\nout S3: f32[N, 3]\nout SR: f32[N]\n\ngrid tiles[r = N / 32]\n\nrole all: warp 0..4\n\non all {\n    for t in tiles {\n    }\n}\n";
+
+    /// A spec for `oracle` at N=64, K=256 (headline) and N=32, K=128, with `min_scale` given.
+    fn spec(oracle: &str, extra: &str) -> Result<WorkloadSpec, WorkloadError> {
+        let text = format!(
+            "oracle = \"{oracle}\"\nheadline = {{ N = 64, K = 256 }}\nshapes = [{{ N = 32, K = 128 }}]\n{extra}\n[scalars]\nmin_scale = 1e-6\n"
+        );
+        let w = WorkloadSpec::from_toml_str("t.toml", &text)?;
+        let out = crate::check::check_source(PROGRAM);
+        w.validate(&out.module.unwrap_or_else(|| panic!("{:?}", out.diagnostics)))?;
+        Ok(w)
+    }
+
+    #[test]
+    fn gemv_relates_w_x_and_y() {
+        let w = spec("gemv", "").unwrap();
+        assert_eq!((w.role("w"), w.role("x"), w.role("y")), ("W".to_string(), "X".to_string(), "Y".to_string()));
+        assert_eq!(w.tolerance(Some(DType::F32)), Tolerance::ROW_F32);
+        assert_eq!(w.tolerance(Some(DType::BF16)), Tolerance::ROW_BF16);
+        assert!(OracleName::Gemv.checks_every_element() && !OracleName::Gemv.has_cublas_peer());
+        let m = spec("gemv", "args = { y = \"YK\" }").unwrap_err().0;
+        assert!(m.contains("oracle `gemv`: `W` (role `w`) is [64, 256], so `YK` (role `y`) must be [64], but it is [256]"), "{m}");
+        let m = spec("gemv", "args = { x = \"Y\", y = \"YK\" }").unwrap_err().0;
+        assert!(m.contains("role `x`: tensor `Y` is declared `out`"), "{m}");
+        let m = spec("gemv", "[tolerance]\nsamples = 8").unwrap_err().0;
+        assert!(m.contains("tolerance.samples: oracle `gemv` compares every element"), "{m}");
+    }
+
+    #[test]
+    fn fp8_quant_block_takes_s_of_one_scale_per_group() {
+        let w = spec("fp8_quant_block", "args = { x = \"W\" }").unwrap();
+        assert_eq!((w.role("q"), w.role("s"), w.role("min_scale")), ("Q".to_string(), "S".to_string(), "min_scale".to_string()));
+        assert_eq!(w.tolerance(Some(DType::F8E4M3)), Tolerance::FP8_QUANT);
+        // Groups of 64: the group size is the kernel's, read off S.
+        spec("fp8_quant_block", "args = { x = \"W\", s = \"S64\" }").unwrap();
+        // 3 groups do not divide a row of 256; one scale per row is fp8_quant_row's S.
+        let m = spec("fp8_quant_block", "args = { x = \"W\", s = \"S3\" }").unwrap_err().0;
+        assert!(m.contains("so `S3` (role `s`) must be [64, 2], but it is [64, 3]"), "{m}");
+        let m = spec("fp8_quant_block", "args = { x = \"W\", s = \"SR\" }").unwrap_err().0;
+        assert!(m.contains("role `s`: tensor `SR` has rank 1, expected 2"), "{m}");
+        spec("fp8_quant_row", "args = { x = \"W\", s = \"SR\" }").unwrap();
+        let m = spec("fp8_quant_row", "args = { x = \"W\" }").unwrap_err().0;
+        assert!(m.contains("role `s`: tensor `S` has rank 2, expected 1"), "{m}");
     }
 }
 

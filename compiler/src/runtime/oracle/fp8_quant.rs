@@ -9,8 +9,11 @@
 //!   on), clamped to ±QMAX (the conversion saturates). The allowed error is the element's own:
 //!   half the fp8 spacing at the quotient (round to nearest) plus `rtol` · |quotient| for the f32
 //!   division ([`Tolerance::FP8_QUANT`]). A neighbouring fp8 value, one whole step off, fails.
+//!
+//! The checks themselves ([`fp8_quant_groups`]) take a scale per group of consecutive columns of a
+//! row: one group of C here, 128 in `fp8_quant_block` (`fp8_quant_block.rs`).
 
-use super::{per_row, CheckReport, Comparer, Tolerance};
+use super::{per_row, unflatten, CheckReport, Comparer, Tolerance};
 use crate::ir::DType;
 use crate::runtime::convert::{MiniFloat, F8E4M3, F8E5M2};
 
@@ -36,27 +39,55 @@ pub fn fp8_quant_row(
     min_scale: f64,
     tol: Tolerance,
 ) -> [CheckReport; 2] {
-    let (r, c) = (rows as usize, cols as usize);
+    assert_eq!(s.len() as u64, rows, "S has R elements");
+    fp8_quant_groups("fp8_quant_row", x, q, s, rows, cols, cols, format, min_scale, tol)
+}
+
+/// The checks of X [`rows`, `cols`] quantized to `format` as Q (decoded) in groups of `group`
+/// consecutive columns of a row, one scale per group: S [`rows`, `cols` / `group`] row-major
+/// (S [`rows`] for one group per row, whose scale is then reported at index `[r]`, else at
+/// `[r, g]`). The reports are `name` (the elements) and `name.scale`. `group` must divide `cols`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fp8_quant_groups(
+    name: &str,
+    x: &[f32],
+    q: &[f32],
+    s: &[f32],
+    rows: u64,
+    cols: u64,
+    group: u64,
+    format: MiniFloat,
+    min_scale: f64,
+    tol: Tolerance,
+) -> [CheckReport; 2] {
+    assert!(group > 0 && cols % group == 0, "{name}: a group of {group} does not divide a row of {cols}");
+    let (r, c, gs) = (rows as usize, cols as usize, group as usize);
+    let ng = c / gs;
     assert_eq!(x.len(), r * c, "X has R·C elements");
     assert_eq!(q.len(), r * c, "Q has R·C elements");
-    assert_eq!(s.len(), r, "S has R elements");
+    assert_eq!(s.len(), r * ng, "S has R·(C / group) elements");
     let qmax = format.max_finite();
-    let want_scale = per_row(r, 1, |i, o| {
-        let absmax = x[i * c..(i + 1) * c].iter().map(|&v| f64::from(v).abs()).fold(0.0, f64::max);
-        o[0] = (absmax / qmax).max(min_scale);
+    let want_scale = per_row(r, ng, |i, o| {
+        for (g, o) in o.iter_mut().enumerate() {
+            let at = i * c + g * gs;
+            let absmax = x[at..at + gs].iter().map(|&v| f64::from(v).abs()).fold(0.0, f64::max);
+            *o = (absmax / qmax).max(min_scale);
+        }
     });
     let rms = |v: &[f64]| if v.is_empty() { 0.0 } else { (v.iter().map(|w| w * w).sum::<f64>() / v.len() as f64).sqrt() };
-    let mut scales = Comparer::new("fp8_quant_row.scale", Tolerance::ROW_F32, rms(&want_scale));
+    let scale_shape: Vec<u64> = if ng == 1 { vec![rows] } else { vec![rows, ng as u64] };
+    let mut scales = Comparer::new(&format!("{name}.scale"), Tolerance::ROW_F32, rms(&want_scale));
     for (i, (&got, &want)) in s.iter().zip(&want_scale).enumerate() {
-        scales.add(|| vec![i as u64], f64::from(got), want);
+        scales.add(|| unflatten(i as u64, &scale_shape), f64::from(got), want);
     }
     let want_q = per_row(r, c, |i, out| {
-        let scale = f64::from(s[i]);
-        for (o, &v) in out.iter_mut().zip(&x[i * c..(i + 1) * c]) {
+        for (j, (o, &v)) in out.iter_mut().zip(&x[i * c..(i + 1) * c]).enumerate() {
+            // The scale the kernel stored for this element's group.
+            let scale = f64::from(s[i * ng + j / gs]);
             *o = (f64::from(v) / scale).clamp(-qmax, qmax);
         }
     });
-    let mut elements = Comparer::new("fp8_quant_row", tol, rms(&want_q));
+    let mut elements = Comparer::new(name, tol, rms(&want_q));
     for (flat, (&got, &want)) in q.iter().zip(&want_q).enumerate() {
         let allowed = format.quantum(want) / 2.0 + tol.rtol * want.abs();
         elements.add_within(|| vec![(flat / c) as u64, (flat % c) as u64], f64::from(got), want, allowed);
@@ -67,20 +98,7 @@ pub fn fp8_quant_row(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use super::super::test_support::{inputs, ROW_DTYPES};
-
-    /// What a kernel computes: the f32 absmax and scale, then each element divided by the scale
-    /// in f32 and converted to fp8 with round to nearest, saturating (`encode`).
-    fn kernel_quant(x: &[f32], cols: usize, format: MiniFloat, min_scale: f32) -> (Vec<f32>, Vec<f32>) {
-        let qmax = format.max_finite() as f32;
-        let (mut q, mut s) = (Vec::new(), Vec::new());
-        for row in x.chunks(cols) {
-            let scale = (row.iter().map(|v| v.abs()).fold(0.0, f32::max) / qmax).max(min_scale);
-            s.push(scale);
-            q.extend(row.iter().map(|&v| format.decode(format.encode(f64::from(v / scale))) as f32));
-        }
-        (q, s)
-    }
+    use super::super::test_support::{inputs, kernel_fp8_quant, ROW_DTYPES};
 
     #[test]
     fn a_hand_computed_row() {
@@ -110,7 +128,7 @@ mod tests {
         let (rows, cols) = (16usize, 256usize);
         for (dt, format) in ROW_DTYPES.iter().flat_map(|&d| [(d, F8E4M3), (d, F8E5M2)]) {
             let x = inputs(dt, rows * cols, 41);
-            let (q, s) = kernel_quant(&x, cols, format, 1e-6);
+            let (q, s) = kernel_fp8_quant(&x, cols, format, 1e-6);
             let check = |q: &[f32], s: &[f32]| fp8_quant_row(&x, q, s, rows as u64, cols as u64, format, 1e-6, Tolerance::FP8_QUANT);
             let [e, sc] = check(&q, &s);
             assert!(e.passed && sc.passed, "{dt:?}: {e:?} {sc:?}");

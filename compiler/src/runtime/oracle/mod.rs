@@ -45,6 +45,9 @@
 //!   and Q = X / S rounded to e4m3 or e5m2: every scale under [`Tolerance::ROW_F32`], every element
 //!   within half an fp8 step of X / S (the scale as stored) ([`fp8_quant_row`];
 //!   [`Tolerance::FP8_QUANT`]).
+//! - `fp8_quant_block`: the same per group of G consecutive columns of a row (DeepSeek-V3's 1 × 128
+//!   blocks), S [R, C / G], G read off the shapes; the same two checks, shared with
+//!   `fp8_quant_row` ([`fp8_quant_block`], `fp8_quant_block.rs`).
 //!   - `rmsnorm_bwd`: DX = rstd · (DY·W − X·rstd²·mean(DY·W·X)), rstd = (mean(X²) + eps)^-½
 //!     ([`rmsnorm_bwd`], `norm_bwd.rs`).
 //!   - `layernorm_bwd`: DX = rstd · (DY·W − mean(DY·W) − XHAT·mean(DY·W·XHAT)), XHAT = (X − mean)·rstd,
@@ -54,6 +57,17 @@
 //! - `cross_entropy`: Loss[r] = logsumexp(X[r, :]) − X[r, T[r]], fp64 over whole rows on sampled
 //!   rows, every loss scanned for unwritten values ([`cross_entropy`], `cross_entropy.rs`;
 //!   tolerance [`Tolerance::CROSS_ENTROPY`]).
+//! - `cross_entropy_bwd`: DX[r, c] = (softmax(X[r, :])[c] − [c == T[r]]) · scale, fp64 over whole
+//!   rows on sampled rows, every element of those rows compared, every element of DX scanned for
+//!   unwritten values ([`cross_entropy_bwd`], `cross_entropy_bwd.rs`; tolerance
+//!   [`cross_entropy_bwd_tolerance`], the row tolerance of DX's dtype).
+//! - `topk`: Vals[r, :], Idx[r, :] = the K largest values of X[r, :] in descending order and their
+//!   columns, every row: values exactly ([`Tolerance::EXACT`]: copies of inputs), each index in
+//!   range, distinct within its row and pointing at an element equal to its rank's value (equal
+//!   values in any column order) ([`topk`], `topk.rs`).
+//! - `gemv`: Y[n] = Σ_k W[n, k]·X[k] (a decode-time M = 1 GEMM), fp64 over every output element
+//!   under the row tolerance of the output's dtype ([`gemv`], `gemv.rs`, which says why those
+//!   hold for a sum of K products).
 //! - [`compare_full`]: element-wise comparison of a whole output against another implementation
 //!   (cuBLAS for GEMM; the input itself for `copy` and `transpose`), same rule as `matmul_abt`, or
 //!   exact equality under [`Tolerance::EXACT`].
@@ -63,8 +77,8 @@
 //!
 //! One file per oracle family, each re-exported here: `matmul.rs` (the GEMMs), `kmeans.rs`,
 //! `knn.rs`, `attention.rs`, `copy.rs` (copy, transpose), `rows.rs` (softmax, row_reduce,
-//! rmsnorm, layernorm), `norm_bwd.rs` (rmsnorm_bwd), `layernorm_bwd.rs`, `softmax_bwd.rs`, `cross_entropy.rs`, `elementwise.rs`, `rotary.rs`,
-//! `fp8_quant.rs`, and `derive.rs` (inputs derived on the host). This file
+//! rmsnorm, layernorm), `norm_bwd.rs` (rmsnorm_bwd), `layernorm_bwd.rs`, `softmax_bwd.rs`, `cross_entropy.rs`, `cross_entropy_bwd.rs`, `topk.rs`, `elementwise.rs`, `rotary.rs`,
+//! `fp8_quant.rs`, `fp8_quant_block.rs`, `gemv.rs`, and `derive.rs` (inputs derived on the host). This file
 //! holds what they share: the report types, the tolerances, the comparison rule (`Comparer`),
 //! the parallel fp64 helpers and the arg-min judge. The elementwise expression language is
 //! [`crate::runtime::expr`].
@@ -76,9 +90,12 @@ use crate::ir::DType;
 mod attention;
 mod copy;
 mod cross_entropy;
+mod cross_entropy_bwd;
 mod derive;
 mod elementwise;
 mod fp8_quant;
+mod fp8_quant_block;
+mod gemv;
 mod kmeans;
 mod knn;
 mod layernorm_bwd;
@@ -87,15 +104,19 @@ mod rotary;
 mod norm_bwd;
 mod rows;
 mod softmax_bwd;
+mod topk;
 #[cfg(test)]
 mod test_support;
 
 pub use attention::attention;
 pub use copy::{copy, transpose};
 pub use cross_entropy::cross_entropy;
+pub use cross_entropy_bwd::{cross_entropy_bwd, cross_entropy_bwd_tolerance};
 pub use derive::{column_index, inv_row_sum, one_hot, row_sqnorm};
 pub use elementwise::elementwise;
 pub use fp8_quant::{fp8_format, fp8_quant_row};
+pub use fp8_quant_block::fp8_quant_block;
+pub use gemv::gemv;
 pub use kmeans::{kmeans_assign, kmeans_update};
 pub use knn::knn_tile_min;
 pub use layernorm_bwd::layernorm_bwd;
@@ -104,6 +125,7 @@ pub use rotary::rotary;
 pub use norm_bwd::rmsnorm_bwd;
 pub use rows::{layernorm, rmsnorm, row_reduce, softmax, RowReduce};
 pub use softmax_bwd::softmax_bwd;
+pub use topk::topk;
 // The expression language lives in `runtime::expr` now; these paths stay for its callers.
 pub use crate::runtime::expr::{ElementExpr, ExprError, ExprFunc, ExprVar};
 

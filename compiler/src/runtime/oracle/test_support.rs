@@ -3,6 +3,7 @@
 
 use super::CheckReport;
 use crate::ir::DType;
+use crate::runtime::convert::MiniFloat;
 use crate::runtime::rng::Rng;
 
 pub(super) fn data(len: usize, seed: u64) -> Vec<f32> {
@@ -65,6 +66,21 @@ pub(super) fn catches_the_usual_faults(good: &[f32], width: usize, check: impl F
     assert_eq!(r.first_bad.len(), 1);
     assert_eq!(r.first_bad[0].index, index(hole));
     assert!(r.first_bad[0].got.is_nan() && r.first_bad[0].want.is_finite());
+}
+
+/// What an fp8 quantization kernel computes, per group of `group` consecutive values of `x` (a
+/// row, or a 128-wide block of one): the f32 absmax and scale max(absmax / QMAX, min_scale), then
+/// each value divided by the scale in f32 and converted to fp8 with round to nearest, saturating
+/// (`encode`). Returns Q (decoded) and one scale per group, in order.
+pub(super) fn kernel_fp8_quant(x: &[f32], group: usize, format: MiniFloat, min_scale: f32) -> (Vec<f32>, Vec<f32>) {
+    let qmax = format.max_finite() as f32;
+    let (mut q, mut s) = (Vec::new(), Vec::new());
+    for g in x.chunks(group) {
+        let scale = (g.iter().map(|v| v.abs()).fold(0.0, f32::max) / qmax).max(min_scale);
+        s.push(scale);
+        q.extend(g.iter().map(|&v| format.decode(format.encode(f64::from(v / scale))) as f32));
+    }
+    (q, s)
 }
 
 pub(super) const ROW_DTYPES: [DType; 3] = [DType::BF16, DType::F16, DType::F32];
