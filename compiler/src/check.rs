@@ -1604,8 +1604,17 @@ impl<'a> Checker<'a> {
             ResultRule::Broadcast(_) => combine(&tys).map(|(s, d, sc, f)| value(s, d, sc, f)),
             ResultRule::Compare(..) => combine(&tys).map(|(s, _, sc, _)| value(s, Some(DType::Bool), sc, false)),
             ResultRule::Select(..) => combine(&tys[1..]).and_then(|(s, d, sc, f)| {
-                let s = broadcast(&s, &value_shape(&first()?)?)?;
-                Some(value(s, d, sc, f))
+                let c = first()?;
+                let s = broadcast(&s, &value_shape(&c)?)?;
+                // Two literal branches over a condition with a shape (`select(Col[..] == t, 1.0,
+                // 0.0)`) make a value of that shape: the literals' default dtype (f32 for float
+                // literals, i32 for integers, as `let` gives them), not a literal, whose shape
+                // would be lost.
+                let d = match d {
+                    None if !s.is_empty() => Some(if f { DType::F32 } else { DType::I32 }),
+                    d => d,
+                };
+                Some(value(s, d, sc.or(frag_scope(&c)), f))
             }),
             ResultRule::Reduce { axis, .. } | ResultRule::ReduceIndex { axis, .. } => {
                 let axis = op.param_index(axis).and_then(|i| call.args[i]).and_then(|h| self.m.const_value(h));

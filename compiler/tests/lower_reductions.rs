@@ -223,3 +223,120 @@ on rows {
     assert!(store.contains("over the lanes of each warp (32)") && store.contains("const int cake_t = cake_lane;"), "{store}");
     assert!(!store.contains("role's threads"), "{store}");
 }
+
+/// A row kernel over a window `Col: i32[C]` of column indices (as the cross-entropy families):
+/// `BODY` replaced.
+const ROW_KERNEL: &str = "kernel row_kernel target sm_90a
+
+dim R multiple_of 4
+const C = 256
+
+in X: f32[R, C]
+in T: i32[R]
+in Col: i32[C]
+out Out: f32[R, C]
+out Idx: i32[R]
+
+grid tiles[r = R / 4]
+
+role rows: warp 0..4
+
+on rows {
+    reg m: f32[1] per warp
+    reg k: i32[1] per warp
+    for t in tiles {
+        let tgt = T[t.r * 4 + rows.warp :+ 1]
+        let x = X[t.r * 4 + rows.warp, :]
+BODY
+        store(Idx[t.r * 4 + rows.warp :+ 1], k)
+    }
+}
+";
+
+fn row_kernel(body: &str) -> String {
+    ROW_KERNEL.replace("BODY", body)
+}
+
+fn compiles(src: &str) {
+    nvrtc::ensure_nvrtc().unwrap_or_else(|e| panic!("no CUDA toolchain: {e}"));
+    let target = TargetTable::builtin().get("sm_90a").expect("sm_90a");
+    let b = nvrtc::build_with(&validated(src), target, &LowerOptions::with_source("row_kernel.cake", src)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.report.spills(), 0, "{}", b.log);
+}
+
+/// `select(cond, 1.0, 0.0)` over a window condition is a value of the condition's shape (f32,
+/// the float literals' default), computed per element — not a literal with the condition as a
+/// scalar (which was L001 for an inline window, and C of undeclared names for a `let` window).
+const ONE_HOT_INLINE: &str = "        fill(k, 0)
+        store(Out[t.r * 4 + rows.warp, :], x - select(Col[:] == tgt, 1.0, 0.0))";
+const ONE_HOT_LET: &str = "        fill(k, 0)
+        let col = Col[:]
+        store(Out[t.r * 4 + rows.warp, :], x - select(col == tgt, 1.0, 0.0))";
+
+#[test]
+fn a_select_of_two_literals_over_a_window_condition_is_computed_per_element() {
+    let out = cake::check::check_source(&row_kernel("        let oh = select(Col[:] == tgt, 1.0, 0.0)\n        let ohi = select(Col[:] == tgt, 1, 0)\n        fill(k, 0)"));
+    let module = out.module.unwrap_or_else(|| panic!("{:#?}", out.diagnostics));
+    let ty = |name: &str| module.locals.iter().find(|(_, l)| l.name == name).map(|(_, l)| l.ty.to_string()).unwrap_or_default();
+    assert_eq!(ty("oh"), "register f32[256]");
+    assert_eq!(ty("ohi"), "register i32[256]");
+    let inline = lower(&row_kernel(ONE_HOT_INLINE));
+    let st = stmt_c(&inline, "store(Out");
+    assert!(st.contains("*(const int*)(Col + cake_i0) == tgt_e ? 1.0f : 0.0f"), "{st}");
+    let named = lower(&row_kernel(ONE_HOT_LET));
+    let st = stmt_c(&named, "store(Out");
+    assert!(st.contains("const int col_e = ") && st.contains("(col_e == tgt_e ? 1.0f : 0.0f)"), "{st}");
+}
+
+#[test]
+fn needs_toolchain_a_select_of_two_literals_over_a_window_condition_compiles() {
+    compiles(&row_kernel(ONE_HOT_INLINE));
+    compiles(&row_kernel(ONE_HOT_LET));
+}
+
+/// `reduce_argmax` / `reduce_argmin` over a row window: each lane folds (value, index) pairs, a
+/// strictly better value or an equal one at a smaller index wins, and the pairs combine the same
+/// way across the warp: the smallest index holding the extremum.
+const ARG_ROW: &str = "        k = reduce_argmax(x, axis=0)
+        let j = reduce_argmin(cast(X[t.r * 4 + rows.warp, :], bf16), axis=0)
+        store(Out[t.r * 4 + rows.warp, :], x + cast(j, f32))";
+
+#[test]
+fn an_arg_reduction_over_a_row_window_keeps_the_smallest_index_of_the_extremum() {
+    let cuda = lower(&row_kernel(ARG_ROW));
+    let arg = stmt_c(&cuda, "k = reduce_argmax(");
+    assert!(arg.contains("float cake_v = __int_as_float(0xff800000);") && arg.contains("int cake_k = 2147483647;"), "{arg}");
+    assert!(arg.contains("if (cake_a > cake_v || (cake_a == cake_v && cake_i0 < cake_k)) { cake_v = cake_a; cake_k = cake_i0; }"), "{arg}");
+    assert!(arg.contains("if (cake_b > cake_v || (cake_b == cake_v && cake_l < cake_k)) { cake_v = cake_b; cake_k = cake_l; }"), "{arg}");
+    assert!(arg.contains("= cake_k == 2147483647 ? 0 : cake_k;"), "{arg}");
+    let arg = stmt_c(&cuda, "let j = reduce_argmin(");
+    assert!(arg.contains("float cake_v = __int_as_float(0x7f800000);") && arg.contains("if (cake_a < cake_v ||"), "{arg}");
+}
+
+#[test]
+fn needs_toolchain_an_arg_reduction_over_a_row_window_compiles() {
+    compiles(&row_kernel(ARG_ROW));
+}
+
+/// A `let` of window math reading whole-held registers (`m`): computed where it is used, with
+/// `m` as it was at the `let` (a `let` is immutable), even after `m` is assigned (it was L007).
+const LET_READS_REG: &str = "        fill(k, 0)
+        m = reduce_max(x, axis=0)
+        let g = (exp(x - m) - select(Col[:] == tgt, 1.0, 0.0)) * 2.0
+        m = m * 0.0
+        store(Out[t.r * 4 + rows.warp, :], g)";
+
+#[test]
+fn a_let_of_window_math_reads_a_whole_held_reg_as_at_the_let() {
+    let cuda = lower(&row_kernel(LET_READS_REG));
+    let at_let = stmt_c(&cuda, "let g = ");
+    assert!(at_let.contains("float cake_g_m_") && at_let.contains("] = m[cake_i];"), "{at_let}");
+    let st = stmt_c(&cuda, "store(Out");
+    let g = st.lines().find(|l| l.contains("const float g_e = ")).unwrap_or_else(|| panic!("{st}"));
+    assert!(g.contains("__expf(x_e - cake_g_m_") && !g.contains(" m[0]"), "{g}");
+}
+
+#[test]
+fn needs_toolchain_a_let_of_window_math_reading_a_reg_compiles() {
+    compiles(&row_kernel(LET_READS_REG));
+}

@@ -675,7 +675,10 @@ impl<'a> Lw<'a> {
         }
         if let ExprKind::Local(l) = m.exprs[e].kind {
             if let Some(v) = self.aliases.get(&l).copied() {
-                return self.elem(v, lay, i, temps);
+                let saved = self.enter_alias(l);
+                let c = self.elem(v, lay, i, temps);
+                self.leave_alias(saved);
+                return c;
             }
         }
         let ex = &m.exprs[e];
@@ -810,12 +813,13 @@ impl<'a> Lw<'a> {
                 let Some(lay) = self.layout_of(value)? else {
                     if self.alias_ok(value) {
                         // Nothing to compute here: every use reads the window itself.
+                        self.alias_snapshot(l, value)?;
                         self.aliases.insert(l, value);
                         self.w.line(format!("// `{}` names a read-only window: each use reads it in the layout it needs", m.locals[l].name));
                         return Ok(());
                     }
                     return Err(LowerError::new("L007", "a fragment value computed only from scalars and memory windows has no thread layout", span)
-                        .with_note("only windows of `in` tensors (never written while the kernel runs) can be named by `let` without a register layout"));
+                        .with_note("only windows of `in` tensors (never written while the kernel runs), scalars and register fragments every thread holds whole can be named by `let` without a register layout"));
                 };
                 self.layouts.insert(l, lay);
                 let cty = reg_ctype(*dtype, lay).ok_or_else(|| unsupported(format!("{dtype} fragments"), span))?;

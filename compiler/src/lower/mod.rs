@@ -312,6 +312,9 @@ pub(crate) struct Lw<'a> {
     packed: std::collections::HashSet<Handle<Local>>,
     /// `let` names of read-only windows (and math on them): read where they are used.
     aliases: HashMap<Handle<Local>, Handle<Expr>>,
+    /// Per `let` name of window math: the whole-held register fragments its value reads and the C
+    /// arrays that keep their values at the `let` (see [`Lw::enter_alias`]).
+    alias_snapshots: HashMap<Handle<Local>, Vec<(Handle<Local>, String)>>,
     /// `let` names of scalars (`let r = t.r * 8 + rows.warp * 2 + i`), with their values: which
     /// threads share a window indexed by one depends on what the value reads (`rows.warp`).
     scalar_lets: HashMap<Handle<Local>, Handle<Expr>>,
@@ -405,6 +408,7 @@ impl<'a> Lw<'a> {
             layouts: HashMap::new(),
             packed: std::collections::HashSet::new(),
             aliases: HashMap::new(),
+            alias_snapshots: HashMap::new(),
             scalar_lets: HashMap::new(),
             alias_temps: HashMap::new(),
             flat_reductions: Vec::new(),

@@ -6,6 +6,7 @@
 use super::layout::{self, Layout};
 use super::prelude::Helper;
 use super::{size_c, strip_parens, unsupported, LowerError, Lw};
+
 use crate::ir::*;
 use crate::span::Span;
 
@@ -219,10 +220,11 @@ impl<'a> Lw<'a> {
             ExprKind::Tensor(t) if m.tensors[*t].access != crate::syntax::ast::Access::In => ok = false,
             ExprKind::Local(l) => {
                 let local = &m.locals[*l];
-                // A `let` every thread holds whole cannot change while it is in scope.
-                let whole_let = local.kind == LocalKind::Let && self.layouts.get(l).is_some_and(|lay| lay.whole_in_each_thread());
-                if local.kind == LocalKind::Reg
-                    || (local.kind == LocalKind::Let && !whole_let && !self.aliases.contains_key(l) && !matches!(local.ty, Type::Scalar(_) | Type::Literal { .. }))
+                // A `let` every thread holds whole cannot change while it is in scope; a `reg`
+                // every thread holds whole is kept at the `let` (see `alias_snapshot`).
+                let whole = self.layouts.get(l).is_some_and(|lay| lay.whole_in_each_thread());
+                if (local.kind == LocalKind::Reg && !whole)
+                    || (local.kind == LocalKind::Let && !whole && !self.aliases.contains_key(l) && !matches!(local.ty, Type::Scalar(_) | Type::Literal { .. }))
                 {
                     ok = false;
                 }
@@ -230,6 +232,56 @@ impl<'a> Lw<'a> {
             _ => {}
         });
         ok
+    }
+
+    /// `let NAME = value` of window math that reads register fragments every thread holds whole
+    /// (`reg m: f32[1] per warp`): copy each into a C array at the `let`, so that every use of the
+    /// name — computed where it is used — reads the values they had at the `let`, even after a
+    /// later assignment (a `let` is immutable).
+    pub(crate) fn alias_snapshot(&mut self, l: Handle<Local>, value: Handle<Expr>) -> Result<(), LowerError> {
+        let m = self.m;
+        let mut regs = Vec::new();
+        self.walk_expr(value, &mut |x| {
+            if let ExprKind::Local(r) = m.exprs[x].kind {
+                if m.locals[r].kind == LocalKind::Reg && !regs.contains(&r) {
+                    regs.push(r);
+                }
+            }
+        });
+        let mut snaps = Vec::new();
+        for r in regs {
+            let lay = self.layouts[&r];
+            let span = self.expr_span(value);
+            let dtype = m.locals[r].ty.dtype().ok_or_else(|| unsupported("a register fragment without a dtype", span))?;
+            let cty = layout::reg_ctype(dtype, lay).ok_or_else(|| unsupported(format!("{dtype} fragments"), span))?;
+            let reg = self.local_name(r);
+            let ln = self.local_name(l);
+            let snap = self.fresh(&format!("{ln}_{reg}_"));
+            self.w.line(format!("{cty} {snap}[{}];  // `{}` as at this `let`", lay.regs(), m.locals[r].name));
+            self.w.line("#pragma unroll");
+            self.w.line(format!("for (int cake_i = 0; cake_i < {}; ++cake_i) {snap}[cake_i] = {reg}[cake_i];", lay.regs()));
+            snaps.push((r, snap));
+        }
+        if !snaps.is_empty() {
+            self.alias_snapshots.insert(l, snaps);
+        }
+        Ok(())
+    }
+
+    /// Evaluate the value of `let` name `l` of window math: its whole-held registers read as kept
+    /// at the `let`. Returns what [`Lw::leave_alias`] restores.
+    pub(crate) fn enter_alias(&mut self, l: Handle<Local>) -> Vec<(Handle<Local>, Option<String>)> {
+        let Some(snaps) = self.alias_snapshots.get(&l).cloned() else { return Vec::new() };
+        snaps.into_iter().map(|(r, snap)| (r, self.local_names.insert(r, snap))).collect()
+    }
+
+    pub(crate) fn leave_alias(&mut self, saved: Vec<(Handle<Local>, Option<String>)>) {
+        for (r, prev) in saved.into_iter().rev() {
+            match prev {
+                Some(n) => self.local_names.insert(r, n),
+                None => self.local_names.remove(&r),
+            };
+        }
     }
 
     /// C: element `idx` (coordinates over `shape`, the store's window) of a value without a
@@ -242,7 +294,10 @@ impl<'a> Lw<'a> {
                 return Ok(t.clone());
             }
             if let Some(v) = self.aliases.get(&l).copied() {
-                return self.flat_elem(v, shape, idx);
+                let saved = self.enter_alias(l);
+                let c = self.flat_elem(v, shape, idx);
+                self.leave_alias(saved);
+                return c;
             }
         }
         let ex = &m.exprs[e];
@@ -549,7 +604,10 @@ impl<'a> Lw<'a> {
         }
         for l in names {
             let v = self.aliases[&l];
-            let c = self.flat_elem(v, shape, &idx)?;
+            let saved = self.enter_alias(l);
+            let c = self.flat_elem(v, shape, &idx);
+            self.leave_alias(saved);
+            let c = c?;
             let cty = m.exprs[v].ty.dtype().and_then(layout::scalar_ctype).unwrap_or("float");
             let ln = self.local_name(l);
             let name = self.derived(&format!("{ln}_e"));
@@ -600,9 +658,9 @@ impl<'a> Lw<'a> {
         let span = self.expr_span(e);
         let ExprKind::Call(c) = &m.exprs[e].kind else { unreachable!("a reduction call") };
         let op = c.op.as_str();
-        if !matches!(op, "reduce_sum" | "reduce_min" | "reduce_max") {
+        if !matches!(op, "reduce_sum" | "reduce_min" | "reduce_max" | "reduce_argmin" | "reduce_argmax") {
             return Err(unsupported(format!("`{op}` over a value without a register layout"), span)
-                .with_note("sum, min and max reduce row windows; arg-reductions need a register fragment (an accumulator)"));
+                .with_note("sum, min, max, argmin and argmax reduce row windows"));
         }
         let shape = self.value_shape(x, span)?;
         if shape.len() != 1 {
@@ -618,13 +676,26 @@ impl<'a> Lw<'a> {
         let out_d = m.exprs[e].ty.dtype().unwrap_or(xd);
         let cty = layout::scalar_ctype(out_d).ok_or_else(|| unsupported(format!("reducing {out_d} values"), span))?;
         let float = xd.is_float();
+        let max = matches!(op, "reduce_max" | "reduce_argmax");
+        // The fold's starting value: the identity of max / min for the operand's dtype.
+        let extreme_identity = match (max, xd) {
+            (true, _) if float => "__int_as_float(0xff800000)",
+            (false, _) if float => "__int_as_float(0x7f800000)",
+            (true, DType::U32) => "0u",
+            (false, DType::U32) => "0xffffffffu",
+            (true, _) => "(-2147483647 - 1)",
+            (false, _) => "2147483647",
+        };
+        if matches!(op, "reduce_argmin" | "reduce_argmax") {
+            return self.distributed_arg_reduction(e, x, name, &shape, (n, &tid, what), extreme_identity);
+        }
         type Combine = fn(&str, &str) -> String;
         let (identity, combine): (&str, Combine) = match (op, float) {
             ("reduce_sum", _) => ("0", |a, b| format!("{a} + {b}")),
-            ("reduce_max", true) => ("__int_as_float(0xff800000)", |a, b| format!("fmaxf({a}, {b})")),
-            ("reduce_min", true) => ("__int_as_float(0x7f800000)", |a, b| format!("fminf({a}, {b})")),
-            ("reduce_max", false) => ("(-2147483647 - 1)", |a, b| format!("max({a}, {b})")),
-            (_, false) => ("2147483647", |a, b| format!("min({a}, {b})")),
+            ("reduce_max", true) => (extreme_identity, |a, b| format!("fmaxf({a}, {b})")),
+            ("reduce_min", true) => (extreme_identity, |a, b| format!("fminf({a}, {b})")),
+            ("reduce_max", false) => (extreme_identity, |a, b| format!("max({a}, {b})")),
+            (_, false) => (extreme_identity, |a, b| format!("min({a}, {b})")),
             _ => unreachable!("checked above"),
         };
         let saved = self.reductions_ahead(x)?;
@@ -646,6 +717,50 @@ impl<'a> Lw<'a> {
         self.w.line("#pragma unroll");
         self.w.line(format!("for (int cake_o = 16; cake_o > 0; cake_o /= 2) cake_v = {};", combine("cake_v", "__shfl_xor_sync(0xffffffffu, cake_v, cake_o)")));
         self.w.line(format!("{name}[0] = cake_v;"));
+        self.w.close("}");
+        self.flat_reductions = saved;
+        Ok(())
+    }
+
+    /// `reduce_argmax` / `reduce_argmin` over the only axis of a value without a register layout
+    /// (a row window and math on it), split over the lanes of a warp as
+    /// [`Lw::distributed_reduction`]: each lane folds the elements it takes into a (value, index)
+    /// pair — a strictly better value, or an equal one at a smaller index, replaces it — then the
+    /// pairs combine by the same rule across the warp by `shfl.sync.bfly`, so the smallest index
+    /// holding the extremum wins, independently of the split. NaN compares false and is never
+    /// taken; a row with no element taken (all NaN) gives index 0, as over an accumulator. Every
+    /// lane ends with the index (i32, relative to the axis) in `name[0]`.
+    fn distributed_arg_reduction(&mut self, e: Handle<Expr>, x: Handle<Expr>, name: &str, shape: &[i64], split: (u32, &str, &str), identity: &str) -> Result<(), LowerError> {
+        let m = self.m;
+        let span = self.expr_span(e);
+        let ExprKind::Call(c) = &m.exprs[e].kind else { unreachable!("a reduction call") };
+        let op = c.op.as_str();
+        let (n, tid, what) = split;
+        let xd = m.exprs[x].ty.dtype().ok_or_else(|| unsupported("reduction operand dtype", span))?;
+        let vty = layout::scalar_ctype(xd).ok_or_else(|| unsupported(format!("`{op}` of {xd} values"), span))?;
+        let better = if op == "reduce_argmax" { ">" } else { "<" };
+        let saved = self.reductions_ahead(x)?;
+        self.w.line(format!(
+            "int {name}[1];  // {op} over axis 0 of {} elements (ties: the smallest index): every lane of the warp holds the result",
+            shape[0]
+        ));
+        self.w.open("{");
+        self.w.line(format!("{vty} cake_v = {identity};"));
+        self.w.line("int cake_k = 2147483647;  // the index of cake_v; none taken yet");
+        let idx = self.begin_elements(shape, n, tid, what, &[x], None)?;
+        let v = self.flat_elem(x, shape, &idx)?;
+        let i = &idx[0];
+        self.w.line(format!("const {vty} cake_a = {};", strip_parens(&v)));
+        self.w.line(format!("if (cake_a {better} cake_v || (cake_a == cake_v && {i} < cake_k)) {{ cake_v = cake_a; cake_k = {i}; }}"));
+        self.end_elements(None, span)?;
+        self.w.line("// the other elements live in the other lanes of the warp: combine (value, index) pairs");
+        self.w.line("#pragma unroll");
+        self.w.open("for (int cake_o = 16; cake_o > 0; cake_o /= 2) {");
+        self.w.line(format!("const {vty} cake_b = __shfl_xor_sync(0xffffffffu, cake_v, cake_o);"));
+        self.w.line("const int cake_l = __shfl_xor_sync(0xffffffffu, cake_k, cake_o);");
+        self.w.line(format!("if (cake_b {better} cake_v || (cake_b == cake_v && cake_l < cake_k)) {{ cake_v = cake_b; cake_k = cake_l; }}"));
+        self.w.close("}");
+        self.w.line(format!("{name}[0] = cake_k == 2147483647 ? 0 : cake_k;  // all NaN: index 0"));
         self.w.close("}");
         self.flat_reductions = saved;
         Ok(())
