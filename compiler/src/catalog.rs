@@ -262,6 +262,11 @@ pub struct Effect {
     /// The effect completes later (a wait, commit or barrier says when).
     #[serde(rename = "async", default, skip_serializing_if = "is_false")]
     pub is_async: bool,
+    /// A commutative read-modify-write of each element (`red` / `atom`): concurrent atomic effects
+    /// of different threads on one element accumulate instead of racing, and the destination's
+    /// prior contents are read (an `inout` tensor).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub atomic: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub barrier: Option<PipeBarrier>,
 }

@@ -761,6 +761,25 @@ impl<'a> Walker<'a, '_> {
                     }
                 }
             }
+            AtomicAdd | AtomicMin | AtomicMax => {
+                // One `red.global` per element, issued element by element (never vectorised) and
+                // performed at L2: the window's bytes are written to L2 (a warp's reductions to
+                // consecutive elements share sectors), and every element is one LSU instruction
+                // per thread that holds it — the atomic unit's throughput, not the bytes, bounds a
+                // reduction-heavy epilogue.
+                let (Some(dst), Some(src)) = (Self::arg(call, 0), Self::arg(call, 1)) else { return };
+                let src_elems = self.elem_ops(&m.exprs[src].ty);
+                self.value(src, mult, dest, src_elems);
+                if matches!(m.exprs[dst].ty, Type::Global { .. }) {
+                    let bytes = self.window_bytes(dst) * self.group_mult(dst);
+                    let size = m.exprs[dst].ty.dtype().map_or(4, DType::size_bytes) as f64;
+                    let w = self.work(dest);
+                    w.write_bytes += mult * bytes;
+                    w.write_l2_bytes += mult * bytes;
+                    w.lsu += mult * bytes / size;
+                    w.store_stmt.get_or_insert(sh);
+                }
+            }
             Acquire | Wait | Release => {
                 let Some(a) = Self::arg(call, 0) else { return };
                 match m.exprs[a].ty {
@@ -1020,7 +1039,7 @@ impl<'a> Walker<'a, '_> {
                     }
                 }
             }
-            Wgmma | WgmmaCommit | WgmmaWait | MmaSync | Zero | Fill | GriddepWait | GriddepLaunchDependents | TmaLoad | TmaStore | TmaStoreWait | CpAsync | CpAsyncCommit | CpAsyncWait | Ldmatrix | Stmatrix | Store | Acquire | Wait | Release | Arrive | ArriveExpectTx | WaitParity | Sync | SyncRole | FenceProxyAsync | ClusterSync => ctx.note(format!("statement operation `{op}` used in an expression is not in the cost model: counted as free")),
+            Wgmma | WgmmaCommit | WgmmaWait | MmaSync | Zero | Fill | GriddepWait | GriddepLaunchDependents | TmaLoad | TmaStore | TmaStoreWait | CpAsync | CpAsyncCommit | CpAsyncWait | Ldmatrix | Stmatrix | Store | AtomicAdd | AtomicMin | AtomicMax | Acquire | Wait | Release | Arrive | ArriveExpectTx | WaitParity | Sync | SyncRole | FenceProxyAsync | ClusterSync => ctx.note(format!("statement operation `{op}` used in an expression is not in the cost model: counted as free")),
         }
         let outer_vector = self.loop_vector;
         self.loop_vector = reduced_vector.or(outer_vector);

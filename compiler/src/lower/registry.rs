@@ -7,6 +7,7 @@
 //! merge gate `lowering` reports for a proposed op.
 
 use super::prelude::Helper;
+use super::window::atomic::AtomicKind;
 use super::{unsupported, Lw, LowerError};
 use crate::ir::{Handle, OpCall, Stmt};
 use crate::ops::OpId;
@@ -57,6 +58,9 @@ pub(crate) fn lowering(op: OpId) -> Option<Lowering> {
         Zero => |lw, c, sp, sib, pos| lw.zero(arg(c, 0, sp)?, sp, sib, pos),
         Fill => |lw, c, sp, _, _| lw.fill(arg(c, 0, sp)?, arg(c, 1, sp)?, sp),
         Store => |lw, c, sp, _, _| lw.store(arg(c, 0, sp)?, arg(c, 1, sp)?, sp),
+        AtomicAdd => |lw, c, sp, _, _| lw.atomic(AtomicKind::Add, arg(c, 0, sp)?, arg(c, 1, sp)?, sp),
+        AtomicMin => |lw, c, sp, _, _| lw.atomic(AtomicKind::Min, arg(c, 0, sp)?, arg(c, 1, sp)?, sp),
+        AtomicMax => |lw, c, sp, _, _| lw.atomic(AtomicKind::Max, arg(c, 0, sp)?, arg(c, 1, sp)?, sp),
         // The fragment's elements stored one by one: the op's meaning (a generic-proxy write of a
         // 16-bit fragment into a shared tile); the stmatrix instruction itself is an
         // optimization the lowering does not emit yet.

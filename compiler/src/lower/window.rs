@@ -7,6 +7,8 @@ use super::layout::{self, Layout};
 use super::prelude::Helper;
 use super::{size_c, strip_parens, unsupported, LowerError, Lw};
 
+/// `atomic_add` / `atomic_min` / `atomic_max` (element loops like [`Lw::store_distributed`]).
+pub(crate) mod atomic;
 use crate::ir::*;
 use crate::span::Span;
 

@@ -632,6 +632,7 @@ pub const ARG_FACTS: &[FactDef] = &[
     f("access", "the catalog's access for this parameter: `read`, `write`, `readwrite` or `none`"),
     f("reads", "whether the op reads it"),
     f("writes", "whether the op writes it"),
+    f("atomic", "whether the op's effect on it is an atomic read-modify-write (`atomic = true` in the catalog: `atomic_add`, `atomic_min`, `atomic_max`), which accumulates with other writers instead of racing and reads the prior contents"),
     f("proxy", "`async` or `generic` for data accesses, else `none`"),
     f("dtype", "element dtype"),
     f("exact_int_max", "the largest n such that every integer 0..=n is exact in the dtype: 2^p for a float of p significand bits (f16 2048, bf16 256, f32 2^24; `DType::exact_int_max`, IEEE 754-2008 §3.6), the maximum for an integer"),
@@ -1739,6 +1740,7 @@ fn arg_facts(m: &Module, op: &OpDef, p: &crate::catalog::ParamDef, a: Handle<Exp
     f.set("access", p.access.map_or(if mode.reads() { "read" } else { "none" }, Access::as_str));
     f.set("reads", mode.reads());
     f.set("writes", mode.writes());
+    f.set("atomic", op.effects.iter().any(|e| e.on == p.name && e.atomic));
     f.set(
         "proxy",
         match param_proxy(op, &p.name) {
