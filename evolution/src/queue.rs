@@ -1228,7 +1228,7 @@ fn propose_store_calibration(repo: &Repository, gater: &mut Gater, opts: &Propos
                 let guarded = |new_text: &str| -> Result<(), String> {
                     let new = cake::cost::Calibration::from_toml_str(&path, new_text).map_err(|e| e.to_string())?;
                     match guard.thrown_off(&new) {
-                        Some((g, grew)) => Err(format!("it throws microbenchmark `{g}` off (its mean |log error| grows by {grew:.3})")),
+                        Some((g, grew)) => Err(format!("it throws microbenchmark `{g}` off (a run's |log error| grows by {grew:.3})")),
                         None => Ok(()),
                     }
                 };

@@ -25,7 +25,8 @@
 //!    error over all the fit runs: the bucket alone often cannot tell two terms apart (a TMA
 //!    stage's fixed latency from its bytes' arrival rate), a probe that isolates one can.
 //!    No candidate may throw a microbenchmark off: every bench run committed with a calibration
-//!    (`suite_runs`) keeps its bench's mean |log error| within [`BENCH_TOLERANCE`] of now.
+//!    (`suite_runs`) keeps its |log error| within [`BENCH_TOLERANCE`] of now (each run: a bench's
+//!    mean would let one sensitive run, the one that isolates the term, drown among the others).
 //! 4. **Fitted and judged.** A measured term is fitted on its bench's runs; another on the
 //!    bucket's runs together with the others (`microbench::fit_param`, the suite's own fit).
 //!    Either way the refit is judged on held-out runs it never saw.
@@ -45,8 +46,8 @@ pub const MIN_ELASTICITY: f64 = 0.1;
 pub const MIN_BUCKET_GAIN: f64 = 0.25;
 /// The other runs' mean |log error| may grow by at most this much (0.01: 1% on average).
 pub const REST_TOLERANCE: f64 = 0.01;
-/// A microbenchmark's mean |log error| may grow by at most this (ln 1.1: its runs 10% further
-/// off): a refit that buys the bucket with a probe's accuracy is of the wrong term.
+/// A microbenchmark run's |log error| may grow by at most this (ln 1.1: 10% further off): a refit
+/// that buys the bucket with a probe's accuracy is of the wrong term.
 pub const BENCH_TOLERANCE: f64 = 0.0953;
 /// The elasticity step: the value ×2 and ×1/2.
 const STEP: f64 = 2.0;
@@ -232,9 +233,9 @@ pub fn implicate(target: &str, text: &str, members: &[Measurement], rest: &[Meas
         }
     }
     let (_, _, mut best) = best.ok_or_else(|| {
-        let thrown = thrown.as_ref().map_or(String::new(), |(p, g, grew)| format!(" ({p} would, but it throws microbenchmark `{g}` off: its mean |log error| grows by {grew:.3})"));
+        let thrown = thrown.as_ref().map_or(String::new(), |(p, g, grew)| format!(" ({p} would, but it throws microbenchmark `{g}` off: a run's |log error| grows by {grew:.3})"));
         format!(
-            "no single parameter explains the bucket: of the {} on its path ({}), none cuts its error by {:.0}% without raising the other {} run(s)' by more than {REST_TOLERANCE} or any microbenchmark's by more than {BENCH_TOLERANCE:.3}{thrown}",
+            "no single parameter explains the bucket: of the {} on its path ({}), none cuts its error by {:.0}% without raising the other {} run(s)' by more than {REST_TOLERANCE} or any microbenchmark run's by more than {BENCH_TOLERANCE:.3}{thrown}",
             candidates.len(),
             candidates.iter().map(|(n, e)| format!("{n} {e:+.2}")).collect::<Vec<_>>().join(", "),
             MIN_BUCKET_GAIN * 100.0,
@@ -272,11 +273,11 @@ fn bench_shift(file: &str, text: &str, name: &str, v0: f64, v: f64, vm: &[(cake:
     Some((shift / step, shift))
 }
 
-/// The suite's measured bench runs, by bench, with each bench's mean |log error| under a base
+/// The suite's measured bench runs, by bench, with each run's |log error| under a base
 /// calibration: a new calibration may not raise any of them by more than [`BENCH_TOLERANCE`].
 pub struct BenchGuard<'m> {
     groups: Vec<(&'m str, Vec<(cake::verify::Validated, &'m Measurement)>)>,
-    before: Vec<Option<f64>>,
+    before: Vec<Vec<Option<f64>>>,
 }
 
 impl<'m> BenchGuard<'m> {
@@ -292,13 +293,21 @@ impl<'m> BenchGuard<'m> {
         g
     }
 
-    fn errors(&self, c: &Calibration) -> Vec<Option<f64>> {
-        self.groups.iter().map(|(_, v)| log_error(&cake::cost::accuracy::predictions(c, v), v)).collect()
+    /// Per bench, each run's |log error| under `c` (None where the model cannot predict it).
+    fn errors(&self, c: &Calibration) -> Vec<Vec<Option<f64>>> {
+        self.groups
+            .iter()
+            .map(|(_, v)| cake::cost::accuracy::predictions(c, v).iter().zip(v).map(|(p, (_, m))| p.map(|p| (p / m.measured_ms).ln().abs())).collect())
+            .collect()
     }
 
-    /// The first bench `c` throws off, with how much its mean |log error| grows.
+    /// The first bench `c` throws off, with how much the |log error| of its run furthest thrown
+    /// grows.
     pub fn thrown_off(&self, c: &Calibration) -> Option<(String, f64)> {
-        self.errors(c).into_iter().zip(&self.before).zip(&self.groups).filter_map(|((after, before), (g, _))| Some((g.to_string(), after? - (*before)?))).find(|(_, grew)| *grew > BENCH_TOLERANCE)
+        self.errors(c).into_iter().zip(&self.before).zip(&self.groups).find_map(|((after, before), (g, _))| {
+            let grew = after.iter().zip(before).filter_map(|(a, b)| Some((*a)? - (*b)?)).fold(f64::NEG_INFINITY, f64::max);
+            (grew > BENCH_TOLERANCE).then(|| (g.to_string(), grew))
+        })
     }
 }
 
