@@ -69,6 +69,7 @@ pub fn check_file(file: &ast::File, catalog: &Catalog, targets: &TargetTable) ->
         role: None,
         poisoned: HashSet::new(),
         missing_ops: HashSet::new(),
+        data_lets: HashMap::new(),
     };
     c.file(file);
     let failed = c.diags.iter().any(Diagnostic::is_error);
@@ -123,6 +124,9 @@ struct Checker<'a> {
     poisoned: HashSet<String>,
     /// Ops already reported as missing on the target (reported at their first use only).
     missing_ops: HashSet<String>,
+    /// `let` names bound to one element read from a global tensor (`let id = Ids[r :+ 1]`),
+    /// with their value: the candidates for a data-dependent index (E0325).
+    data_lets: HashMap<Handle<Local>, Handle<Expr>>,
 }
 
 /// Checked attributes of one declaration, by key.
@@ -896,6 +900,9 @@ impl<'a> Checker<'a> {
                     t => t.clone(),
                 };
                 let local = self.declare_local(name, LocalKind::Let, ty);
+                if crate::ir::is_global_read(&self.m, v) {
+                    self.data_lets.insert(local, v);
+                }
                 Stmt::Let { local, value: v }
             }
             ast::StmtKind::Assign { target, value } => {
@@ -1013,6 +1020,19 @@ impl<'a> Checker<'a> {
 
     fn int_expr(&mut self, e: &ast::Expr, what: &str) -> Handle<Expr> {
         let h = self.expr(e);
+        self.int_check(h, e, what)
+    }
+
+    /// `int_expr` on a checked expression: an integer that depends on no tensor's data (a
+    /// data-dependent index is only a bare `let` name indexing a global tensor: [`Self::data_index`]).
+    fn int_check(&mut self, h: Handle<Expr>, e: &ast::Expr, what: &str) -> Handle<Expr> {
+        if let Some(span) = self.data_read_in(h) {
+            let d = Diagnostic::error("E0325", format!("{what} depends on tensor data here"), span, "read from memory").with_help(
+                "a data-dependent index is a `let` of one element of an `in` tensor (`let id = Ids[r :+ 1]`) used bare to pick one row of a global tensor: `E[id, c * 64 :+ 64]`",
+            );
+            self.err(if span == e.span { d } else { d.with_secondary(e.span, what.to_string()) });
+            return h;
+        }
         let ty = self.m.exprs[h].ty.clone();
         if !is_int(&ty) && !matches!(ty, Type::Error) {
             self.err(
@@ -1021,6 +1041,119 @@ impl<'a> Checker<'a> {
             );
         }
         h
+    }
+
+    /// The data-dependent index item of a global window `h` (`E[id, ...]`), if it has one.
+    fn data_indexed_window(&self, h: Handle<Expr>) -> Option<Handle<Expr>> {
+        let ExprKind::Index { items, .. } = &self.m.exprs[h].kind else { return None };
+        items.iter().find_map(|i| match i {
+            IndexItem::At(x) if matches!(self.m.exprs[*x].kind, ExprKind::Local(l) if self.data_lets.contains_key(&l)) => Some(*x),
+            _ => None,
+        })
+    }
+
+    /// The span of a tensor read or a data-dependent `let` name inside `h`, if any.
+    fn data_read_in(&self, h: Handle<Expr>) -> Option<Span> {
+        let m = &self.m;
+        let mut stack = vec![h];
+        while let Some(x) = stack.pop() {
+            match &m.exprs[x].kind {
+                ExprKind::Local(l) if self.data_lets.contains_key(l) => return Some(*m.exprs.span(x)),
+                ExprKind::Index { base, items } => {
+                    if matches!(m.exprs[*base].kind, ExprKind::Tensor(_)) {
+                        return Some(*m.exprs.span(x));
+                    }
+                    stack.push(*base);
+                    for it in items {
+                        match it {
+                            IndexItem::At(i) | IndexItem::Window { start: i, .. } => stack.push(*i),
+                            IndexItem::Full => {}
+                        }
+                    }
+                }
+                ExprKind::Unary(_, a) => stack.push(*a),
+                ExprKind::Binary(_, a, b) => {
+                    stack.push(*a);
+                    stack.push(*b);
+                }
+                ExprKind::Call(c) => stack.extend(c.args.iter().flatten().copied()),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// A data-dependent index `E[id, ...]` (`id` a `let` of a global read, `h` its use): an
+    /// i32/u32 scalar — one element — of an `in` tensor, the same for the whole warp, picking
+    /// one position of a global tensor (E0325 otherwise).
+    fn data_index(&mut self, h: Handle<Expr>, x: &ast::Expr, base_ty: &Type, base: &ast::Expr) {
+        let ExprKind::Local(l) = self.m.exprs[h].kind else { return };
+        let v = self.data_lets[&l];
+        let name = self.m.locals[l].name.clone();
+        let vt = self.m.exprs[v].ty.clone();
+        let Some(t) = crate::ir::tensor_of_read(&self.m, v) else { return };
+        let (tname, access) = (self.m.tensors[t].name.clone(), self.m.tensors[t].access);
+        let decl = self.m.tensors.span(t).item;
+        let help = "a data-dependent index is a `let` of one i32 or u32 element of an `in` tensor (`let id = Ids[r :+ 1]`), used bare to pick one row of a global tensor: `E[id, c * 64 :+ 64]`";
+        let fail = |why: String, label: &str, sec: String| Diagnostic::error("E0325", why, x.span, label.to_string()).with_secondary(decl, sec).with_help(help);
+        if !matches!(base_ty, Type::Global { .. } | Type::Error) {
+            let d = fail(
+                format!("`{name}` (read from `{tname}`) indexes {base_ty}: a data-dependent index picks a row of a global tensor only"),
+                "data-dependent index",
+                format!("`{name}` reads `{tname}`, declared here"),
+            );
+            self.err(d.with_secondary(base.span, format!("this is {base_ty}")));
+            return;
+        }
+        if access != ast::Access::In {
+            let kw = if access == ast::Access::Out { "out" } else { "inout" };
+            self.err(fail(
+                format!("the index `{name}` is read from `{tname}`, an `{kw}` tensor, which the kernel may write while the index is in use"),
+                "index from a written tensor",
+                format!("`{tname}` is declared `{kw}` here"),
+            ));
+            return;
+        }
+        let dtype = vt.dtype();
+        if !matches!(dtype, Some(DType::I32 | DType::U32)) {
+            self.err(fail(
+                format!("the index `{name}` is {vt}, not an i32 or u32 element"),
+                "not an integer",
+                format!("`{tname}` is declared {} here", dtype.map_or("?".to_string(), |d| d.to_string())),
+            ));
+            return;
+        }
+        let mut lane = None;
+        let mut stack = vec![v];
+        while let Some(y) = stack.pop() {
+            match &self.m.exprs[y].kind {
+                ExprKind::Field { field: Field::Lane, .. } => lane = Some(*self.m.exprs.span(y)),
+                ExprKind::Index { items, .. } => stack.extend(items.iter().filter_map(|i| match i {
+                    IndexItem::At(a) | IndexItem::Window { start: a, .. } => Some(*a),
+                    IndexItem::Full => None,
+                })),
+                ExprKind::Unary(_, a) => stack.push(*a),
+                ExprKind::Binary(_, a, b) => stack.extend([*a, *b]),
+                _ => {}
+            }
+        }
+        if let Some(ls) = lane {
+            self.err(
+                Diagnostic::error("E0325", format!("the index `{name}` depends on the lane: a data-dependent row is one per warp"), x.span, "lane-dependent index")
+                    .with_secondary(ls, "the lane")
+                    .with_help(help),
+            );
+            return;
+        }
+        let n: i64 = vt.const_shape().map_or(0, |s| s.iter().product());
+        if n != 1 {
+            let shape = vt.const_shape().unwrap_or_default();
+            self.err(fail(
+                format!("the index `{name}` is a window of {n} elements ({vt}), not one element: an index picks one position"),
+                "not one element",
+                format!("`{name}` reads `{tname}`, declared here; its window {shape:?} must be `:+ 1`"),
+            ));
+        }
     }
 
     fn undefined(&mut self, id: &ast::Ident, what: &str) {
@@ -1244,7 +1377,15 @@ impl<'a> Checker<'a> {
         let mut result = Vec::new();
         for (i, item) in items.iter().enumerate() {
             match item {
-                ast::IndexItem::At(x) => out.push(IndexItem::At(self.int_expr(x, "an index"))),
+                ast::IndexItem::At(x) => {
+                    let h = self.expr(x);
+                    if matches!(self.m.exprs[h].kind, ExprKind::Local(l) if self.data_lets.contains_key(&l)) {
+                        self.data_index(h, x, &ty, base);
+                        out.push(IndexItem::At(h));
+                    } else {
+                        out.push(IndexItem::At(self.int_check(h, x, "an index")));
+                    }
+                }
                 ast::IndexItem::Window { start, len } => {
                     let s = self.int_expr(start, "a window start");
                     let Some(n) = self.const_int(len) else { return error };
@@ -1467,6 +1608,20 @@ impl<'a> Checker<'a> {
         }
         if ok {
             self.type_rule(op, &bound, e.span, func.span);
+        }
+        // A data-dependent row is read as a value or written by `store` / an atomic (the
+        // lowering guards those accesses); the ops that move memory by other paths (TMA,
+        // cp.async, ...) do not take one.
+        if ctx == OpForm::Stmt && !matches!(op.name.as_str(), "store" | "atomic_add" | "atomic_min" | "atomic_max") {
+            for (h, span) in bound.iter().flatten() {
+                if let Some(ix) = self.data_indexed_window(*h) {
+                    self.err(
+                        Diagnostic::error("E0325", format!("`{}` cannot take a window at a data-dependent index", op.name), *self.m.exprs.span(ix), "data-dependent index")
+                            .with_secondary(*span, "this operand")
+                            .with_help("a data-dependent index picks a row read as a value or written by `store` / `atomic_*`: `store(Out[r, :], E[id, :])`"),
+                    );
+                }
+            }
         }
         Some(OpCall { op: op.name.clone(), args: bound.into_iter().map(|b| b.map(|(h, _)| h)).collect() })
     }

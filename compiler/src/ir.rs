@@ -751,3 +751,49 @@ impl Module {
         self.roles.iter().map(|(_, r)| r.warps().end).max().unwrap_or(0) * 32
     }
 }
+
+/// Whether `v` reads one place of a global tensor: `Ids[r :+ 1]`, `Ids[r]` (an index into a
+/// tensor argument).
+pub fn is_global_read(m: &Module, v: Handle<Expr>) -> bool {
+    tensor_of_read(m, v).is_some()
+}
+
+/// The tensor an index expression `T[...]` reads.
+pub fn tensor_of_read(m: &Module, v: Handle<Expr>) -> Option<Handle<TensorDecl>> {
+    match &m.exprs[v].kind {
+        ExprKind::Index { base, .. } => match m.exprs[*base].kind {
+            ExprKind::Tensor(t) => Some(t),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A data-dependent index (`E[id, ...]`, LANGUAGE.md): `e` is a `let` name bound to one element
+/// read from an `in` tensor (`let id = Ids[r :+ 1]`); returns the name and its value. The
+/// checker admits such a name in an index only bare, picking one position of a global tensor
+/// (E0325); the verifier treats its value as unknown, the lowering loads it once at the `let`
+/// and guards every access it indexes.
+pub fn data_index(m: &Module, e: Handle<Expr>) -> Option<(Handle<Local>, Handle<Expr>)> {
+    let ExprKind::Local(l) = m.exprs[e].kind else {
+        return None;
+    };
+    if m.locals[l].kind != LocalKind::Let || !matches!(m.locals[l].ty, Type::Scalar(_) | Type::Global { .. }) {
+        return None;
+    }
+    m.stmts.iter().find_map(|(_, s)| match s {
+        Stmt::Let { local, value } if *local == l && is_global_read(m, *value) => Some((l, *value)),
+        _ => None,
+    })
+}
+
+/// Whether a `let` name is used as a data-dependent index somewhere in the module.
+pub fn is_data_index_local(m: &Module, l: Handle<Local>) -> bool {
+    m.exprs.iter().any(|(_, x)| match &x.kind {
+        ExprKind::Index { base, items } => {
+            matches!(m.exprs[*base].ty, Type::Global { .. })
+                && items.iter().any(|i| matches!(i, IndexItem::At(a) if matches!(m.exprs[*a].kind, ExprKind::Local(k) if k == l)))
+        }
+        _ => false,
+    }) && m.stmts.iter().any(|(_, s)| matches!(s, Stmt::Let { local, value } if *local == l && is_global_read(m, *value)))
+}

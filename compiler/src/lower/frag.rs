@@ -76,6 +76,9 @@ pub(crate) struct GDim {
     pub start: String,
     pub start_mult: i64,
     pub len: Option<i64>,
+    /// The index is data-dependent (`E[id, ...]`, `id` loaded from a tensor): every access
+    /// through it is guarded by `0 <= id && id < extent`.
+    pub data: bool,
 }
 
 /// `let NAME = reduce_min(x, axis=1)` (`max`: `reduce_max`) of a `let` fragment `x`: the C array
@@ -197,12 +200,17 @@ impl<'a> Lw<'a> {
         let mut dims = Vec::new();
         for (d, extent) in td.shape.iter().enumerate() {
             dims.push(match items.get(d) {
-                Some(IndexItem::At(x)) => GDim { start: self.scalar(*x)?, start_mult: known_multiple(self.m, *x), len: None },
+                Some(IndexItem::At(x)) => GDim {
+                    start: self.scalar(*x)?,
+                    start_mult: known_multiple(self.m, *x),
+                    len: None,
+                    data: crate::ir::data_index(self.m, *x).is_some(),
+                },
                 Some(IndexItem::Window { start, len }) => {
-                    GDim { start: self.scalar(*start)?, start_mult: known_multiple(self.m, *start), len: Some(*len) }
+                    GDim { start: self.scalar(*start)?, start_mult: known_multiple(self.m, *start), len: Some(*len), data: false }
                 }
                 Some(IndexItem::Full) | None => match extent.as_const() {
-                    Some(c) => GDim { start: "0".into(), start_mult: 0, len: Some(c) },
+                    Some(c) => GDim { start: "0".into(), start_mult: 0, len: Some(c), data: false },
                     None => {
                         return Err(unsupported(
                             format!("a whole dimension of run-time extent ({}) as a window", size_c(m, extent)),
@@ -213,6 +221,19 @@ impl<'a> Lw<'a> {
             });
         }
         Ok(GlobalRef { tensor: t, dims })
+    }
+
+    /// C: the bounds checks of a reference's data-dependent indices (`0 <= id && id < V`): the
+    /// verifier cannot place such an index, so the kernel checks it; a read outside gives 0 and
+    /// a write outside is skipped.
+    pub(crate) fn data_guards(&self, g: &GlobalRef) -> Vec<String> {
+        let m = self.m;
+        g.dims
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.data)
+            .map(|(k, d)| format!("0 <= {0} && {0} < {1}", d.start, size_c(m, &m.tensors[g.tensor].shape[k])))
+            .collect()
     }
 
     /// C: the element-stride of dimension `d` of tensor `t` (`1` for the innermost).
@@ -835,7 +856,15 @@ impl<'a> Lw<'a> {
                 self.w.line(format!("{cty} {name}[{}];  // {}", lay.regs(), lay.describe()));
                 self.elementwise(&name, value, lay, &temps)
             }
-            Type::Global { .. } if self.alias_ok(value) => {
+            Type::Global { dtype, .. } if self.alias_ok(value) => {
+                if crate::ir::is_data_index_local(m, l) {
+                    // A data-dependent index (`E[id, ...]`): loaded once here (0 outside its
+                    // tensor), a scalar every use of `id` as an index reads.
+                    let cty = layout::scalar_ctype(*dtype).ok_or_else(|| unsupported(format!("{dtype} indices"), span))?;
+                    let zeros = vec!["0".to_string(); m.exprs[value].ty.const_shape().map_or(0, |s| s.len())];
+                    let v = self.window_raw_pub(value, &zeros, span)?;
+                    self.w.line(format!("const {cty} {name} = {};  // a data-dependent index, loaded once", strip_parens(&v)));
+                }
                 self.aliases.insert(l, value);
                 self.w.line(format!("// `{}` names a read-only window: each use reads it in the layout it needs", m.locals[l].name));
                 Ok(())

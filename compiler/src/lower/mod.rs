@@ -1498,6 +1498,23 @@ impl<'a> Lw<'a> {
 
     /// A statement op: its registered handler (`registry.rs`), or a "not supported yet" refusal.
     fn op_stmt(&mut self, call: &OpCall, span: Span, siblings: &[Handle<Stmt>], pos: usize) -> Result<(), LowerError> {
+        // A write at a data-dependent row (`store(Out[id, ...], v)`, a scatter) happens only
+        // when the row is inside the tensor: the verifier cannot place it.
+        let dst = call.args.first().copied().flatten().filter(|d| matches!(self.m.exprs[*d].ty, Type::Global { .. }));
+        if let Some(d) = dst.filter(|_| matches!(call.op.as_str(), "store" | "atomic_add" | "atomic_min" | "atomic_max")) {
+            let g = self.global_ref(d)?;
+            let guards = self.data_guards(&g);
+            if !guards.is_empty() {
+                self.w.open(format!("if ({}) {{  // a data-dependent row: written only inside the tensor", guards.join(" && ")));
+                let r = self.op_dispatch(call, span, siblings, pos);
+                self.w.close("}");
+                return r;
+            }
+        }
+        self.op_dispatch(call, span, siblings, pos)
+    }
+
+    fn op_dispatch(&mut self, call: &OpCall, span: Span, siblings: &[Handle<Stmt>], pos: usize) -> Result<(), LowerError> {
         match OpId::from_name(&call.op).and_then(registry::lowering) {
             Some(registry::Lowering::Stmt(handler)) => handler(self, call, span, siblings, pos),
             Some(registry::Lowering::Expr) => Err(unsupported(format!("`{}` as a statement", call.op), span)),
@@ -1558,6 +1575,10 @@ impl<'a> Lw<'a> {
                 }
             }
             ExprKind::Field { base, field } => self.field(*base, field, span)?,
+            // One element of a global tensor (`let id = Ids[r]`): a load, 0 outside the tensor.
+            ExprKind::Index { base, .. } if matches!(m.exprs[*base].kind, ExprKind::Tensor(_)) && matches!(ex.ty, Type::Scalar(_)) => {
+                self.window_elem(e, &[], span)?
+            }
             ExprKind::Unary(op, a) => {
                 let ca = self.scalar(*a)?;
                 unary_c(*op, &ca, self.prec(*a))

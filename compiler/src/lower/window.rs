@@ -58,6 +58,11 @@ impl<'a> Lw<'a> {
         Ok(if guards.is_empty() { v } else { format!("({} ? {v} : 0)", guards.join(" && ")) })
     }
 
+    /// [`Self::window_raw`] for the other lowering modules.
+    pub(crate) fn window_raw_pub(&mut self, e: Handle<Expr>, idx: &[String], span: Span) -> Result<String, LowerError> {
+        self.window_raw(e, idx, span)
+    }
+
     /// C: element `idx` of a window in its storage type (bits unchanged), 0 outside the tensor.
     fn window_raw(&mut self, e: Handle<Expr>, idx: &[String], span: Span) -> Result<String, LowerError> {
         let Some(dtype) = self.m.exprs[e].ty.dtype() else { return Err(unsupported("reading an untyped window", span)) };
@@ -75,37 +80,51 @@ impl<'a> Lw<'a> {
         let m = self.m;
         match &m.exprs[e].ty {
             Type::Shared { .. } => Ok((self.smem_elem_ptr(e, idx, span)?, Vec::new())),
-            Type::Global { .. } => {
-                let g = self.global_ref(e)?;
-                let win: Vec<usize> = g.dims.iter().enumerate().filter(|(_, d)| d.len.is_some()).map(|(i, _)| i).collect();
-                if win.len() != idx.len() {
-                    return Err(LowerError::new("L007", format!("a {}-D global window indexed with {} coordinates", win.len(), idx.len()), span));
-                }
-                let base = self.gbase_c(&g);
-                let mut off = Vec::new();
-                let mut guards = Vec::new();
-                for (k, d) in win.iter().enumerate() {
-                    let ix = idx[k].clone();
-                    if ix != "0" {
-                        let stride = self.gstride(g.tensor, *d);
-                        off.push(if stride == "1" { paren(&ix) } else { format!("(long long)({}) * {stride}", strip_parens(&ix)) });
-                    }
-                    let ext = size_c(m, &m.tensors[g.tensor].shape[*d]);
-                    let start = &g.dims[*d].start;
-                    let within_const = |v: &str| v.parse::<i64>().ok();
-                    let known_inside = match (m.tensors[g.tensor].shape[*d].as_const(), g.dims[*d].len) {
-                        (Some(ext), Some(len)) => within_const(start).is_some_and(|s| s + len <= ext),
-                        _ => false,
-                    };
-                    if !known_inside {
-                        guards.push(if start == "0" { format!("{} < {ext}", paren(&ix)) } else { format!("({}) + {} < {ext}", strip_parens(start), paren(&ix)) });
-                    }
-                }
-                let ptr = if off.is_empty() { base } else { format!("{base} + {}", off.join(" + ")) };
-                Ok((ptr, guards))
-            }
+            Type::Global { .. } => self.global_window_ptr(e, idx, span),
+            Type::Scalar(_) if crate::ir::tensor_of_read(m, e).is_some() => self.global_window_ptr(e, idx, span),
             other => Err(unsupported(format!("reading a {other} as a window"), span)),
         }
+    }
+
+    /// [`Self::window_ptr`] of a global window, or of one element of a global tensor (`Ids[r]`).
+    fn global_window_ptr(&mut self, e: Handle<Expr>, idx: &[String], span: Span) -> Result<(String, Vec<String>), LowerError> {
+        let m = self.m;
+        let scalar = matches!(m.exprs[e].ty, Type::Scalar(_));
+        let g = self.global_ref(e)?;
+        let win: Vec<usize> = g.dims.iter().enumerate().filter(|(_, d)| d.len.is_some()).map(|(i, _)| i).collect();
+        if win.len() != idx.len() {
+            return Err(LowerError::new("L007", format!("a {}-D global window indexed with {} coordinates", win.len(), idx.len()), span));
+        }
+        let base = self.gbase_c(&g);
+        let mut off = Vec::new();
+        let mut guards = self.data_guards(&g);
+        if scalar {
+            // One element (`Ids[r]`): each index against its extent.
+            for (d, gd) in g.dims.iter().enumerate() {
+                if !gd.data && m.tensors[g.tensor].shape[d].as_const().zip(gd.start.parse::<i64>().ok()).is_none_or(|(x, s)| s >= x) {
+                    guards.push(format!("{} < {}", paren(&gd.start), size_c(m, &m.tensors[g.tensor].shape[d])));
+                }
+            }
+        }
+        for (k, d) in win.iter().enumerate() {
+            let ix = idx[k].clone();
+            if ix != "0" {
+                let stride = self.gstride(g.tensor, *d);
+                off.push(if stride == "1" { paren(&ix) } else { format!("(long long)({}) * {stride}", strip_parens(&ix)) });
+            }
+            let ext = size_c(m, &m.tensors[g.tensor].shape[*d]);
+            let start = &g.dims[*d].start;
+            let within_const = |v: &str| v.parse::<i64>().ok();
+            let known_inside = match (m.tensors[g.tensor].shape[*d].as_const(), g.dims[*d].len) {
+                (Some(ext), Some(len)) => within_const(start).is_some_and(|s| s + len <= ext),
+                _ => false,
+            };
+            if !known_inside {
+                guards.push(if start == "0" { format!("{} < {ext}", paren(&ix)) } else { format!("({}) + {} < {ext}", strip_parens(start), paren(&ix)) });
+            }
+        }
+        let ptr = if off.is_empty() { base } else { format!("{base} + {}", off.join(" + ")) };
+        Ok((ptr, guards))
     }
 
     /// C: a (generic) pointer to element `idx` of a shared window, swizzled per its region.
