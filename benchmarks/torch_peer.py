@@ -13,6 +13,7 @@
     python3 benchmarks/torch_peer.py layernorm_bwd --rows 8192 --cols 4096 --dtype bf16
     python3 benchmarks/torch_peer.py cross_entropy_bwd --rows 16384 --cols 32000 --dtype bf16
     python3 benchmarks/torch_peer.py topk --rows 16384 --cols 256 --k 8 --dtype f32
+    python3 benchmarks/torch_peer.py embedding --rows 8192 --cols 4096 --vocab 128256 --dtype bf16
 
 cross_entropy is F.cross_entropy(reduction="none") on [rows, cols] logits with int64 targets
 (the Cake kernel's f32 loss per row); rmsnorm_bwd is autograd's input gradient of F.rms_norm
@@ -31,6 +32,10 @@ recomputes the softmax from the logits and takes the scale (1/rows) as an argume
 fp64 (softmax − one-hot)/rows on 64 sampled rows. topk is torch.topk(x, k, dim=-1) (sorted,
 largest first) on [rows, cols] values; its values are checked exactly against a sort of 64 sampled
 rows and its indices by gathering them back.
+
+embedding is F.embedding(ids, E) with E [vocab, cols] in --dtype and int32 ids [rows] drawn
+uniformly from [0, vocab) (the Cake kernel reads int32 ids; F.embedding takes them as they are):
+the gathered rows are checked exactly, bit for bit, against E[ids] (index_select) before timing.
 
 gemv is F.linear(v[None, :], W) with W [rows, cols] and v [cols] in --dtype (the decode-time
 M = 1 projection as vLLM issues it; torch's output is in --dtype where the Cake kernel may store
@@ -60,7 +65,7 @@ from peer_timing import time_ms  # noqa: E402
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant", "cross_entropy", "rmsnorm_bwd", "softmax_bwd", "layernorm_bwd", "cross_entropy_bwd", "topk", "gemv", "fp8quant_block"])
+    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant", "cross_entropy", "rmsnorm_bwd", "softmax_bwd", "layernorm_bwd", "cross_entropy_bwd", "topk", "gemv", "fp8quant_block", "embedding"])
     p.add_argument("--rows", type=int, required=True)
     p.add_argument("--cols", type=int, required=True)
     p.add_argument("--dtype", choices=["bf16", "f16", "f32"], default="bf16")
@@ -69,6 +74,7 @@ def main() -> int:
     p.add_argument("--eps", type=float, default=1e-5)
     p.add_argument("--head-dim", type=int, default=128, help="rope: the head_dim D (--cols is H·D)")
     p.add_argument("--k", type=int, default=8, help="topk: how many of each row's largest values")
+    p.add_argument("--vocab", type=int, default=0, help="embedding: the table's rows V (--cols is its width H)")
     p.add_argument("--min-scale", type=float, default=1.0 / (448.0 * 512.0), help="fp8quant: the scale's floor")
     p.add_argument("--fp8", choices=["e4m3", "e5m2"], default="e4m3", help="fp8quant_block: the fp8 format")
     a = p.parse_args()
@@ -230,7 +236,19 @@ def main() -> int:
         if bad_v or bad_i:
             print(f"torch_peer: topk: {bad_v} values and {bad_i} indices wrong", file=sys.stderr)
             return 1
-    elif a.op == "gemv":
+    elif a.op == "embedding":
+        if a.vocab < 1:
+            print("torch_peer: embedding needs --vocab V >= 1 (the table's rows)", file=sys.stderr)
+            return 2
+        table = torch.randn(a.vocab, a.cols, device=dev, dtype=torch.float32, generator=g).to(dt)
+        ids = torch.randint(0, a.vocab, (a.rows,), device=dev, dtype=torch.int32, generator=g)
+        run = lambda: F.embedding(ids, table)
+        got, want = run(), table.index_select(0, ids.long())
+        # Bit for bit (a copy keeps every bit, the sign of zero included).
+        if got.shape != want.shape or not torch.equal(got.contiguous().view(torch.uint8), want.view(torch.uint8)):
+            bad = (got.double() != want.double()).sum().item() if got.shape == want.shape else got.numel()
+            print(f"torch_peer: embedding: {bad} elements differ from E[ids]", file=sys.stderr)
+            return 1
         # x is the weight W [rows, cols]; v the activation vector, one row of a decode batch.
         v = torch.randn(a.cols, device=dev, dtype=torch.float32, generator=g).to(dt)
         run = lambda: F.linear(v[None, :], x)[0]
@@ -275,6 +293,7 @@ def main() -> int:
         "op": a.op, "rows": a.rows, "cols": a.cols, "dtype": a.dtype,
         **({"head_dim": a.head_dim} if a.op == "rope" else {}),
         **({"k": a.k} if a.op == "topk" else {}),
+        **({"vocab": a.vocab} if a.op == "embedding" else {}),
         **({"fp8": a.fp8} if a.op == "fp8quant_block" else {}),
         "median_ms": statistics.median(times), "min_ms": min(times), "repeats": a.repeats,
         "torch": torch.__version__, "device": torch.cuda.get_device_name(0),

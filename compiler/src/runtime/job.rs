@@ -821,6 +821,7 @@ fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -
             res.checks.push(check_cross_entropy_bwd(job, &tensors, &downloaded, tol, &mut rng)?)
         }
         OracleName::Topk => res.checks.extend(check_topk(job, &tensors, &downloaded)?),
+        OracleName::Embedding => res.checks.push(check_embedding(job, &tensors, &downloaded)?),
         OracleName::Softmax
         | OracleName::RowReduce
         | OracleName::Rmsnorm
@@ -1101,6 +1102,32 @@ fn check_topk(job: &Job, tensors: &[Tensor], downloaded: &BTreeMap<String, Vec<u
     let got_vals = convert::decode_all_f32(vals.dtype, out(vals)?);
     let got_idx = convert::decode_all_index(idx.dtype, out(idx)?);
     Ok(oracle::topk(xh, &got_vals, &got_idx, x.shape[0], x.shape[1], vals.shape[1]))
+}
+
+/// `embedding`'s check: Ids [R], E [V, H] and Out [R, H] checked again against the launch (and
+/// Out of E's dtype: its rows are copies), then every element of Out exactly against the row of E
+/// its id names, from the ids and table as uploaded (the oracle rejects an id outside [0, V)).
+fn check_embedding(job: &Job, tensors: &[Tensor], downloaded: &BTreeMap<String, Vec<u8>>) -> Result<CheckReport, RunError> {
+    let wl = &job.workload;
+    let bad = |m: String| RunError::new("workload", format!("embedding: {m}"));
+    let get = |role: &str| role_tensor(wl, tensors, role);
+    let (ids, e, out) = (get("ids")?, get("e")?, get("out")?);
+    let fits = e.shape.len() == 2 && out.shape.len() == 2 && {
+        let (r, v, h) = (out.shape[0], e.shape[0], e.shape[1]);
+        ids.shape == [r] && out.shape[1] == h && v >= 1
+    };
+    if !fits {
+        return Err(bad(format!("shapes Ids{:?} E{:?} Out{:?} do not fit", ids.shape, e.shape, out.shape)));
+    }
+    if out.dtype != e.dtype {
+        return Err(bad(format!("`{}` is {} but `{}` is {}: the rows are copies of E's", out.name, out.dtype, e.name, e.dtype)));
+    }
+    fn host(t: &Tensor) -> Result<&[f32], RunError> {
+        t.host.as_deref().ok_or_else(|| RunError::new("workload", format!("embedding: `{}` is not a filled input", t.name)))
+    }
+    let bytes = downloaded.get(&out.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", out.name)))?;
+    let got = convert::decode_all_f32(out.dtype, bytes);
+    oracle::embedding(host(ids)?, host(e)?, &got, out.shape[0], e.shape[0], e.shape[1]).map_err(bad)
 }
 
 /// The row kernels' check (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise` and the backward norms and softmax): the role tensors'

@@ -128,6 +128,8 @@ pub enum OracleName {
     Topk,
     /// Y[n] = Σ_k W[n, k]·X[k]: a row-major weight W [N, K] times one vector X [K] (decode GEMV).
     Gemv,
+    /// Out[r, :] = E[Ids[r], :]: a row gather of a table E [V, H] by integer ids Ids [R], exactly.
+    Embedding,
     None,
 }
 
@@ -183,6 +185,7 @@ impl OracleName {
             OracleName::CrossEntropyBwd => "cross_entropy_bwd",
             OracleName::Topk => "topk",
             OracleName::Gemv => "gemv",
+            OracleName::Embedding => "embedding",
             OracleName::None => "none",
         }
     }
@@ -209,6 +212,7 @@ impl OracleName {
             OracleName::CrossEntropyBwd => &[("x", "X"), ("target", "T"), ("col", "Col"), ("dx", "DX")],
             OracleName::Topk => &[("x", "X"), ("col", "Col"), ("vals", "Vals"), ("idx", "Idx")],
             OracleName::Gemv => &[("w", "W"), ("x", "X"), ("y", "Y")],
+            OracleName::Embedding => &[("ids", "Ids"), ("e", "E"), ("out", "Out")],
             OracleName::None => &[],
         }
     }
@@ -249,6 +253,7 @@ impl OracleName {
             }
             // Idx is checked too (by the same oracle: `topk.idx`).
             OracleName::Topk => Some("vals"),
+            OracleName::Embedding => Some("out"),
             OracleName::None => None,
         }
     }
@@ -260,10 +265,10 @@ impl OracleName {
     }
 
     /// Oracles that define every output element from the inputs alone and compare all of them
-    /// (the exact ones and the row kernels'): their output is poisoned before the launch even
-    /// when the kernel declares it `inout`, so an element the kernel never writes fails.
+    /// (the exact ones, `embedding` and the row kernels'): their output is poisoned before the
+    /// launch even when the kernel declares it `inout`, so an element the kernel never writes fails.
     pub fn checks_every_element(self) -> bool {
-        self.is_exact() || self.is_row_kernel()
+        self.is_exact() || self.is_row_kernel() || self == OracleName::Embedding
     }
 
     /// The row kernels' oracles (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `rotary`,
@@ -309,6 +314,7 @@ impl OracleName {
                 | OracleName::Gemv
                 | OracleName::CrossEntropyBwd
                 | OracleName::Topk
+                | OracleName::Embedding
         )
     }
 
@@ -324,7 +330,7 @@ impl OracleName {
             OracleName::KmeansUpdate => Tolerance::KMEANS_UPDATE,
             OracleName::CrossEntropy => Tolerance::CROSS_ENTROPY,
             OracleName::CrossEntropyBwd => crate::runtime::oracle::cross_entropy_bwd_tolerance(output.unwrap_or(DType::BF16)),
-            OracleName::Topk => Tolerance::EXACT,
+            OracleName::Topk | OracleName::Embedding => Tolerance::EXACT,
             OracleName::Copy | OracleName::Transpose => Tolerance::EXACT,
             OracleName::Fp8QuantRow | OracleName::Fp8QuantBlock => Tolerance::FP8_QUANT,
             o if o.is_row_kernel() => Tolerance::for_row_output(output.unwrap_or(DType::BF16)),
@@ -614,6 +620,11 @@ impl WorkloadSpec {
                 ("x", (1, 1), ROW_FLOATS, false),
                 ("y", (1, 1), ROW_FLOATS, true),
             ],
+            OracleName::Embedding => &[
+                ("ids", (1, 1), &[DType::I32], false),
+                ("e", (2, 2), ROW_FLOATS, false),
+                ("out", (2, 2), ROW_FLOATS, true),
+            ],
             OracleName::Copy => &[("input", (1, 5), POISON_IS_NAN, false), ("output", (1, 5), POISON_IS_NAN, true)],
             OracleName::Transpose => &[("input", (2, 2), POISON_IS_NAN, false), ("output", (2, 2), POISON_IS_NAN, true)],
             OracleName::Softmax => &[("x", (2, 2), ROW_FLOATS, false), ("y", (2, 2), ROW_FLOATS, true)],
@@ -779,6 +790,17 @@ impl WorkloadSpec {
         self.validate_row_kernel(m)?;
         self.validate_scalar_roles(m)?;
         self.validate_derived_roles()?;
+        if self.oracle == OracleName::Embedding {
+            // Out's rows are copies of E's: one dtype, or the exact comparison means nothing.
+            let (e, out) = (self.role("e"), self.role("out"));
+            let (te, to) = (tensor(&e).expect("checked above"), tensor(&out).expect("checked above"));
+            if te.dtype != to.dtype {
+                return Err(err(format!(
+                    "oracle `embedding`: table `{e}` is {} but output `{out}` is {}; a gathered row keeps its dtype",
+                    te.dtype, to.dtype
+                )));
+            }
+        }
         if self.oracle == OracleName::Attention {
             let dtypes: Vec<(String, DType)> = ["q", "k", "vt", "o"]
                 .iter()
@@ -1026,6 +1048,7 @@ impl WorkloadSpec {
             OracleName::CrossEntropyBwd => ("x", &["target", "col", "dx"]),
             OracleName::Topk => ("x", &["col"]),
             OracleName::Gemv => ("w", &["x", "y"]),
+            OracleName::Embedding => ("out", &["ids"]),
             _ => return Ok(()),
         };
         let dims: Vec<i64> = m.dims.iter().map(|(_, d)| shape.get(&d.name).copied().unwrap_or(0)).collect();
@@ -1058,6 +1081,8 @@ impl WorkloadSpec {
                 // gemv: X is a row of W ([K]), Y a column ([N]).
                 (OracleName::Gemv, "x") => a.get(1..).map(<[i64]>::to_vec).unwrap_or_default(),
                 (OracleName::Gemv, _) => a.get(..1).map(<[i64]>::to_vec).unwrap_or_default(),
+                // embedding: Ids is one id per row of Out ([R]).
+                (OracleName::Embedding, "ids") => a.get(..1).map(<[i64]>::to_vec).unwrap_or_default(),
                 (_, "w" | "b" | "col") => a.get(1..).map(<[i64]>::to_vec).unwrap_or_default(),
                 (OracleName::RowReduce | OracleName::CrossEntropy, _)
                 | (OracleName::Fp8QuantRow, "s")
@@ -1073,6 +1098,22 @@ impl WorkloadSpec {
                     from_shape: a,
                     to: label(role, &name),
                     want: format!("{want:?}"),
+                    got: b,
+                });
+            }
+        }
+        if self.oracle == OracleName::Embedding {
+            // E is [V, H] with V ≥ 1 rows of Out's width H.
+            let name = self.role("e");
+            let b = concrete(&name)?;
+            let fits = b.len() == 2 && b[0] >= 1 && a.get(1) == Some(&b[1]);
+            if !fits {
+                return Err(ShapeError::Relation {
+                    oracle: self.oracle.name(),
+                    from: label(from, &input),
+                    from_shape: a.clone(),
+                    to: label("e", &name),
+                    want: format!("[V, {}] with V ≥ 1", a.get(1).copied().unwrap_or(0)),
                     got: b,
                 });
             }
@@ -2178,5 +2219,42 @@ mod kmeans_update_oracle_tests {
         // an axis, so ranks fall along a chain); the shape is what it names.
         let m = spec("", "OH = \"one_hot()\"\nICNT = \"inv_row_sum(OH)\"\nS = \"inv_row_sum(S)\"").unwrap_err().0;
         assert!(m.contains("derive.S: inv_row_sum(S) drops the innermost axis"), "{m}");
+    }
+}
+
+#[cfg(test)]
+mod embedding_oracle_tests {
+    use super::*;
+
+    const PROGRAM: &str = "kernel k target sm_90a\n\ndim R multiple_of 8\nconst V = 1000\nconst H = 256\n\nin Ids: i32[R]\nin IdsF: f32[R]\nin Ids2: i32[H]\nin E: bf16[V, H]\nout Out: bf16[R, H]\nout O32: f32[R, H]\nout OW: bf16[R, 128]\n\ngrid tiles[r = R / 8]\n\nrole all: warp 0..4\n\non all {\n    for t in tiles {\n    }\n}\n";
+
+    fn spec(extra: &str) -> Result<WorkloadSpec, WorkloadError> {
+        let text = format!("oracle = \"embedding\"\nheadline = {{ R = 64 }}\nshapes = [{{ R = 32 }}]\n{extra}\n");
+        let w = WorkloadSpec::from_toml_str("t.toml", &text)?;
+        let out = crate::check::check_source(PROGRAM);
+        w.validate(&out.module.unwrap_or_else(|| panic!("{:?}", out.diagnostics)))?;
+        Ok(w)
+    }
+
+    #[test]
+    fn embedding_relates_ids_table_and_out() {
+        let w = spec("[inputs]\nIds = { dist = \"uniform\", scale = 499.5, offset = 499.5 }").unwrap();
+        assert_eq!((w.role("ids"), w.role("e"), w.role("out")), ("Ids".to_string(), "E".to_string(), "Out".to_string()));
+        assert_eq!(OracleName::Embedding.name(), "embedding");
+        assert_eq!(w.tolerance(Some(DType::BF16)), Tolerance::EXACT);
+        assert!(OracleName::Embedding.checks_every_element() && OracleName::Embedding.distinct_roles());
+        assert!(!OracleName::Embedding.is_row_kernel() && !OracleName::Embedding.has_cublas_peer());
+        let m = spec("args = { out = \"O32\" }").unwrap_err().0;
+        assert!(m.contains("oracle `embedding`: table `E` is bf16 but output `O32` is f32"), "{m}");
+        let m = spec("args = { out = \"OW\" }").unwrap_err().0;
+        assert!(m.contains("`E` (role `e`) must be [V, 128] with V ≥ 1, but it is [1000, 256]"), "{m}");
+        let m = spec("args = { ids = \"Ids2\" }").unwrap_err().0;
+        assert!(m.contains("`Out` (role `out`) is [64, 256], so `Ids2` (role `ids`) must be [64], but it is [256]"), "{m}");
+        let m = spec("args = { ids = \"IdsF\" }").unwrap_err().0;
+        assert!(m.contains("W001: oracle role `ids`: tensor `IdsF` is f32"), "{m}");
+        let m = spec("args = { ids = \"E\" }").unwrap_err().0;
+        assert!(m.contains("role `ids`: tensor `E` has rank 2, expected 1"), "{m}");
+        let m = spec("[inputs]\nOut = { dist = \"uniform\" }").unwrap_err().0;
+        assert!(m.contains("output `Out` is poisoned before the launch"), "{m}");
     }
 }

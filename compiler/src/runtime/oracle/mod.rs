@@ -65,6 +65,9 @@
 //!   columns, every row: values exactly ([`Tolerance::EXACT`]: copies of inputs), each index in
 //!   range, distinct within its row and pointing at an element equal to its rank's value (equal
 //!   values in any column order) ([`topk`], `topk.rs`).
+//! - `embedding`: Out[r, :] = E[Ids[r], :], every element exactly ([`Tolerance::EXACT`]: copies
+//!   of the table's rows, the same sign of zero), every id checked in [0, V) on the host (one
+//!   outside is a workload error) ([`embedding`], `embedding.rs`).
 //! - `gemv`: Y[n] = Σ_k W[n, k]·X[k] (a decode-time M = 1 GEMM), fp64 over every output element
 //!   under the row tolerance of the output's dtype ([`gemv`], `gemv.rs`, which says why those
 //!   hold for a sum of K products).
@@ -77,7 +80,7 @@
 //!
 //! One file per oracle family, each re-exported here: `matmul.rs` (the GEMMs), `kmeans.rs`,
 //! `knn.rs`, `attention.rs`, `copy.rs` (copy, transpose), `rows.rs` (softmax, row_reduce,
-//! rmsnorm, layernorm), `norm_bwd.rs` (rmsnorm_bwd), `layernorm_bwd.rs`, `softmax_bwd.rs`, `cross_entropy.rs`, `cross_entropy_bwd.rs`, `topk.rs`, `elementwise.rs`, `rotary.rs`,
+//! rmsnorm, layernorm), `norm_bwd.rs` (rmsnorm_bwd), `layernorm_bwd.rs`, `softmax_bwd.rs`, `cross_entropy.rs`, `cross_entropy_bwd.rs`, `topk.rs`, `embedding.rs`, `elementwise.rs`, `rotary.rs`,
 //! `fp8_quant.rs`, `fp8_quant_block.rs`, `gemv.rs`, and `derive.rs` (inputs derived on the host). This file
 //! holds what they share: the report types, the tolerances, the comparison rule (`Comparer`),
 //! the parallel fp64 helpers and the arg-min judge. The elementwise expression language is
@@ -93,6 +96,7 @@ mod cross_entropy;
 mod cross_entropy_bwd;
 mod derive;
 mod elementwise;
+mod embedding;
 mod fp8_quant;
 mod fp8_quant_block;
 mod gemv;
@@ -114,6 +118,7 @@ pub use cross_entropy::cross_entropy;
 pub use cross_entropy_bwd::{cross_entropy_bwd, cross_entropy_bwd_tolerance};
 pub use derive::{column_index, inv_row_sum, one_hot, row_sqnorm};
 pub use elementwise::elementwise;
+pub use embedding::embedding;
 pub use fp8_quant::{fp8_format, fp8_quant_row};
 pub use fp8_quant_block::fp8_quant_block;
 pub use gemv::gemv;
