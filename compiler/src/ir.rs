@@ -797,3 +797,28 @@ pub fn is_data_index_local(m: &Module, l: Handle<Local>) -> bool {
         _ => false,
     }) && m.stmts.iter().any(|(_, s)| matches!(s, Stmt::Let { local, value } if *local == l && is_global_read(m, *value)))
 }
+
+/// Visit `e` and every expression inside it (pre-order): operands, index items and window starts.
+pub fn walk_expr(m: &Module, e: Handle<Expr>, f: &mut dyn FnMut(Handle<Expr>)) {
+    f(e);
+    match &m.exprs[e].kind {
+        ExprKind::Field { base, .. } => walk_expr(m, *base, f),
+        ExprKind::Index { base, items } => {
+            walk_expr(m, *base, f);
+            for it in items {
+                match it {
+                    IndexItem::At(x) => walk_expr(m, *x, f),
+                    IndexItem::Window { start, .. } => walk_expr(m, *start, f),
+                    IndexItem::Full => {}
+                }
+            }
+        }
+        ExprKind::Call(c) => c.args.iter().flatten().for_each(|a| walk_expr(m, *a, f)),
+        ExprKind::Unary(_, a) => walk_expr(m, *a, f),
+        ExprKind::Binary(_, a, b) => {
+            walk_expr(m, *a, f);
+            walk_expr(m, *b, f);
+        }
+        _ => {}
+    }
+}

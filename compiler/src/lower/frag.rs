@@ -267,12 +267,10 @@ impl<'a> Lw<'a> {
     // -----------------------------------------------------------------------------------------
     // Layouts
 
-    /// Decide the layout of every `reg` fragment of a role body from its type and its uses.
+    /// Take the derived layout of every `reg` fragment of a role body, and note the f16
+    /// accumulators kept packed.
     pub(crate) fn layouts_for_body(&mut self, block: &Block) -> Result<(), LowerError> {
         let m = self.m;
-        // The mma.sync operand layouts: the derived layout's, which the verifier's `mma_operand`
-        // fact reads too.
-        let (a_ops, b_ops) = (&self.layout.mma_sync_operands.a, &self.layout.mma_sync_operands.b);
         let mut mma_accs = BTreeSet::new();
         let mut regs = Vec::new();
         self.scan_block(block, &mut |_, s| {
@@ -290,52 +288,13 @@ impl<'a> Lw<'a> {
             }
         });
         for l in regs {
-            let local = &m.locals[l];
-            let Type::Frag { dtype, shape, scope } = &local.ty else {
-                return Err(LowerError::new("L007", format!("`{}` is not a register fragment", local.name), *m.locals.span(l)));
+            // The layout every stage reads: derived once, with the verifier's V230 on its faults.
+            let lay = match self.layout.registers.reg(l) {
+                Some(Ok(lay)) => *lay,
+                Some(Err(f)) => return Err(LowerError::from_fault(f)),
+                None => return Err(LowerError::new("L007", format!("`{}` has no derived layout", m.locals[l].name), *m.locals.span(l))),
             };
-            let span = *m.locals.span(l);
-            let bad = |why: &str| {
-                LowerError::new(
-                    "L007",
-                    format!("no thread layout for fragment `{}`: {dtype}{shape:?} per {}: {why}", local.name, scope.map_or("?", |s| s.name())),
-                    span,
-                )
-            };
-            let lay = match (scope, shape.as_slice()) {
-                (_, []) => Layout::Scalar,
-                (Some(Scope::Warpgroup), [64, n]) if n % 8 == 0 && (8..=256).contains(n) => {
-                    Layout::Acc { m_tiles: 1, n_tiles: (*n / 8) as u32, wg: true }
-                }
-                (Some(Scope::Warpgroup), [64]) => Layout::Rows { m_tiles: 1, wg: true },
-                (Some(Scope::Warp), [r, c]) if a_ops.contains(&l) => {
-                    if r % 16 != 0 || c % 16 != 0 {
-                        return Err(bad("an mma.sync A operand needs multiples of 16 rows and 16 columns"));
-                    }
-                    Layout::MmaA { m_tiles: (*r / 16) as u32, k_tiles: (*c / 16) as u32 }
-                }
-                (Some(Scope::Warp), [r, c]) if b_ops.contains(&l) => {
-                    if r % 8 != 0 || c % 16 != 0 {
-                        return Err(bad("an mma.sync B operand needs multiples of 8 rows and 16 columns"));
-                    }
-                    Layout::MmaB { n_tiles: (*r / 8) as u32, k_tiles: (*c / 16) as u32 }
-                }
-                (Some(Scope::Warp), [r, c]) if r % 16 == 0 && c % 8 == 0 => {
-                    Layout::Acc { m_tiles: (*r / 16) as u32, n_tiles: (*c / 8) as u32, wg: false }
-                }
-                (Some(Scope::Warp), [r]) if r % 16 == 0 => Layout::Rows { m_tiles: (*r / 16) as u32, wg: false },
-                // Small per-thread arrays and per-warp running state: every thread holds it all.
-                (None | Some(Scope::Thread) | Some(Scope::Warp), dims) if (1..=layout::UNIFORM_MAX).contains(&dims.iter().product::<i64>()) => {
-                    Layout::Uniform { n: dims.iter().product::<i64>() as u32 }
-                }
-                _ => return Err(bad("the lowering knows the wgmma/mma.sync accumulator, row-vector and operand layouts, and whole small fragments (per thread or warp, at most 32 elements)")),
-            };
-            if a_ops.contains(&l) && b_ops.contains(&l) {
-                return Err(bad("used as both the A and the B operand of mma_sync"));
-            }
-            if reg_ctype(*dtype, lay).is_none() {
-                return Err(bad("no register representation for this dtype"));
-            }
+            let Type::Frag { dtype, .. } = &m.locals[l].ty else { unreachable!("a reg with a layout is a fragment") };
             if *dtype == DType::F16 && matches!(lay, Layout::Acc { .. }) && mma_accs.contains(&l) {
                 self.packed.insert(l);
             }
@@ -344,77 +303,10 @@ impl<'a> Lw<'a> {
         Ok(())
     }
 
-    /// The layout of a fragment-valued expression (`None` for scalars and shared broadcasts).
+    /// The layout of a fragment-valued expression (`None` for scalars, shared broadcasts and
+    /// window math): the derived layout's.
     pub(crate) fn layout_of(&self, e: Handle<Expr>) -> Result<Option<Layout>, LowerError> {
-        let m = self.m;
-        let span = self.expr_span(e);
-        let ex = &m.exprs[e];
-        if !matches!(ex.ty, Type::Frag { .. }) {
-            return Ok(None);
-        }
-        // Operands in one thread layout (scalars broadcast into any). A layout whose threads each
-        // hold the whole fragment keeps only values of its own size: a larger value made from it
-        // and windows has no register layout (it is computed element by element where used).
-        let elements: i64 = match &ex.ty {
-            Type::Frag { shape, .. } => shape.iter().product(),
-            _ => 1,
-        };
-        let merge = |ls: Vec<Option<Layout>>| -> Result<Option<Layout>, LowerError> {
-            let mut out: Option<Layout> = None;
-            let mut scalar = false;
-            for l in ls.into_iter().flatten() {
-                if l == Layout::Scalar {
-                    scalar = true;
-                    continue;
-                }
-                match out {
-                    None => out = Some(l),
-                    Some(o) if o == l => {}
-                    Some(o) => {
-                        return Err(LowerError::new(
-                            "L007",
-                            format!("operands have different thread layouts ({} and {})", o.describe(), l.describe()),
-                            span,
-                        ))
-                    }
-                }
-            }
-            let out = out.or(scalar.then_some(Layout::Scalar));
-            Ok(out.filter(|l| !l.whole_in_each_thread() || i64::from(l.regs()) == elements))
-        };
-        Ok(match &ex.kind {
-            ExprKind::Local(l) if self.aliases.contains_key(l) => self.layout_of(self.aliases[l])?,
-            ExprKind::Local(l) => Some(*self.layouts.get(l).ok_or_else(|| {
-                LowerError::new("L007", format!("fragment `{}` has no known layout", m.locals[*l].name), span)
-            })?),
-            ExprKind::Index { base, items } => {
-                let full = self.layout_of(*base)?.ok_or_else(|| unsupported("indexing this value", span))?;
-                Some(self.frag_window_layout(full, items, span)?)
-            }
-            ExprKind::Unary(_, a) => self.layout_of(*a)?,
-            ExprKind::Binary(_, a, b) => merge(vec![self.layout_of(*a)?, self.layout_of(*b)?])?,
-            ExprKind::Call(c) if c.op.starts_with("reduce_") => {
-                let x = c.args.first().copied().flatten().ok_or_else(|| LowerError::new("L001", "reduce without operand", span))?;
-                let axis = c.args.get(1).copied().flatten().and_then(|a| self.m.const_value(a)).unwrap_or(-1);
-                let Some(lx) = self.layout_of(x)? else {
-                    // A value without a register layout (windows, and math on them): the threads
-                    // that read it split it and combine their parts, so each ends with the result.
-                    return Ok(Some(Layout::Scalar));
-                };
-                Some(lx.reduced(axis).ok_or_else(|| {
-                    unsupported(format!("reduction over axis {axis} of the {}", lx.describe()), span)
-                        .with_note("only axis 1 of an accumulator (a row reduction inside each lane quad) is lowered")
-                })?)
-            }
-            ExprKind::Call(c) => {
-                let mut ls = Vec::new();
-                for a in c.args.iter().flatten() {
-                    ls.push(self.layout_of(*a)?);
-                }
-                merge(ls)?
-            }
-            _ => return Err(unsupported(format!("this fragment expression ({})", ex.ty), span)),
-        })
+        self.layout.registers.value(e).map_err(|f| LowerError::from_fault(&f))
     }
 
     // -----------------------------------------------------------------------------------------
@@ -455,28 +347,6 @@ impl<'a> Lw<'a> {
 
     /// The layout of a window `x[rows, cols]` of an accumulator fragment: whole 16-row tiles (warp
     /// fragments; a warpgroup fragment keeps its 64 rows) and whole 8-column tiles.
-    pub(crate) fn frag_window_layout(&self, full: Layout, items: &[IndexItem], span: Span) -> Result<Layout, LowerError> {
-        let Layout::Acc { mut m_tiles, mut n_tiles, wg } = full else {
-            return Err(unsupported(format!("a window of the {}", full.describe()), span));
-        };
-        for (d, it) in items.iter().enumerate() {
-            match (d, it) {
-                (_, IndexItem::Full) => {}
-                (0, IndexItem::Window { start, len }) if !wg && len % 16 == 0 && known_multiple(self.m, *start) % 16 == 0 => {
-                    m_tiles = (*len / 16) as u32;
-                }
-                (1, IndexItem::Window { start, len }) if len % 8 == 0 && known_multiple(self.m, *start) % 8 == 0 => {
-                    n_tiles = (*len / 8) as u32;
-                }
-                _ => {
-                    return Err(LowerError::new("L007", "a fragment window must cover whole accumulator tiles (16-row tiles of a warp fragment, 8-column tiles), with starts that are provably multiples of them", span)
-                        .with_note("a warpgroup fragment keeps all of its 64 rows"))
-                }
-            }
-        }
-        Ok(Layout::Acc { m_tiles, n_tiles, wg })
-    }
-
     /// Materialize every reduction inside `e` (post-order) into temporaries; returns nothing, the
     /// temporaries are remembered by expression.
     pub(crate) fn materialize_reductions(&mut self, e: Handle<Expr>, temps: &mut Vec<(Handle<Expr>, String)>) -> Result<(), LowerError> {
@@ -832,15 +702,14 @@ impl<'a> Lw<'a> {
             }
             Type::Frag { dtype, .. } => {
                 let Some(lay) = self.layout_of(value)? else {
-                    if self.alias_ok(value) {
-                        // Nothing to compute here: every use reads the window itself.
-                        self.alias_snapshot(l, value)?;
-                        self.aliases.insert(l, value);
-                        self.w.line(format!("// `{}` names a read-only window: each use reads it in the layout it needs", m.locals[l].name));
-                        return Ok(());
+                    if let Some(f) = self.layout.registers.let_fault(l) {
+                        return Err(LowerError::from_fault(f));
                     }
-                    return Err(LowerError::new("L007", "a fragment value computed only from scalars and memory windows has no thread layout", span)
-                        .with_note("only windows of `in` tensors (never written while the kernel runs), scalars and register fragments every thread holds whole can be named by `let` without a register layout"));
+                    // Nothing to compute here: every use reads the window itself.
+                    self.alias_snapshot(l, value)?;
+                    self.aliases.insert(l, value);
+                    self.w.line(format!("// `{}` names a read-only window: each use reads it in the layout it needs", m.locals[l].name));
+                    return Ok(());
                 };
                 self.layouts.insert(l, lay);
                 let cty = reg_ctype(*dtype, lay).ok_or_else(|| unsupported(format!("{dtype} fragments"), span))?;
@@ -856,7 +725,10 @@ impl<'a> Lw<'a> {
                 self.w.line(format!("{cty} {name}[{}];  // {}", lay.regs(), lay.describe()));
                 self.elementwise(&name, value, lay, &temps)
             }
-            Type::Global { dtype, .. } if self.alias_ok(value) => {
+            Type::Global { .. } if self.layout.registers.let_fault(l).is_some() => {
+                Err(LowerError::from_fault(self.layout.registers.let_fault(l).expect("just checked")))
+            }
+            Type::Global { dtype, .. } => {
                 if crate::ir::is_data_index_local(m, l) {
                     // A data-dependent index (`E[id, ...]`): loaded once here (0 outside its
                     // tensor), a scalar every use of `id` as an index reads.

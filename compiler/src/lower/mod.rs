@@ -155,6 +155,13 @@ impl LowerError {
         LowerError { code, message: message.into(), span, notes: Vec::new(), status }
     }
 
+    /// A fault of the derived register layouts (the verifier reports it as V230 / V231 first).
+    pub(crate) fn from_fault(f: &crate::layout::regs::LayoutFault) -> LowerError {
+        let mut e = LowerError { status: LowerStatus::NotSupportedYet, ..LowerError::new(f.lower_code, f.message.clone(), f.span) };
+        e.notes.extend(f.note.clone());
+        e
+    }
+
     pub fn is_not_supported_yet(&self) -> bool {
         self.status == LowerStatus::NotSupportedYet
     }
@@ -1131,27 +1138,7 @@ impl<'a> Lw<'a> {
     }
 
     fn walk_expr(&self, e: Handle<Expr>, f: &mut dyn FnMut(Handle<Expr>)) {
-        f(e);
-        match &self.m.exprs[e].kind {
-            ExprKind::Field { base, .. } => self.walk_expr(*base, f),
-            ExprKind::Index { base, items } => {
-                self.walk_expr(*base, f);
-                for it in items {
-                    match it {
-                        IndexItem::At(x) => self.walk_expr(*x, f),
-                        IndexItem::Window { start, .. } => self.walk_expr(*start, f),
-                        IndexItem::Full => {}
-                    }
-                }
-            }
-            ExprKind::Call(c) => c.args.iter().flatten().for_each(|a| self.walk_expr(*a, f)),
-            ExprKind::Unary(_, a) => self.walk_expr(*a, f),
-            ExprKind::Binary(_, a, b) => {
-                self.walk_expr(*a, f);
-                self.walk_expr(*b, f);
-            }
-            _ => {}
-        }
+        crate::ir::walk_expr(self.m, e, f);
     }
 
     /// Whether a statement reads shared memory through ordinary loads (an expression over a

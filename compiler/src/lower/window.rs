@@ -228,33 +228,6 @@ impl<'a> Lw<'a> {
         Ok(out)
     }
 
-    /// Whether `let NAME = value` may name `value` instead of computing it: the value has no
-    /// register layout and reads only windows of `in` tensors (which nothing writes while the
-    /// kernel runs) and values that cannot change while the name is in scope.
-    pub(crate) fn alias_ok(&self, value: Handle<Expr>) -> bool {
-        let m = self.m;
-        let mut ok = true;
-        self.walk_expr(value, &mut |x| match &m.exprs[x].kind {
-            ExprKind::Smem(_) | ExprKind::View(_) => ok = false,
-            // A name is re-read at every use: a reduction would run again for every element.
-            ExprKind::Call(c) if c.op.starts_with("reduce_") => ok = false,
-            ExprKind::Tensor(t) if m.tensors[*t].access != crate::syntax::ast::Access::In => ok = false,
-            ExprKind::Local(l) => {
-                let local = &m.locals[*l];
-                // A `let` every thread holds whole cannot change while it is in scope; a `reg`
-                // every thread holds whole is kept at the `let` (see `alias_snapshot`).
-                let whole = self.layouts.get(l).is_some_and(|lay| lay.whole_in_each_thread());
-                if (local.kind == LocalKind::Reg && !whole)
-                    || (local.kind == LocalKind::Let && !whole && !self.aliases.contains_key(l) && !matches!(local.ty, Type::Scalar(_) | Type::Literal { .. }))
-                {
-                    ok = false;
-                }
-            }
-            _ => {}
-        });
-        ok
-    }
-
     /// `let NAME = value` of window math that reads register fragments every thread holds whole
     /// (`reg m: f32[1] per warp`): copy each into a C array at the `let`, so that every use of the
     /// name — computed where it is used — reads the values they had at the `let`, even after a

@@ -16,6 +16,7 @@ pub mod fills;
 pub mod indexing;
 pub mod int_range;
 pub mod protocol;
+pub mod register_layout;
 pub mod rule_text_error;
 pub mod rules;
 pub mod visibility;
@@ -83,6 +84,7 @@ pub fn verify_with(module: Module, target: &TargetInfo, rules: &RuleSet) -> Veri
     let facts = facts::compute(&module, &layout, target, Catalog::builtin());
     let mut findings = rules.evaluate(&facts);
     findings.extend(protocol::analyze(&module, target));
+    findings.extend(register_layout::analyze(&module, &layout));
     findings.sort_by(|a, b| {
         (a.primary.span.start, a.primary.span.end, &a.code, &a.message).cmp(&(b.primary.span.start, b.primary.span.end, &b.code, &b.message))
     });

@@ -17,6 +17,8 @@
 
 use std::collections::BTreeMap;
 
+pub mod regs;
+
 use crate::ir::{Block, Expr, ExprKind, Handle, IndexItem, Module, OpCall, PipelineDecl, Size, SizeOp, SmemDecl, Stmt, Swizzle, Type, ViewDecl};
 use crate::syntax::ast::{BinOp, UnOp};
 use crate::span::Span;
@@ -127,6 +129,9 @@ pub struct KernelLayout {
     pub acquire_tx: BTreeMap<Handle<Stmt>, TxDerivation>,
     /// The fragments `mma_sync` takes as A and B operands.
     pub mma_sync_operands: MmaSyncOperands,
+    /// Every register fragment's and fragment value's thread layout, and the `reg`s and `let`s
+    /// without one (V230, V231).
+    pub registers: regs::RegisterLayouts,
 }
 
 impl KernelLayout {
@@ -195,6 +200,7 @@ impl KernelLayout {
             0
         };
         let threads_per_block = m.threads_per_block();
+        let mma_sync_operands = MmaSyncOperands::of(m);
         KernelLayout {
             regions,
             views,
@@ -207,7 +213,8 @@ impl KernelLayout {
             threads_per_block,
             launch_regs: launch_regs(target, threads_per_block),
             acquire_tx: acquire_tx(m),
-            mma_sync_operands: MmaSyncOperands::of(m),
+            registers: regs::RegisterLayouts::derive(m, &mma_sync_operands),
+            mma_sync_operands,
         }
     }
 
