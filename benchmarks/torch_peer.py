@@ -14,6 +14,7 @@
     python3 benchmarks/torch_peer.py cross_entropy_bwd --rows 16384 --cols 32000 --dtype bf16
     python3 benchmarks/torch_peer.py topk --rows 16384 --cols 256 --k 8 --dtype f32
     python3 benchmarks/torch_peer.py embedding --rows 8192 --cols 4096 --vocab 128256 --dtype bf16
+    python3 benchmarks/torch_peer.py kmeans_scatter --rows 262144 --cols 128 --vocab 1024 --dtype bf16
 
 cross_entropy is F.cross_entropy(reduction="none") on [rows, cols] logits with int64 targets
 (the Cake kernel's f32 loss per row); rmsnorm_bwd is autograd's input gradient of F.rms_norm
@@ -36,6 +37,12 @@ rows and its indices by gathering them back.
 embedding is F.embedding(ids, E) with E [vocab, cols] in --dtype and int32 ids [rows] drawn
 uniformly from [0, vocab) (the Cake kernel reads int32 ids; F.embedding takes them as they are):
 the gathered rows are checked exactly, bit for bit, against E[ids] (index_select) before timing.
+
+kmeans_scatter is the KMeans centroid update by scatter-add in eager torch: SUMS.index_add_(0, ids, X)
+(X [rows, cols] in --dtype, added as f32) and COUNTS.index_add_(0, ids, 1) (int32) for int32 ids
+drawn uniformly from [0, --vocab) clusters, onto what SUMS and COUNTS hold (the Cake kernel's are
+inout too): the first call, from zero, is checked against fp64 sums of 64 sampled clusters within
+n_k·2^-24 of their summed magnitudes and against bincount.
 
 gemv is F.linear(v[None, :], W) with W [rows, cols] and v [cols] in --dtype (the decode-time
 M = 1 projection as vLLM issues it; torch's output is in --dtype where the Cake kernel may store
@@ -65,7 +72,7 @@ from peer_timing import time_ms  # noqa: E402
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant", "cross_entropy", "rmsnorm_bwd", "softmax_bwd", "layernorm_bwd", "cross_entropy_bwd", "topk", "gemv", "fp8quant_block", "embedding"])
+    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant", "cross_entropy", "rmsnorm_bwd", "softmax_bwd", "layernorm_bwd", "cross_entropy_bwd", "topk", "gemv", "fp8quant_block", "embedding", "kmeans_scatter"])
     p.add_argument("--rows", type=int, required=True)
     p.add_argument("--cols", type=int, required=True)
     p.add_argument("--dtype", choices=["bf16", "f16", "f32"], default="bf16")
@@ -74,7 +81,7 @@ def main() -> int:
     p.add_argument("--eps", type=float, default=1e-5)
     p.add_argument("--head-dim", type=int, default=128, help="rope: the head_dim D (--cols is H·D)")
     p.add_argument("--k", type=int, default=8, help="topk: how many of each row's largest values")
-    p.add_argument("--vocab", type=int, default=0, help="embedding: the table's rows V (--cols is its width H)")
+    p.add_argument("--vocab", type=int, default=0, help="embedding: the table's rows V (--cols is its width H); kmeans_scatter: the clusters K")
     p.add_argument("--min-scale", type=float, default=1.0 / (448.0 * 512.0), help="fp8quant: the scale's floor")
     p.add_argument("--fp8", choices=["e4m3", "e5m2"], default="e4m3", help="fp8quant_block: the fp8 format")
     a = p.parse_args()
@@ -249,6 +256,39 @@ def main() -> int:
             bad = (got.double() != want.double()).sum().item() if got.shape == want.shape else got.numel()
             print(f"torch_peer: embedding: {bad} elements differ from E[ids]", file=sys.stderr)
             return 1
+    elif a.op == "kmeans_scatter":
+        if a.vocab < 1:
+            print("torch_peer: kmeans_scatter needs --vocab K >= 1 (the clusters)", file=sys.stderr)
+            return 2
+        # x is the points X [rows, cols]; ids the int32 cluster of each point, uniform over [0, K).
+        ids = torch.randint(0, a.vocab, (a.rows,), device=dev, dtype=torch.int32, generator=g)
+        sums = torch.zeros(a.vocab, a.cols, device=dev, dtype=torch.float32)
+        counts = torch.zeros(a.vocab, device=dev, dtype=torch.int32)
+        idl = ids.long()
+
+        ones = torch.ones_like(ids)
+
+        def run():
+            # Onto what SUMS and COUNTS hold, as the Cake kernel's inout tensors (no zeroing).
+            sums.index_add_(0, idl, x.float())
+            counts.index_add_(0, idl, ones)
+            return sums, counts
+
+        s, c = run()
+        want_c = torch.bincount(idl, minlength=a.vocab)
+        rows = torch.randperm(a.vocab, device=dev, generator=g)[:64]
+        want_s = torch.zeros(64, a.cols, device=dev, dtype=torch.float64)
+        for j, k in enumerate(rows.tolist()):
+            want_s[j] = x[idl == k].double().sum(dim=0)
+        # f32 additions in any order: n_k · 2^-24 of the summed magnitudes (the Cake oracle's bound).
+        mag = torch.stack([x[idl == k].double().abs().sum(dim=0) for k in rows.tolist()])
+        n_k = want_c[rows].double()[:, None]
+        bad_s = ((s[rows].double() - want_s).abs() > n_k * 2.0**-24 * mag * (1 + 1e-6)).sum().item()
+        bad_c = (c.long() != want_c).sum().item()
+        if bad_s or bad_c:
+            print(f"torch_peer: kmeans_scatter: {bad_s} sums and {bad_c} counts off", file=sys.stderr)
+            return 1
+    elif a.op == "gemv":
         # x is the weight W [rows, cols]; v the activation vector, one row of a decode batch.
         v = torch.randn(a.cols, device=dev, dtype=torch.float32, generator=g).to(dt)
         run = lambda: F.linear(v[None, :], x)[0]
@@ -293,7 +333,7 @@ def main() -> int:
         "op": a.op, "rows": a.rows, "cols": a.cols, "dtype": a.dtype,
         **({"head_dim": a.head_dim} if a.op == "rope" else {}),
         **({"k": a.k} if a.op == "topk" else {}),
-        **({"vocab": a.vocab} if a.op == "embedding" else {}),
+        **({"vocab": a.vocab} if a.op in ("embedding", "kmeans_scatter") else {}),
         **({"fp8": a.fp8} if a.op == "fp8quant_block" else {}),
         "median_ms": statistics.median(times), "min_ms": min(times), "repeats": a.repeats,
         "torch": torch.__version__, "device": torch.cuda.get_device_name(0),

@@ -822,6 +822,7 @@ fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -
         }
         OracleName::Topk => res.checks.extend(check_topk(job, &tensors, &downloaded)?),
         OracleName::Embedding => res.checks.push(check_embedding(job, &tensors, &downloaded)?),
+        OracleName::KmeansScatter => res.checks.extend(check_kmeans_scatter(job, &tensors, &downloaded)?),
         OracleName::Softmax
         | OracleName::RowReduce
         | OracleName::Rmsnorm
@@ -1128,6 +1129,31 @@ fn check_embedding(job: &Job, tensors: &[Tensor], downloaded: &BTreeMap<String, 
     let bytes = downloaded.get(&out.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", out.name)))?;
     let got = convert::decode_all_f32(out.dtype, bytes);
     oracle::embedding(host(ids)?, host(e)?, &got, out.shape[0], e.shape[0], e.shape[1]).map_err(bad)
+}
+
+/// `kmeans_scatter`'s check: X [N, D], A [N], SUMS [K, D] and COUNTS [K] or [K, 1] checked again
+/// against the launch, then SUMS and COUNTS as downloaded against the fp64 scatter-add of X by A
+/// onto their values as uploaded (both `inout`, filled by the workload).
+fn check_kmeans_scatter(job: &Job, tensors: &[Tensor], downloaded: &BTreeMap<String, Vec<u8>>) -> Result<[CheckReport; 2], RunError> {
+    let wl = &job.workload;
+    let bad = |m: String| RunError::new("workload", format!("kmeans_scatter: {m}"));
+    let get = |role: &str| role_tensor(wl, tensors, role);
+    let (x, assign, sums, counts) = (get("x")?, get("assign")?, get("sums")?, get("counts")?);
+    let fits = x.shape.len() == 2 && sums.shape.len() == 2 && {
+        let (n, d, k) = (x.shape[0], x.shape[1], sums.shape[0]);
+        assign.shape == [n] && sums.shape[1] == d && (counts.shape == [k] || counts.shape == [k, 1]) && k >= 1
+    };
+    if !fits {
+        return Err(bad(format!("shapes X{:?} A{:?} SUMS{:?} COUNTS{:?} do not fit", x.shape, assign.shape, sums.shape, counts.shape)));
+    }
+    fn host(t: &Tensor) -> Result<&[f32], RunError> {
+        t.host.as_deref().ok_or_else(|| RunError::new("workload", format!("kmeans_scatter: `{}` is not filled (declare it `inout`)", t.name)))
+    }
+    let out = |t: &Tensor| downloaded.get(&t.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", t.name)));
+    let got_sums = convert::decode_all_f32(sums.dtype, out(sums)?);
+    let got_counts = convert::decode_all_index(counts.dtype, out(counts)?);
+    oracle::kmeans_scatter(host(x)?, host(assign)?, host(sums)?, host(counts)?, &got_sums, &got_counts, x.shape[0], x.shape[1], sums.shape[0])
+        .map_err(bad)
 }
 
 /// The row kernels' check (`softmax`, `row_reduce`, `rmsnorm`, `layernorm`, `elementwise` and the backward norms and softmax): the role tensors'

@@ -130,6 +130,9 @@ pub enum OracleName {
     Gemv,
     /// Out[r, :] = E[Ids[r], :]: a row gather of a table E [V, H] by integer ids Ids [R], exactly.
     Embedding,
+    /// SUMS[A[n], :] += X[n, :] and COUNTS[A[n]] += 1 for every point n (the KMeans centroid
+    /// update by scatter-add), onto the initial SUMS [K, D] and COUNTS [K] / [K, 1] (`inout`).
+    KmeansScatter,
     None,
 }
 
@@ -186,6 +189,7 @@ impl OracleName {
             OracleName::Topk => "topk",
             OracleName::Gemv => "gemv",
             OracleName::Embedding => "embedding",
+            OracleName::KmeansScatter => "kmeans_scatter",
             OracleName::None => "none",
         }
     }
@@ -213,6 +217,7 @@ impl OracleName {
             OracleName::Topk => &[("x", "X"), ("col", "Col"), ("vals", "Vals"), ("idx", "Idx")],
             OracleName::Gemv => &[("w", "W"), ("x", "X"), ("y", "Y")],
             OracleName::Embedding => &[("ids", "Ids"), ("e", "E"), ("out", "Out")],
+            OracleName::KmeansScatter => &[("x", "X"), ("assign", "A"), ("sums", "SUMS"), ("counts", "COUNTS")],
             OracleName::None => &[],
         }
     }
@@ -254,6 +259,8 @@ impl OracleName {
             // Idx is checked too (by the same oracle: `topk.idx`).
             OracleName::Topk => Some("vals"),
             OracleName::Embedding => Some("out"),
+            // COUNTS is checked too (by the same oracle: `kmeans_scatter.counts`).
+            OracleName::KmeansScatter => Some("sums"),
             OracleName::None => None,
         }
     }
@@ -315,6 +322,7 @@ impl OracleName {
                 | OracleName::CrossEntropyBwd
                 | OracleName::Topk
                 | OracleName::Embedding
+                | OracleName::KmeansScatter
         )
     }
 
@@ -331,6 +339,7 @@ impl OracleName {
             OracleName::CrossEntropy => Tolerance::CROSS_ENTROPY,
             OracleName::CrossEntropyBwd => crate::runtime::oracle::cross_entropy_bwd_tolerance(output.unwrap_or(DType::BF16)),
             OracleName::Topk | OracleName::Embedding => Tolerance::EXACT,
+            OracleName::KmeansScatter => crate::runtime::oracle::SCATTER_ADD,
             OracleName::Copy | OracleName::Transpose => Tolerance::EXACT,
             OracleName::Fp8QuantRow | OracleName::Fp8QuantBlock => Tolerance::FP8_QUANT,
             o if o.is_row_kernel() => Tolerance::for_row_output(output.unwrap_or(DType::BF16)),
@@ -625,6 +634,12 @@ impl WorkloadSpec {
                 ("e", (2, 2), ROW_FLOATS, false),
                 ("out", (2, 2), ROW_FLOATS, true),
             ],
+            OracleName::KmeansScatter => &[
+                ("x", (2, 2), ROW_FLOATS, false),
+                ("assign", (1, 1), &[DType::I32], false),
+                ("sums", (2, 2), &[DType::F32], true),
+                ("counts", (1, 2), &[DType::I32], true),
+            ],
             OracleName::Copy => &[("input", (1, 5), POISON_IS_NAN, false), ("output", (1, 5), POISON_IS_NAN, true)],
             OracleName::Transpose => &[("input", (2, 2), POISON_IS_NAN, false), ("output", (2, 2), POISON_IS_NAN, true)],
             OracleName::Softmax => &[("x", (2, 2), ROW_FLOATS, false), ("y", (2, 2), ROW_FLOATS, true)],
@@ -790,6 +805,17 @@ impl WorkloadSpec {
         self.validate_row_kernel(m)?;
         self.validate_scalar_roles(m)?;
         self.validate_derived_roles()?;
+        if self.oracle == OracleName::KmeansScatter {
+            // The oracle adds onto the initial SUMS and COUNTS: both are filled, so both `inout`.
+            for role in ["sums", "counts"] {
+                let name = self.role(role);
+                if tensor(&name).is_some_and(|t| t.access != Access::InOut) {
+                    return Err(err(format!(
+                        "oracle `kmeans_scatter` role `{role}`: tensor `{name}` must be `inout`: the kernel adds into it, and the oracle checks the sum onto its initial values"
+                    )));
+                }
+            }
+        }
         if self.oracle == OracleName::Embedding {
             // Out's rows are copies of E's: one dtype, or the exact comparison means nothing.
             let (e, out) = (self.role("e"), self.role("out"));
@@ -1049,6 +1075,7 @@ impl WorkloadSpec {
             OracleName::Topk => ("x", &["col"]),
             OracleName::Gemv => ("w", &["x", "y"]),
             OracleName::Embedding => ("out", &["ids"]),
+            OracleName::KmeansScatter => ("x", &["assign"]),
             _ => return Ok(()),
         };
         let dims: Vec<i64> = m.dims.iter().map(|(_, d)| shape.get(&d.name).copied().unwrap_or(0)).collect();
@@ -1083,6 +1110,8 @@ impl WorkloadSpec {
                 (OracleName::Gemv, _) => a.get(..1).map(<[i64]>::to_vec).unwrap_or_default(),
                 // embedding: Ids is one id per row of Out ([R]).
                 (OracleName::Embedding, "ids") => a.get(..1).map(<[i64]>::to_vec).unwrap_or_default(),
+                // kmeans_scatter: A is one cluster id per point of X ([N]).
+                (OracleName::KmeansScatter, "assign") => a.get(..1).map(<[i64]>::to_vec).unwrap_or_default(),
                 (_, "w" | "b" | "col") => a.get(1..).map(<[i64]>::to_vec).unwrap_or_default(),
                 (OracleName::RowReduce | OracleName::CrossEntropy, _)
                 | (OracleName::Fp8QuantRow, "s")
@@ -1099,6 +1128,32 @@ impl WorkloadSpec {
                     to: label(role, &name),
                     want: format!("{want:?}"),
                     got: b,
+                });
+            }
+        }
+        if self.oracle == OracleName::KmeansScatter {
+            // SUMS is [K, D] with K ≥ 1 rows of X's width D; COUNTS is [K] or [K, 1].
+            let (sums, counts) = (self.role("sums"), self.role("counts"));
+            let (bs, bc) = (concrete(&sums)?, concrete(&counts)?);
+            let k = bs.first().copied().unwrap_or(0);
+            if !(bs.len() == 2 && k >= 1 && a.get(1) == Some(&bs[1])) {
+                return Err(ShapeError::Relation {
+                    oracle: self.oracle.name(),
+                    from: label(from, &input),
+                    from_shape: a.clone(),
+                    to: label("sums", &sums),
+                    want: format!("[K, {}] with K ≥ 1", a.get(1).copied().unwrap_or(0)),
+                    got: bs,
+                });
+            }
+            if !(bc == [k] || bc == [k, 1]) {
+                return Err(ShapeError::Relation {
+                    oracle: self.oracle.name(),
+                    from: label("sums", &sums),
+                    from_shape: bs,
+                    to: label("counts", &counts),
+                    want: format!("[{k}] or [{k}, 1]"),
+                    got: bc,
                 });
             }
         }
@@ -2256,5 +2311,38 @@ mod embedding_oracle_tests {
         assert!(m.contains("role `ids`: tensor `E` has rank 2, expected 1"), "{m}");
         let m = spec("[inputs]\nOut = { dist = \"uniform\" }").unwrap_err().0;
         assert!(m.contains("output `Out` is poisoned before the launch"), "{m}");
+    }
+}
+
+#[cfg(test)]
+mod kmeans_scatter_oracle_tests {
+    use super::*;
+
+    const PROGRAM: &str = "kernel k target sm_90a\n\ndim N multiple_of 8\nconst D = 128\nconst K = 64\n\nin X: bf16[N, D]\nin A: i32[N]\nin AF: f32[N]\ninout SUMS: f32[K, D]\ninout COUNTS: i32[K, 1]\ninout C1: i32[K]\ninout C2: i32[32]\nout SO: f32[K, D]\ninout SW: f32[K, 64]\n\ngrid tiles[n = N / 8]\n\nrole all: warp 0..4\n\non all {\n    for t in tiles {\n    }\n}\n";
+
+    fn spec(extra: &str) -> Result<WorkloadSpec, WorkloadError> {
+        let text = format!("oracle = \"kmeans_scatter\"\nheadline = {{ N = 64 }}\nshapes = [{{ N = 32 }}]\n{extra}\n");
+        let w = WorkloadSpec::from_toml_str("t.toml", &text)?;
+        let out = crate::check::check_source(PROGRAM);
+        w.validate(&out.module.unwrap_or_else(|| panic!("{:?}", out.diagnostics)))?;
+        Ok(w)
+    }
+
+    #[test]
+    fn kmeans_scatter_relates_points_ids_sums_and_counts() {
+        let w = spec("[inputs]\nA = { dist = \"uniform\", scale = 31.5, offset = 31.5 }").unwrap();
+        assert_eq!((w.role("x"), w.role("assign"), w.role("sums"), w.role("counts")), ("X".into(), "A".into(), "SUMS".into(), "COUNTS".into()));
+        assert_eq!(w.tolerance(None), crate::runtime::oracle::SCATTER_ADD);
+        // The kernel adds onto SUMS and COUNTS: they are filled, never poisoned.
+        assert!(!OracleName::KmeansScatter.checks_every_element() && OracleName::KmeansScatter.distinct_roles());
+        assert!(spec("args = { counts = \"C1\" }").is_ok(), "COUNTS may be [K]");
+        let m = spec("args = { sums = \"SO\" }").unwrap_err().0;
+        assert!(m.contains("tensor `SO` must be `inout`"), "{m}");
+        let m = spec("args = { sums = \"SW\" }").unwrap_err().0;
+        assert!(m.contains("`SW` (role `sums`) must be [K, 128] with K ≥ 1, but it is [64, 64]"), "{m}");
+        let m = spec("args = { counts = \"C2\" }").unwrap_err().0;
+        assert!(m.contains("`C2` (role `counts`) must be [64] or [64, 1], but it is [32]"), "{m}");
+        let m = spec("args = { assign = \"AF\" }").unwrap_err().0;
+        assert!(m.contains("W001: oracle role `assign`: tensor `AF` is f32"), "{m}");
     }
 }

@@ -68,6 +68,10 @@
 //! - `embedding`: Out[r, :] = E[Ids[r], :], every element exactly ([`Tolerance::EXACT`]: copies
 //!   of the table's rows, the same sign of zero), every id checked in [0, V) on the host (one
 //!   outside is a workload error) ([`embedding`], `embedding.rs`).
+//! - `kmeans_scatter`: SUMS[A[n], :] += X[n, :], COUNTS[A[n]] += 1 onto their initial values
+//!   (the centroid update by atomics), fp64 reference; each SUMS element within its own bound
+//!   n_k·2⁻²⁴·(|SUMS₀| + Σ|X|) (any order of f32 additions lands there), COUNTS exactly
+//!   ([`kmeans_scatter`], `kmeans_scatter.rs`).
 //! - `gemv`: Y[n] = Σ_k W[n, k]·X[k] (a decode-time M = 1 GEMM), fp64 over every output element
 //!   under the row tolerance of the output's dtype ([`gemv`], `gemv.rs`, which says why those
 //!   hold for a sum of K products).
@@ -80,7 +84,7 @@
 //!
 //! One file per oracle family, each re-exported here: `matmul.rs` (the GEMMs), `kmeans.rs`,
 //! `knn.rs`, `attention.rs`, `copy.rs` (copy, transpose), `rows.rs` (softmax, row_reduce,
-//! rmsnorm, layernorm), `norm_bwd.rs` (rmsnorm_bwd), `layernorm_bwd.rs`, `softmax_bwd.rs`, `cross_entropy.rs`, `cross_entropy_bwd.rs`, `topk.rs`, `embedding.rs`, `elementwise.rs`, `rotary.rs`,
+//! rmsnorm, layernorm), `norm_bwd.rs` (rmsnorm_bwd), `layernorm_bwd.rs`, `softmax_bwd.rs`, `cross_entropy.rs`, `cross_entropy_bwd.rs`, `topk.rs`, `embedding.rs`, `kmeans_scatter.rs`, `elementwise.rs`, `rotary.rs`,
 //! `fp8_quant.rs`, `fp8_quant_block.rs`, `gemv.rs`, and `derive.rs` (inputs derived on the host). This file
 //! holds what they share: the report types, the tolerances, the comparison rule (`Comparer`),
 //! the parallel fp64 helpers and the arg-min judge. The elementwise expression language is
@@ -97,6 +101,7 @@ mod cross_entropy_bwd;
 mod derive;
 mod elementwise;
 mod embedding;
+mod kmeans_scatter;
 mod fp8_quant;
 mod fp8_quant_block;
 mod gemv;
@@ -119,6 +124,7 @@ pub use cross_entropy_bwd::{cross_entropy_bwd, cross_entropy_bwd_tolerance};
 pub use derive::{column_index, inv_row_sum, one_hot, row_sqnorm};
 pub use elementwise::elementwise;
 pub use embedding::embedding;
+pub use kmeans_scatter::{kmeans_scatter, SCATTER_ADD};
 pub use fp8_quant::{fp8_format, fp8_quant_row};
 pub use fp8_quant_block::fp8_quant_block;
 pub use gemv::gemv;
