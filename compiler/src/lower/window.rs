@@ -763,6 +763,33 @@ impl<'a> Lw<'a> {
     /// `store(dst, src)` of a value without a register layout: the threads that compute the same
     /// window (a warp when it depends on `R.warp`, a warpgroup on `R.warpgroup`, else the role)
     /// split its elements round-robin.
+    /// The C value of element `idx` of `src` written into a window of `shape` and `dtype` (a store
+    /// or an atomic). A window of the written dtype is read bit for bit (`true`: the write needs
+    /// no conversion; a cast to that dtype is skipped); anything else is computed element by
+    /// element, broadcast by NumPy rules (a scalar to every element).
+    pub(crate) fn element_source(&mut self, src: Handle<Expr>, shape: &[i64], dtype: DType, idx: &[String], span: Span) -> Result<(String, bool), LowerError> {
+        let m = self.m;
+        let mut raw = src;
+        while let ExprKind::Local(l) = m.exprs[raw].kind {
+            match self.aliases.get(&l) {
+                Some(v) => raw = *v,
+                None => break,
+            }
+        }
+        let raw_copy = matches!(m.exprs[raw].ty, Type::Shared { .. } | Type::Global { .. }) && m.exprs[raw].ty.dtype() == Some(dtype);
+        let v = if raw_copy {
+            let ws: Vec<i64> = match &m.exprs[raw].ty {
+                Type::Shared { shape, .. } => shape.clone(),
+                _ => self.global_ref(raw)?.dims.iter().filter_map(|d| d.len).collect(),
+            };
+            flat_broadcast(&ws, shape, idx, span).and_then(|wi| self.window_raw(raw, &wi, span))?
+        } else {
+            let value = self.cast_operand(src, dtype).unwrap_or(src);
+            self.flat_elem(value, shape, idx)?
+        };
+        Ok((strip_parens(&v).to_string(), raw_copy))
+    }
+
     pub(crate) fn store_distributed(&mut self, dst: Handle<Expr>, src: Handle<Expr>, span: Span) -> Result<(), LowerError> {
         let m = self.m;
         let (_, n, tid, what) = self.element_split(&[dst, src], span)?;
@@ -782,28 +809,7 @@ impl<'a> Lw<'a> {
         let saved = self.reductions_ahead(src)?;
         self.w.open("{");
         let idx = self.begin_elements(&shape, n, &tid, what, &[src], Some(dst))?;
-        // A window of the stored dtype is copied bit for bit; a cast to the stored dtype happens
-        // in the store's own conversion.
-        let mut raw = src;
-        while let ExprKind::Local(l) = m.exprs[raw].kind {
-            match self.aliases.get(&l) {
-                Some(v) => raw = *v,
-                None => break,
-            }
-        }
-        let raw_copy = matches!(m.exprs[raw].ty, Type::Shared { .. } | Type::Global { .. }) && m.exprs[raw].ty.dtype() == Some(dtype);
-        let value = self.cast_operand(src, dtype).unwrap_or(src);
-        let v = if raw_copy {
-            let ws: Vec<i64> = match &m.exprs[raw].ty {
-                Type::Shared { shape, .. } => shape.clone(),
-                _ => self.global_ref(raw)?.dims.iter().filter_map(|d| d.len).collect(),
-            };
-            flat_broadcast(&ws, &shape, &idx, span).and_then(|wi| self.window_raw(raw, &wi, span))
-        } else {
-            self.flat_elem(value, &shape, &idx)
-        };
-        let v = v?;
-        let v = strip_parens(&v).to_string();
+        let (v, raw_copy) = self.element_source(src, &shape, dtype, &idx, span)?;
         let stored = match dtype {
             _ if raw_copy => v,
             DType::BF16 => {

@@ -10,7 +10,7 @@
 
 use super::super::layout;
 use super::super::prelude::Helper;
-use super::super::{strip_parens, unsupported, LowerError, Lw};
+use super::super::{unsupported, LowerError, Lw};
 use crate::ir::*;
 use crate::span::Span;
 
@@ -56,26 +56,7 @@ impl Lw<'_> {
         self.w.line(format!("// atomic_{}: one global reduction per element", kind.name()));
         // Element coordinates only (no vector store: every element is its own reduction).
         let idx = self.begin_elements(&shape, n, &tid, what, &[src], None)?;
-        let mut raw = src;
-        while let ExprKind::Local(l) = m.exprs[raw].kind {
-            match self.aliases.get(&l) {
-                Some(v) => raw = *v,
-                None => break,
-            }
-        }
-        let raw_copy = matches!(m.exprs[raw].ty, Type::Shared { .. } | Type::Global { .. }) && m.exprs[raw].ty.dtype() == Some(dtype);
-        let value = self.cast_operand(src, dtype).unwrap_or(src);
-        let v = if raw_copy {
-            let ws: Vec<i64> = match &m.exprs[raw].ty {
-                Type::Shared { shape, .. } => shape.clone(),
-                _ => self.global_ref(raw)?.dims.iter().filter_map(|d| d.len).collect(),
-            };
-            super::flat_broadcast(&ws, &shape, &idx, span).and_then(|wi| self.window_raw(raw, &wi, span))?
-        } else {
-            // A scalar broadcasts to every element (NumPy rules, as in any element loop).
-            self.flat_elem(value, &shape, &idx)?
-        };
-        let v = strip_parens(&v).to_string();
+        let (v, raw_copy) = self.element_source(src, &shape, dtype, &idx, span)?;
         let (ptr, guards) = self.window_ptr(dst, &idx, span)?;
         let stmt = match (kind, dtype) {
             (AtomicKind::Add, DType::F32) => format!("atomicAdd((float*)({ptr}), {v});"),
