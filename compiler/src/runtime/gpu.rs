@@ -157,6 +157,17 @@ impl Gpu {
         Ok(Gpu { info, dev, stream })
     }
 
+    /// The device's PCI location (domain, bus, device): one physical GPU, whatever ordinal
+    /// `CUDA_VISIBLE_DEVICES` gives it in this process.
+    pub fn pci_location(&self) -> Result<(i64, i64, i64), RunError> {
+        use sys::CUdevice_attribute::*;
+        let attr = |a: sys::CUdevice_attribute| -> Result<i64, RunError> {
+            // SAFETY: valid device and attribute.
+            unsafe { result::device::get_attribute(self.dev, a) }.map(i64::from).map_err(|e| cu_err("cuDeviceGetAttribute", e))
+        };
+        Ok((attr(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?, attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?, attr(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?))
+    }
+
     pub fn alloc(&self, bytes: usize, what: &str) -> Result<DevBuf, RunError> {
         // SAFETY: plain allocation in the current context.
         let ptr = unsafe { result::malloc_sync(bytes.max(16)) }

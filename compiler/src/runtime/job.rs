@@ -18,6 +18,7 @@ use super::gpu::{encode_tensor_map, DevBuf, Gpu, GpuInfo, KernelFacts, LaunchDim
 use super::oracle::{self, CheckReport};
 use super::rng::{Dist, Rng};
 use super::rounds::Rounds;
+use super::timing_lock::{self, TimingLock};
 use super::tma::{SwizzleSer, TensorMapArg, TensorMapSpec};
 use super::workload::{Baseline, Derive, OracleName, Shape, WorkloadSpec};
 use crate::ir::DType;
@@ -870,6 +871,19 @@ fn run_job(job: &Job, res: &mut JobResult, on: &mut dyn FnMut(ChildEvent<'_>)) -
     // ---- timing
     if job.repeats > 0 {
         stage(res, on, "timing");
+        // Other jobs on this GPU wait while this one times (and it waits for them).
+        let _timing = match gpu.pci_location().map_err(|e| e.to_string()).and_then(|pci| TimingLock::acquire(&timing_lock::lock_path(pci))) {
+            Ok(lock) => {
+                if lock.waited > std::time::Duration::from_millis(100) {
+                    res.notes.push(format!("waited {:.1} s for another process's timing on this GPU", lock.waited.as_secs_f64()));
+                }
+                Some(lock)
+            }
+            Err(e) => {
+                res.notes.push(format!("timed without the GPU timing lock ({e}): another process may have run on the GPU meanwhile"));
+                None
+            }
+        };
         let flush = gpu.alloc(job.l2_flush_bytes as usize, "L2 flush buffer")?;
         let mut kernel_launch = |g: &Gpu| {
             // SAFETY: as for the correctness launch.

@@ -25,6 +25,7 @@ pub mod oracle;
 pub mod record;
 pub mod rng;
 pub mod rounds;
+pub mod timing_lock;
 pub mod tma;
 pub mod workload;
 pub mod workload_errors;

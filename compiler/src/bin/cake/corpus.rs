@@ -87,7 +87,9 @@ pub struct GateArgs {
     /// diff); the run then reports those results as passing.
     #[arg(long)]
     pub bless: bool,
-    /// Worker threads (default: one per core).
+    /// Worker threads (default: one per core). On the gpu tier the jobs overlap compiling and
+    /// checking, but time their kernels one at a time per GPU (a file lock in the temporary
+    /// directory), so the recorded times are not contended.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     pub jobs: usize,
     /// Where to write the results JSON.
