@@ -685,6 +685,10 @@ impl<'a> Lw<'a> {
 
     pub(crate) fn let_stmt(&mut self, l: Handle<Local>, value: Handle<Expr>, span: Span) -> Result<(), LowerError> {
         let m = self.m;
+        // A `let` the derived layout cannot name (the verifier's V230 / V231).
+        if let Some(f) = self.layout.registers.let_fault(l) {
+            return Err(LowerError::from_fault(f));
+        }
         let name = self.local_name(l);
         match &m.exprs[value].ty {
             Type::Scalar(d) => {
@@ -702,9 +706,6 @@ impl<'a> Lw<'a> {
             }
             Type::Frag { dtype, .. } => {
                 let Some(lay) = self.layout_of(value)? else {
-                    if let Some(f) = self.layout.registers.let_fault(l) {
-                        return Err(LowerError::from_fault(f));
-                    }
                     // Nothing to compute here: every use reads the window itself.
                     self.alias_snapshot(l, value)?;
                     self.aliases.insert(l, value);
@@ -724,9 +725,6 @@ impl<'a> Lw<'a> {
                 self.materialize_reductions(value, &mut temps)?;
                 self.w.line(format!("{cty} {name}[{}];  // {}", lay.regs(), lay.describe()));
                 self.elementwise(&name, value, lay, &temps)
-            }
-            Type::Global { .. } if self.layout.registers.let_fault(l).is_some() => {
-                Err(LowerError::from_fault(self.layout.registers.let_fault(l).expect("just checked")))
             }
             Type::Global { dtype, .. } => {
                 if crate::ir::is_data_index_local(m, l) {
