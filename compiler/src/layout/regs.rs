@@ -208,6 +208,9 @@ pub struct RegisterLayouts {
     values: Vec<Result<Option<Layout>, LayoutFault>>,
     /// Per `let` whose value cannot be named: the fault, at the cause.
     let_faults: BTreeMap<Handle<Local>, LayoutFault>,
+    /// Faults of values used directly as statement operands (an assignment's value, an op's
+    /// argument), once per cause, leaving out those a `reg` or `let` already reports.
+    operand_faults: Vec<(Handle<Stmt>, LayoutFault)>,
 }
 
 impl RegisterLayouts {
@@ -230,13 +233,42 @@ impl RegisterLayouts {
             let _ = d.value(e);
         }
         let values: Vec<_> = d.memo.into_iter().map(|v| v.expect("every expression derived")).collect();
-        let mut out = RegisterLayouts { regs, values, let_faults: BTreeMap::new() };
+        let mut out = RegisterLayouts { regs, values, let_faults: BTreeMap::new(), operand_faults: Vec::new() };
         for (&l, &value) in &lets {
             if let Some(f) = out.let_fault_of(m, l, value) {
                 out.let_faults.insert(l, f);
             }
         }
+        out.operand_faults = out.operand_faults_of(m);
         out
+    }
+
+    /// The fault of every fragment value a statement uses directly (the lowering places it by its
+    /// layout), unless a `reg` or `let` fault already names the same cause.
+    fn operand_faults_of(&self, m: &Module) -> Vec<(Handle<Stmt>, LayoutFault)> {
+        let mut seen: Vec<Span> = self.faults().map(|(_, f)| f.span).collect();
+        let mut out = Vec::new();
+        for (h, s) in m.stmts.iter() {
+            let operands: Vec<Handle<Expr>> = match s {
+                Stmt::Assign { value, .. } => vec![*value],
+                Stmt::Op(call) => call.args.iter().flatten().copied().collect(),
+                _ => continue,
+            };
+            for e in operands {
+                if let Err(f) = self.value(e) {
+                    if !seen.contains(&f.span) {
+                        seen.push(f.span);
+                        out.push((h, f));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Faults of values used directly as statement operands, with the statement.
+    pub fn operand_faults(&self) -> impl Iterator<Item = &(Handle<Stmt>, LayoutFault)> {
+        self.operand_faults.iter()
     }
 
     /// The layout of `reg` fragment `l`.

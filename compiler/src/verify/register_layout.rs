@@ -3,7 +3,8 @@
 //! `cake check` refuses what `cake lower` would (it reported these as L007 / L001 before).
 //!
 //! * V230 fragment-without-register-layout: a `reg` whose shape and scope have no layout, or a
-//!   value whose operands' layouts disagree or that indexes a fragment off its tiles.
+//!   value whose operands' layouts disagree or that indexes a fragment off its tiles — named by a
+//!   `let`, or used directly as a statement's operand (a `store`'s source, an assignment's value).
 //! * V231 window-let-recomputed: a `let` of window math (no register layout: recomputed at each
 //!   use) that reads something that may change while the name is in scope, or a reduction.
 
@@ -57,6 +58,20 @@ pub fn analyze(m: &Module, layout: &KernelLayout) -> Vec<Diagnostic> {
                 )
             }
         };
+        out.push(match &f.note {
+            Some(n) => d.with_note(n.clone()),
+            None => d,
+        });
+    }
+    for (stmt, f) in layout.registers.operand_faults() {
+        let at = *m.stmts.span(*stmt);
+        let mut d = Diagnostic::error(FRAGMENT_WITHOUT_LAYOUT, f.message.clone(), f.span, "no thread layout");
+        if at != f.span {
+            d = d.with_secondary(at, "used by this statement");
+        }
+        d = d.with_help(
+            "give every operand of one expression the same register layout: compute the value into a `reg` of the layout it needs first, or index fragments on whole accumulator tiles",
+        );
         out.push(match &f.note {
             Some(n) => d.with_note(n.clone()),
             None => d,
