@@ -1,4 +1,6 @@
-# V954 (coverage limit): both k-loops run (t.m + 1) * 2 times (a triangular product); trip counts over tile coordinates are compared on samples only.
+# V954 (coverage limit): both k-loops run r + 1 times inside a loop over r (a triangular nest); trip counts over
+# an outer loop's variable are compared on samples only (those over dims, constants and tile coordinates are
+# compared symbolically).
 # Based on examples/gemm_bf16_ws.cake with this one change.
 # Warp-specialized persistent bf16 GEMM for Hopper: C = A · Bᵀ (both operands K-major).
 # One producer warpgroup streams 128×64 tiles of A and 256×64 tiles of B through a
@@ -26,10 +28,12 @@ pipeline ab: stages 4 producer load consumer mma
 
 on load {
     for t in tiles {
-        for kb in 0..(t.m + 1) * 2 {
-            acquire(ab)
-            tma_load(a_s[ab.stage], A[t.m * 128 :+ 128, kb * 64 :+ 64], ab)
-            tma_load(b_s[ab.stage], B[t.n * 256 :+ 256, kb * 64 :+ 64], ab)
+        for r in 0..2 {
+            for kb in 0..r + 1 {
+                acquire(ab)
+                tma_load(a_s[ab.stage], A[t.m * 128 :+ 128, kb * 64 :+ 64], ab)
+                tma_load(b_s[ab.stage], B[t.n * 256 :+ 256, kb * 64 :+ 64], ab)
+            }
         }
     }
 }
@@ -38,12 +42,14 @@ on mma {
     reg acc: f32[64, 256] per warpgroup
     for t in tiles {
         zero(acc)
-        for kb in 0..(t.m + 1) * 2 {
-            wait(ab)
-            wgmma(acc, a_s[ab.stage, mma.warpgroup * 64 :+ 64], b_s[ab.stage])
-            wgmma_commit()
-            wgmma_wait(0)
-            release(ab)
+        for r in 0..2 {
+            for kb in 0..r + 1 {
+                wait(ab)
+                wgmma(acc, a_s[ab.stage, mma.warpgroup * 64 :+ 64], b_s[ab.stage])
+                wgmma_commit()
+                wgmma_wait(0)
+                release(ab)
+            }
         }
         store(C[t.m * 128 + mma.warpgroup * 64 :+ 64, t.n * 256 :+ 256], cast(acc, bf16))
     }

@@ -459,7 +459,12 @@ fn compare_sides(model: &Model, p: Handle<PipelineDecl>, x: &Side, y: &Side, run
             _ => true,
         })
     };
-    if x.count.known && y.count.known && confirmed(&tx, x) && confirmed(&ty, y) {
+    // Two different clamps (`max(..)`) may still agree: only equal ones decide symbolically.
+    let decisive = match (&tx, &ty) {
+        (Some(a), Some(b)) => a == b || !(a.has_clamp() || b.has_clamp()),
+        _ => true,
+    };
+    if x.count.known && y.count.known && decisive && confirmed(&tx, x) && confirmed(&ty, y) {
         if let (Some(a), Some(b)) = (&tx, &ty) {
             if a != b {
                 if let Some(d) = loop_cause_of_pipeline(model, p, x, y) {
@@ -513,7 +518,7 @@ fn compare_sides(model: &Model, p: Handle<PipelineDecl>, x: &Side, y: &Side, run
             )
             .with_severity(Severity::CoverageLimit)
             .with_secondary(model.pipe_span(p), format!("pipeline `{}` declared here", d.name))
-            .with_help("trip counts are compared symbolically when loop bounds are dims and constants and conditions compare the loop variable with such a bound"),
+            .with_help("trip counts are compared symbolically when loop bounds are dims, constants and tile coordinates (`t.m`) and conditions compare the loop variable with such a bound"),
         );
     }
 }

@@ -110,6 +110,14 @@ fn eval_depth(m: &Module, env: &Env, e: Handle<Expr>, depth: u32) -> Val {
                 (x, y) => worst(x, y),
             }
         }
+        // `min` / `max` of integers (a sliding window's first key tile: `max(t.q * 2 - 8, 0)`).
+        ExprKind::Call(c) if matches!(c.op.as_str(), "min" | "max") && c.args.len() == 2 => {
+            let (Some(a), Some(b)) = (c.args[0], c.args[1]) else { return Val::Unknown(Why::Data) };
+            match (ev(a), ev(b)) {
+                (Val::Int(x), Val::Int(y)) => Val::Int(if c.op == "min" { x.min(y) } else { x.max(y) }),
+                (x, y) => worst(x, y),
+            }
+        }
         _ => Val::Unknown(Why::Data),
     }
 }

@@ -1,5 +1,5 @@
 //! Symbolic trip counts: polynomials with rational coefficients over the dims (and `T`, the
-//! tiles one block walks). A quotient by a constant is exact when every term is provably
+//! tiles one block walks, and `t.AXIS`, the walked tile's coordinates). A quotient by a constant is exact when every term is provably
 //! divisible — `K / 64` with `dim K multiple_of 64` becomes `(1/64)·K` — so `(K / 32) / 2`,
 //! `2 * (K / 128)` and `K / 64` normalize to the same polynomial. A quotient that is not provably
 //! exact stays an opaque atom (it compares equal only to itself).
@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::ir::{Expr, ExprKind, Handle, Module};
+use crate::ir::{Expr, ExprKind, Field, Handle, LocalKind, Module};
 use crate::syntax::ast::BinOp;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -15,7 +15,15 @@ pub enum Atom {
     /// Tiles one block walks in a persistent tile loop.
     Tiles,
     Dim(usize),
+    /// `t.AXIS` of the tile being walked (the grid axis index): every role walks the same tiles in
+    /// the same order, so a per-tile count in it compares across roles (a causal attention's key
+    /// loop runs `t.q + 1` times in the producer and the consumer alike).
+    TileAxis(usize),
     Opaque(String),
+    /// `min` / `max` of two polynomials (a sliding window's first key tile, `max(t.q * 2 - 16,
+    /// 0)`), arguments in a canonical order: equal only to itself. Two different ones may still
+    /// agree (other spellings of one clamp), so a difference is not a verdict ([`Poly::has_clamp`]).
+    Clamp(String),
 }
 
 /// A reduced fraction with a positive denominator.
@@ -87,6 +95,11 @@ impl Poly {
     }
     pub fn is_zero(&self) -> bool {
         self.0.is_empty()
+    }
+    /// Whether a term holds a [`Atom::Clamp`]: then equality proves equal counts, but a
+    /// difference proves nothing.
+    pub fn has_clamp(&self) -> bool {
+        self.0.keys().flatten().any(|a| matches!(a, Atom::Clamp(_)))
     }
     pub fn as_const(&self) -> Option<i64> {
         match self.0.len() {
@@ -182,7 +195,7 @@ impl Poly {
                 let x = match a {
                     Atom::Tiles => tiles,
                     Atom::Dim(d) => *dims.get(*d)?,
-                    Atom::Opaque(_) => return None,
+                    Atom::TileAxis(_) | Atom::Opaque(_) | Atom::Clamp(_) => return None,
                 };
                 v = v.mul(Rat::int(i128::from(x)))?;
             }
@@ -203,7 +216,10 @@ impl Poly {
                 .map(|a| match a {
                     Atom::Tiles => "T".to_string(),
                     Atom::Dim(d) => m.dims.iter().nth(*d).map_or("?".to_string(), |(_, x)| x.name.clone()),
-                    Atom::Opaque(s) => s.clone(),
+                    Atom::TileAxis(a) => {
+                        m.grid().and_then(|g| g.axes.get(*a)).map_or("t.?".to_string(), |x| format!("t.{}", x.name))
+                    }
+                    Atom::Opaque(s) | Atom::Clamp(s) => s.clone(),
                 })
                 .collect();
             let mono_s = names.join("·");
@@ -245,7 +261,8 @@ impl fmt::Display for Poly {
                 match a {
                     Atom::Tiles => write!(f, "·T")?,
                     Atom::Dim(d) => write!(f, "·d{d}")?,
-                    Atom::Opaque(s) => write!(f, "·[{s}]")?,
+                    Atom::TileAxis(a) => write!(f, "·t{a}")?,
+                    Atom::Opaque(s) | Atom::Clamp(s) => write!(f, "·[{s}]")?,
                 }
             }
         }
@@ -264,8 +281,8 @@ pub fn dim_multiple(m: &Module) -> impl Fn(&Atom) -> i64 + '_ {
     }
 }
 
-/// An integer expression over dims and constants as a polynomial; `None` when it mentions
-/// anything else (loop variables, tile coordinates, scalars, memory).
+/// An integer expression over dims, constants and the walked tile's coordinates as a polynomial;
+/// `None` when it mentions anything else (loop variables, scalars, memory).
 pub fn expr_poly(m: &Module, e: Handle<Expr>) -> Option<Poly> {
     expr_poly_depth(m, e, 0)
 }
@@ -278,6 +295,9 @@ fn expr_poly_depth(m: &Module, e: Handle<Expr>, depth: u32) -> Option<Poly> {
     match &m.exprs[e].kind {
         ExprKind::Int(v) => Some(Poly::constant(*v)),
         ExprKind::Dim(d) => Some(Poly::atom(Atom::Dim(d.index()))),
+        ExprKind::Field { base, field: Field::TileAxis(a) } if matches!(m.exprs[*base].kind, ExprKind::Local(l) if m.locals[l].kind == LocalKind::Tile) => {
+            Some(Poly::atom(Atom::TileAxis(*a)))
+        }
         ExprKind::Unary(crate::syntax::ast::UnOp::Neg, a) => Poly::zero().sub(&rec(*a)?),
         ExprKind::Binary(op, a, b) => {
             let (x, y) = (rec(*a)?, rec(*b)?);
@@ -291,6 +311,13 @@ fn expr_poly_depth(m: &Module, e: Handle<Expr>, depth: u32) -> Option<Poly> {
                 },
                 _ => None,
             }
+        }
+        // Not a polynomial, but the same `min` / `max` of the same polynomials in two roles
+        // counts the same: an atom equal only to itself.
+        ExprKind::Call(c) if matches!(c.op.as_str(), "min" | "max") && c.args.len() == 2 => {
+            let (x, y) = (rec(c.args[0]?)?.to_string(), rec(c.args[1]?)?.to_string());
+            let (x, y) = if x <= y { (x, y) } else { (y, x) };
+            Some(Poly::atom(Atom::Clamp(format!("{}({x}, {y})", c.op))))
         }
         _ => None,
     }
@@ -313,5 +340,28 @@ mod tests {
         assert_eq!(a.eval(&[640], 1), Some(10));
         let d = k.div_const(64, &mult).unwrap().mul(&Poly::constant(2)).unwrap();
         assert_eq!(d, k.div_const(32, &mult).unwrap());
+    }
+
+    #[test]
+    fn tile_coordinates_and_clamps_are_atoms() {
+        let src = "kernel k target sm_90a\ndim S multiple_of 128\nout O: f32[S]\ngrid tiles[q = S / 128]\nrole r: warp 0..1\non r {\n    for t in tiles {\n        for j in max(t.q * 2 - 16, 0)..(t.q + 1) * 2 {\n        }\n        for j in max(0, t.q * 2 - 16)..t.q * 2 + 2 {\n        }\n        for j in min(t.q * 2 - 15, 0)..t.q * 2 + 2 {\n        }\n    }\n}\n";
+        let m = crate::check::check_source(src).module.expect("type-checks");
+        let bounds: Vec<(Poly, Poly)> = m
+            .stmts
+            .iter()
+            .filter_map(|(_, s)| match s {
+                crate::ir::Stmt::For { lo, hi, .. } => Some((expr_poly(&m, *lo)?, expr_poly(&m, *hi)?)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(bounds.len(), 3);
+        // (t.q + 1) * 2 and t.q * 2 + 2 are one polynomial in the tile coordinate.
+        assert_eq!(bounds[0].1, bounds[1].1);
+        assert_eq!(bounds[0].1.render(&m), "2·t.q + 2");
+        // max(a, b) and max(b, a) are one clamp; min is another; both are clamps.
+        assert_eq!(bounds[0].0, bounds[1].0);
+        assert_ne!(bounds[0].0, bounds[2].0);
+        assert!(bounds[0].0.has_clamp() && !bounds[0].1.has_clamp());
+        assert_eq!(bounds[0].1.eval(&[256], 1), None, "a tile coordinate has no value in a total");
     }
 }
