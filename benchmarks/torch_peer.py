@@ -15,6 +15,14 @@
     python3 benchmarks/torch_peer.py topk --rows 16384 --cols 256 --k 8 --dtype f32
     python3 benchmarks/torch_peer.py embedding --rows 8192 --cols 4096 --vocab 128256 --dtype bf16
     python3 benchmarks/torch_peer.py kmeans_scatter --rows 262144 --cols 128 --vocab 1024 --dtype bf16
+    python3 benchmarks/torch_peer.py attention --rows 128 --cols 4096 --head-dim 128 --dtype bf16 --causal --backend cudnn
+
+attention is F.scaled_dot_product_attention on Q, K, V [1, rows, cols, head_dim] (rows = batch·heads,
+cols = the sequence length; V in its natural [S, HD] layout, where the Cake kernel reads Vᵀ) with
+--scale (default 0.125, the corpus workloads' scale), is_causal
+from --causal (query i sees keys 0..=i), through one SDPA backend (--backend cudnn or flash, forced
+with torch.nn.attention.sdpa_kernel; exit 3 when torch lacks it). 32 query rows of 4 heads are
+checked against an fp64 softmax before timing.
 
 cross_entropy is F.cross_entropy(reduction="none") on [rows, cols] logits with int64 targets
 (the Cake kernel's f32 loss per row); rmsnorm_bwd is autograd's input gradient of F.rms_norm
@@ -72,7 +80,7 @@ from peer_timing import time_ms  # noqa: E402
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant", "cross_entropy", "rmsnorm_bwd", "softmax_bwd", "layernorm_bwd", "cross_entropy_bwd", "topk", "gemv", "fp8quant_block", "embedding", "kmeans_scatter"])
+    p.add_argument("op", choices=["softmax", "rmsnorm", "layernorm", "rowsum", "rope", "fp8quant", "cross_entropy", "rmsnorm_bwd", "softmax_bwd", "layernorm_bwd", "cross_entropy_bwd", "topk", "gemv", "fp8quant_block", "embedding", "kmeans_scatter", "attention"])
     p.add_argument("--rows", type=int, required=True)
     p.add_argument("--cols", type=int, required=True)
     p.add_argument("--dtype", choices=["bf16", "f16", "f32"], default="bf16")
@@ -84,6 +92,9 @@ def main() -> int:
     p.add_argument("--vocab", type=int, default=0, help="embedding: the table's rows V (--cols is its width H); kmeans_scatter: the clusters K")
     p.add_argument("--min-scale", type=float, default=1.0 / (448.0 * 512.0), help="fp8quant: the scale's floor")
     p.add_argument("--fp8", choices=["e4m3", "e5m2"], default="e4m3", help="fp8quant_block: the fp8 format")
+    p.add_argument("--causal", action="store_true", help="attention: query i sees keys 0..=i (is_causal)")
+    p.add_argument("--backend", choices=["cudnn", "flash"], default="cudnn", help="attention: the SDPA backend timed")
+    p.add_argument("--scale", type=float, default=0.125, help="attention: the softmax scale")
     a = p.parse_args()
     try:
         import torch
@@ -100,7 +111,39 @@ def main() -> int:
     w = torch.randn(a.cols, device=dev, dtype=torch.float32, generator=g)
     b = torch.randn(a.cols, device=dev, dtype=torch.float32, generator=g)
     F = torch.nn.functional
-    if a.op == "softmax":
+    if a.op == "attention":
+        # rows = batch·heads, cols = sequence length: x above is not used.
+        bh, sq, hd = a.rows, a.cols, a.head_dim
+        del x
+        q, k, v = (torch.randn(1, bh, sq, hd, device=dev, dtype=torch.float32, generator=g).to(dt) for _ in range(3))
+        try:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+        except ImportError:
+            print("torch_peer: this torch has no torch.nn.attention.sdpa_kernel", file=sys.stderr)
+            return 3
+        backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[a.backend]
+
+        def run():
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=a.causal, scale=a.scale)
+
+        try:
+            got = run()
+        except RuntimeError as e:
+            print(f"torch_peer: SDPA backend {a.backend} cannot run this shape: {e}", file=sys.stderr)
+            return 3
+        for h in range(0, bh, max(1, bh // 4)):
+            rows = torch.randint(0, sq, (32,), device=dev, generator=g)
+            s64 = (q[0, h, rows].double() @ k[0, h].double().T) * a.scale
+            if a.causal:
+                keys = torch.arange(sq, device=dev)
+                s64 = s64.masked_fill(keys[None, :] > rows[:, None], float("-inf"))
+            want = torch.softmax(s64, dim=-1) @ v[0, h].double()
+            err = (got[0, h, rows].double() - want).abs().max().item()
+            if not err <= 2e-2 * max(want.abs().max().item(), 1e-3):
+                print(f"torch_peer: attention ({a.backend}) head {h} off by {err}", file=sys.stderr)
+                return 1
+    elif a.op == "softmax":
         run = lambda: torch.softmax(x, dim=-1)
     elif a.op == "rmsnorm":
         # torch wants the weight in the input's dtype (the Cake kernel reads an f32 weight: 2
@@ -331,7 +374,8 @@ def main() -> int:
     times = time_ms(torch, run, a.repeats, a.warmup)
     print(json.dumps({
         "op": a.op, "rows": a.rows, "cols": a.cols, "dtype": a.dtype,
-        **({"head_dim": a.head_dim} if a.op == "rope" else {}),
+        **({"head_dim": a.head_dim} if a.op in ("rope", "attention") else {}),
+        **({"causal": a.causal, "backend": a.backend} if a.op == "attention" else {}),
         **({"k": a.k} if a.op == "topk" else {}),
         **({"vocab": a.vocab} if a.op in ("embedding", "kmeans_scatter") else {}),
         **({"fp8": a.fp8} if a.op == "fp8quant_block" else {}),

@@ -62,6 +62,8 @@ gemv|gemv/sm_90a-bf16-f32-n14336-k4096-w8x1|gemv --rows 14336 --cols 4096 --dtyp
 fp8-quant-per-block|fp8-quant-per-block/sm_90a-bf16-e4m3-c7168-w8x1-p|fp8quant_block --rows 8192 --cols 7168 --dtype bf16 --fp8 e4m3
 embedding-lookup|embedding-lookup/sm_90a-bf16-v128256-h4096-w4x2|embedding --rows 8192 --cols 4096 --vocab 128256 --dtype bf16
 kmeans-scatter-update|kmeans-scatter-update/sm_90a-bf16-d128-k1024-w8x1-p|kmeans_scatter --rows 262144 --cols 128 --vocab 1024 --dtype bf16
+attention-fwd|attention-fwd/bf16-hd128-q128-s2|attention --rows 128 --cols 4096 --head-dim 128 --dtype bf16 --backend cudnn
+attention-fwd-causal|attention-fwd-causal/bf16-hd128-q128-s2|attention --rows 128 --cols 4096 --head-dim 128 --dtype bf16 --causal --backend cudnn
 PEERS
 if [ "${#cases[@]}" -gt 0 ]; then
   echo "==> Cake at the headline shapes: ${cases[*]}"

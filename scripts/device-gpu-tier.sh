@@ -6,7 +6,7 @@
 # (an H200 run) and record its wall time (the shards' sum) in benchmarks/RESULTS.md.
 #
 #   here:   cargo build --release -p cake && strip -o target/release/cake-device target/release/cake
-#   device: run(command="SHARDS=2 PEER_FAMS='embedding-lookup kmeans-scatter-update' bash scripts/device-gpu-tier.sh",
+#   device: run(command="SHARDS=2 PEER_FAMS='embedding-lookup kmeans-scatter-update attention-fwd-causal' bash scripts/device-gpu-tier.sh",
 #               carry=["target/release/cake-device"])
 #
 # Environment: CAKE_BIN (default target/release/cake-device), OUT (default /tmp/gpu-tier-out),

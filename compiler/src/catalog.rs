@@ -307,11 +307,13 @@ pub enum ResultRule {
     ReduceIndex { x: String, axis: String },
     /// Shape of `x`, dtype named by the `dtype` param `to`.
     Cast { x: String, to: String },
+    /// Shape of `x`, dtype `i32` (each element's position along `axis`).
+    Index { x: String, axis: String },
 }
 
 /// The result rules a catalog op may declare.
 const RESULT_RULES: &str = "expected one of none, same(x), broadcast(a, b, ...), compare(a, b), select(c, a, b), \
-                            reduce(x, axis), reduce_index(x, axis), cast(x, to)";
+                            reduce(x, axis), reduce_index(x, axis), cast(x, to), index(x, axis)";
 
 /// A catalog op's `result` that does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -325,7 +327,7 @@ pub enum ResultRuleError {
 
 impl ResultRule {
     /// Parse `none`, `same(x)`, `broadcast(a, b, ...)`, `compare(a, b)`, `select(c, a, b)`,
-    /// `reduce(x, axis)`, `reduce_index(x, axis)`, `cast(x, to)`.
+    /// `reduce(x, axis)`, `reduce_index(x, axis)`, `cast(x, to)`, `index(x, axis)`.
     pub fn parse(text: &str) -> Result<ResultRule, ResultRuleError> {
         let text = text.trim();
         if text == "none" {
@@ -376,6 +378,10 @@ impl ResultRule {
                 arity(2)?;
                 ResultRule::Cast { x: args[0].clone(), to: args[1].clone() }
             }
+            "index" => {
+                arity(2)?;
+                ResultRule::Index { x: args[0].clone(), axis: args[1].clone() }
+            }
             other => return Err(ResultRuleError::Unknown { head: other.to_string() }),
         })
     }
@@ -388,7 +394,7 @@ impl ResultRule {
             ResultRule::Broadcast(xs) => xs.iter().map(String::as_str).collect(),
             ResultRule::Compare(a, b) => vec![a, b],
             ResultRule::Select(c, a, b) => vec![c, a, b],
-            ResultRule::Reduce { x, axis } | ResultRule::ReduceIndex { x, axis } => vec![x, axis],
+            ResultRule::Reduce { x, axis } | ResultRule::ReduceIndex { x, axis } | ResultRule::Index { x, axis } => vec![x, axis],
             ResultRule::Cast { x, to } => vec![x, to],
         }
     }
@@ -405,6 +411,7 @@ impl fmt::Display for ResultRule {
             ResultRule::Reduce { x, axis } => write!(f, "reduce({x}, {axis})"),
             ResultRule::ReduceIndex { x, axis } => write!(f, "reduce_index({x}, {axis})"),
             ResultRule::Cast { x, to } => write!(f, "cast({x}, {to})"),
+            ResultRule::Index { x, axis } => write!(f, "index({x}, {axis})"),
         }
     }
 }
@@ -812,7 +819,7 @@ fn validate_op(raw: RawOp, file: &str, file_class: Option<OpClass>, targets: &Ta
         ResultRule::Cast { to, .. } if param(to).map(|p| p.kind) != Some(ParamKind::Dtype) => {
             return Err(err(format!("result `{result}`: `{to}` must be a `dtype` param")));
         }
-        ResultRule::Reduce { axis, .. } | ResultRule::ReduceIndex { axis, .. }
+        ResultRule::Reduce { axis, .. } | ResultRule::ReduceIndex { axis, .. } | ResultRule::Index { axis, .. }
             if param(axis).map(|p| p.kind) != Some(ParamKind::ConstInt) =>
         {
             return Err(err(format!("result `{result}`: `{axis}` must be a `const_int` param")));

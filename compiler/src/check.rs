@@ -1786,6 +1786,7 @@ impl<'a> Checker<'a> {
                     _ => None,
                 }
             }
+            ResultRule::Index { .. } => first().and_then(|x| value_shape(&x).map(|s| value(s, Some(DType::I32), frag_scope(&x), false))),
             ResultRule::Cast { .. } => match (first(), tys.get(1).cloned().flatten()) {
                 (Some(x), Some(Type::DTypeName(d))) => value_shape(&x).map(|s| value(s, Some(d), frag_scope(&x), false)),
                 _ => None,

@@ -56,6 +56,7 @@ op_ids! {
     Min = "min",
     Max = "max",
     Select = "select",
+    Iota = "iota",
     Fma = "fma",
     ReduceMin = "reduce_min",
     ReduceMax = "reduce_max",

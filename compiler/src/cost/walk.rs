@@ -843,7 +843,7 @@ impl<'a> Walker<'a, '_> {
                 let c = ctx.p(P::ClusterSyncNs);
                 self.work(dest).sync_ns += mult * c;
             }
-            Cast | Exp | Exp2 | Log | Sqrt | Rsqrt | Abs | Min | Max | Select | Fma | ReduceMin | ReduceMax | ReduceSum | ReduceArgmin
+            Cast | Exp | Exp2 | Log | Sqrt | Rsqrt | Abs | Min | Max | Select | Iota | Fma | ReduceMin | ReduceMax | ReduceSum | ReduceArgmin
             | ReduceArgmax => {
                 ctx.note(format!("expression operation `{op}` used as a statement is not in the cost model: counted as free"));
                 for &a in call.args.iter().flatten() {
@@ -955,7 +955,7 @@ impl<'a> Walker<'a, '_> {
                 w.sfu += mult * out;
                 w.alu += mult * out * c;
             }
-            Abs | Min | Max | Select | Fma => self.work(dest).alu += mult * out,
+            Abs | Min | Max | Select | Iota | Fma => self.work(dest).alu += mult * out,
             ReduceMin | ReduceMax | ReduceSum | ReduceArgmin | ReduceArgmax => {
                 let (rank, numel_out) = match (&arg0.map(|a| &m.exprs[a].ty), &m.exprs[e].ty) {
                     (Some(Type::Frag { shape, .. }), Type::Frag { shape: o, .. }) => (shape.len(), prod(o)),
@@ -1525,6 +1525,16 @@ impl<'a> Walker<'a, '_> {
                     BinOp::Ne => t(x != y),
                     BinOp::And => t(x != 0.0 && y != 0.0),
                     BinOp::Or => t(x != 0.0 || y != 0.0),
+                }
+            }
+            // A loop bound clamped by `max` / `min` (a sliding window's first key tile): at the
+            // mean tile, like the rest.
+            ExprKind::Call(c) if matches!(c.op.as_str(), "min" | "max") && c.args.len() == 2 => {
+                let (x, y) = (self.eval(c.args[0]?)?, self.eval(c.args[1]?)?);
+                if c.op == "min" {
+                    x.min(y)
+                } else {
+                    x.max(y)
                 }
             }
             _ => return None,

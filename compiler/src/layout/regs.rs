@@ -140,6 +140,17 @@ impl Layout {
         }
     }
 
+    /// C expression: the position along `axis` of register `i` (what `iota` gives): an
+    /// accumulator's row or column, a row vector's row, a whole-held 1-D fragment's index.
+    pub fn coord(self, axis: i64, i: &str) -> Option<String> {
+        match (self, axis) {
+            (Layout::Acc { .. } | Layout::Rows { .. }, 0) => self.row(i),
+            (Layout::Acc { .. }, 1) => self.col(i),
+            (Layout::Uniform { .. }, 0) => Some(format!("({i})")),
+            _ => None,
+        }
+    }
+
     /// The column of register `i` split as `register part + lane part` (C expressions): the first
     /// depends on the register alone (a constant after unrolling), the second on the lane alone
     /// (the same for every register of a thread). Their sum is [`Layout::col`].

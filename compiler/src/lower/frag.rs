@@ -7,6 +7,7 @@ use super::layout::{self, reg_ctype, Layout};
 use super::prelude::Helper;
 use super::{c_ident, size_c, size_multiple, strip_parens, unsupported, Lw, LowerError};
 use crate::ir::*;
+use crate::ops::OpId;
 use crate::layout::known_multiple;
 use crate::span::Span;
 
@@ -659,6 +660,18 @@ impl<'a> Lw<'a> {
             ExprKind::Binary(op, a, b) => {
                 let (ca, cb) = (self.elem(*a, lay, i, temps)?, self.elem(*b, lay, i, temps)?);
                 super::binary_c(*op, &ca, self.elem_prec(*a, temps), &cb, self.elem_prec(*b, temps))
+            }
+            ExprKind::Call(c) if c.op == OpId::Iota.name() => {
+                // The element's coordinate in the layout; x's values are not read.
+                let axis = c.args.get(1).copied().flatten().and_then(|a| m.const_value(a)).unwrap_or(-1);
+                let rank = m.exprs[e].ty.const_shape().map_or(0, |s| s.len());
+                let coord = match (lay, rank) {
+                    // A whole-held fragment of rank > 1 is row-major in its registers.
+                    (Layout::Uniform { .. }, r) if r > 1 => None,
+                    _ => lay.coord(axis, i),
+                };
+                let coord = coord.ok_or_else(|| unsupported(format!("`iota` along axis {axis} of the {}", lay.describe()), span))?;
+                format!("(int)({coord})")
             }
             ExprKind::Call(c) => {
                 let mut args = Vec::new();

@@ -111,7 +111,7 @@ pub(crate) fn lowering(op: OpId) -> Option<Lowering> {
             lw.w.line("asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");");
             Ok(())
         },
-        Cast | Exp | Exp2 | Log | Sqrt | Rsqrt | Abs | Min | Max | Select | Fma | ReduceMin | ReduceMax | ReduceSum | ReduceArgmin
+        Cast | Exp | Exp2 | Log | Sqrt | Rsqrt | Abs | Min | Max | Select | Iota | Fma | ReduceMin | ReduceMax | ReduceSum | ReduceArgmin
         | ReduceArgmax => return Some(Expr),
     };
     Some(Stmt(h))

@@ -10,6 +10,7 @@ use super::{size_c, strip_parens, unsupported, LowerError, Lw};
 /// `atomic_add` / `atomic_min` / `atomic_max` (element loops like [`Lw::store_distributed`]).
 pub(crate) mod atomic;
 use crate::ir::*;
+use crate::ops::OpId;
 use crate::span::Span;
 
 /// Which threads cooperate on a layout-free store: those that evaluate the same window.
@@ -348,6 +349,16 @@ impl<'a> Lw<'a> {
             ExprKind::Binary(op, a, b) => {
                 let (ca, cb) = (self.flat_elem(*a, shape, idx)?, self.flat_elem(*b, shape, idx)?);
                 super::binary_c(*op, &ca, self.alias_prec(*a), &cb, self.alias_prec(*b))
+            }
+            ExprKind::Call(c) if c.op == OpId::Iota.name() => {
+                // The element's index in x's window (x broadcast into the store's window, NumPy
+                // rules); x's values are not read.
+                let x = c.args.first().copied().flatten().ok_or_else(|| unsupported("`iota` without an operand", span))?;
+                let axis = c.args.get(1).copied().flatten().and_then(|a| m.const_value(a)).unwrap_or(-1);
+                let xs = self.value_shape(x, span)?;
+                let xi = flat_broadcast(&xs, shape, idx, span)?;
+                let coord = usize::try_from(axis).ok().and_then(|a| xi.get(a)).ok_or_else(|| unsupported(format!("`iota` along axis {axis}"), span))?;
+                format!("(int)({coord})")
             }
             ExprKind::Call(c) => {
                 let mut args = Vec::new();

@@ -1416,7 +1416,7 @@ fn check_attention(
     let bytes = downloaded.get(&o.name).ok_or_else(|| bad(format!("`{}` is declared `in`, not an output", o.name)))?;
     let got = convert::decode_all_f32(o.dtype, bytes);
     let scale = scalar_as_received(job, "scale")?;
-    Ok(oracle::attention(input(q)?, input(k)?, input(vt)?, &got, bh, sq, sk, hd, scale, tol, rng))
+    Ok(oracle::attention(input(q)?, input(k)?, input(vt)?, &got, bh, sq, sk, hd, scale, wl.mask, tol, rng))
 }
 
 /// Warm up, then time `repeats` runs of `launch`, each after writing the flush buffer (outside

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::expr::ElementExpr;
-use super::oracle::{RowReduce, Tolerance};
+use super::oracle::{KeyMask, RowReduce, Tolerance};
 use super::rng::Dist;
 use crate::ir::{DType, Module};
 use crate::syntax::ast::Access;
@@ -40,6 +40,10 @@ pub struct WorkloadSpec {
     /// `row_reduce` only: which reduction of each row the kernel computes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reduce: Option<RowReduce>,
+    /// `attention` only: which keys each query sees (`"causal"`: keys 0..=i; `{ sliding_window =
+    /// W }`: keys i − W < j ≤ i); none: every key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask: Option<KeyMask>,
     /// `elementwise` only: Z = f(x, y, w), the expression the oracle evaluates per element
     /// ([`ElementExpr`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -912,7 +916,7 @@ impl WorkloadSpec {
     }
 
     /// The row kernels' own checks, after the role checks: `reduce` is given exactly for
-    /// `row_reduce`, `expr` exactly for `elementwise` (and parses); a full check samples nothing; softmax keeps X's dtype; `eps` names a float
+    /// `row_reduce`, `expr` exactly for `elementwise` (and parses), `mask` only for `attention`; a full check samples nothing; softmax keeps X's dtype; `eps` names a float
     /// scalar of the program with a finite, non-negative value.
     fn validate_row_kernel(&self, m: &Module) -> Result<(), WorkloadError> {
         let o = self.oracle.name();
@@ -928,6 +932,9 @@ impl WorkloadSpec {
                     r.name()
                 )))
             }
+        }
+        if let (Some(mk), false) = (self.mask, self.oracle == OracleName::Attention) {
+            return Err(err(format!("mask ({}): only oracle `attention` takes `mask`; this workload's oracle is `{o}`", mk.name())));
         }
         match (self.oracle, &self.expr) {
             (OracleName::Elementwise, None) => {
@@ -1790,6 +1797,14 @@ mod row_oracle_tests {
         assert!(m.contains("median"), "{m}");
         let m = e("softmax", "reduce = \"sum\"");
         assert!(m.contains("only oracle `row_reduce` takes `reduce`"), "{m}");
+        // The key mask: attention's alone, and a known one.
+        let m = e("softmax", "mask = \"causal\"");
+        assert!(m.contains("mask (causal): only oracle `attention` takes `mask`; this workload's oracle is `softmax`"), "{m}");
+        let m = parse("attention", "mask = \"sliding\"").unwrap_err().0;
+        assert!(m.contains("sliding"), "{m}");
+        assert_eq!(parse("attention", "mask = \"causal\"\nargs = { k = \"Kt\" }").unwrap().mask, Some(KeyMask::Causal));
+        let w = parse("attention", "mask = { sliding_window = 1024 }\nargs = { k = \"Kt\" }").unwrap();
+        assert_eq!(w.mask, Some(KeyMask::SlidingWindow(1024)));
         // eps: a float scalar of the program, with a usable value.
         let m = e("rmsnorm", "args = { eps = \"epsilon\" }");
         assert!(m.contains("role `eps` names scalar `epsilon`, which the program does not declare"), "{m}");

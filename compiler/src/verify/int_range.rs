@@ -226,6 +226,13 @@ impl<'m> IntRanges<'m> {
                 let n = axis.and_then(|a| usize::try_from(a).ok()).and_then(|a| shape.as_ref()?.get(a).copied());
                 Some(n.map_or(ANY, |n| pt(0, n - 1)))
             }
+            // A position along the axis.
+            "iota" => {
+                let (x, axis) = (arg(0)?, arg(1).and_then(|a| m.const_value(a)));
+                let shape = m.exprs[x].ty.const_shape();
+                let n = axis.and_then(|a| usize::try_from(a).ok()).and_then(|a| shape.as_ref()?.get(a).copied());
+                Some(n.map_or(ANY, |n| pt(0, n - 1)))
+            }
             "select" => {
                 let (a, b) = (arg(1)?, arg(2)?);
                 union(self.of(a, dim_hi, depth + 1), self.of(b, dim_hi, depth + 1))

@@ -117,7 +117,7 @@ mod topk;
 #[cfg(test)]
 mod test_support;
 
-pub use attention::attention;
+pub use attention::{attention, KeyMask};
 pub use copy::{copy, transpose};
 pub use cross_entropy::cross_entropy;
 pub use cross_entropy_bwd::{cross_entropy_bwd, cross_entropy_bwd_tolerance};
