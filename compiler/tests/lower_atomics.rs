@@ -2,10 +2,9 @@
 //! on sm_80 (f32 / f16 / i32 adds, i32 and f32 min/max, a scalar broadcast) and sm_90a (bf16 adds,
 //! the op-coverage column-statistics program). Builds need the toolchain (`. .toolchain/cuda/env.sh`).
 
-use cake::lower::{self, LowerOptions, Lowered};
-use cake::nvrtc::{self, Built};
-use cake::target::TargetTable;
-use cake::verify::Validated;
+#[path = "support/lowering.rs"]
+mod lowering;
+use lowering::{build, lowered};
 
 /// Every atomic form that exists on sm_80.
 const SM80: &str = r#"kernel atomic_sm80 target sm_80
@@ -65,25 +64,6 @@ fn column_stats() -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
 }
 
-/// Type-checked and verified: these programs must be accepted by the verifier.
-fn validated(src: &str) -> Validated {
-    let out = cake::check::check_source(src);
-    let module = out.module.unwrap_or_else(|| panic!("does not type-check: {:#?}", out.diagnostics));
-    let target = TargetTable::builtin().get(&module.target).expect("known target").clone();
-    let v = cake::verify::verify(module, &target);
-    v.validated.unwrap_or_else(|| panic!("the verifier rejects it: {:#?}", v.findings))
-}
-
-fn lowered(src: &str, file: &str) -> Lowered {
-    lower::lower_with(&validated(src), &LowerOptions::with_source(file, src)).unwrap_or_else(|e| panic!("{file}: {e}"))
-}
-
-fn build(src: &str, file: &str) -> Built {
-    nvrtc::ensure_nvrtc().unwrap_or_else(|e| panic!("no CUDA toolchain: {e}"));
-    let v = validated(src);
-    let t = TargetTable::builtin().get(&v.module().target).expect("known target");
-    nvrtc::build_with(&v, t, &LowerOptions::with_source(file, src)).unwrap_or_else(|e| panic!("{file}: {e}"))
-}
 
 #[test]
 fn atomic_column_stats_cuda() {

@@ -5,10 +5,11 @@
 //! builds on sm_90a and sm_80 (`. .toolchain/cuda/env.sh` first).
 
 use cake::diag::Severity;
-use cake::lower::{self, LowerOptions, Lowered};
-use cake::nvrtc::{self, Built};
 use cake::target::TargetTable;
-use cake::verify::Validated;
+
+#[path = "support/lowering.rs"]
+mod lowering;
+use lowering::{build, lowered};
 
 const GATHER: &str = r#"kernel emb_gather target sm_90a
 
@@ -67,24 +68,6 @@ fn diagnostics(src: &str) -> Vec<cake::diag::Diagnostic> {
     cake::verify::verify(module, &target).findings
 }
 
-fn validated(src: &str) -> Validated {
-    let out = cake::check::check_source(src);
-    let module = out.module.unwrap_or_else(|| panic!("does not type-check: {:#?}", out.diagnostics));
-    let target = TargetTable::builtin().get(&module.target).expect("known target").clone();
-    let v = cake::verify::verify(module, &target);
-    v.validated.unwrap_or_else(|| panic!("the verifier rejects it: {:#?}", v.findings))
-}
-
-fn lowered(src: &str, file: &str) -> Lowered {
-    lower::lower_with(&validated(src), &LowerOptions::with_source(file, src)).unwrap_or_else(|e| panic!("{file}: {e}"))
-}
-
-fn build(src: &str, file: &str) -> Built {
-    nvrtc::ensure_nvrtc().unwrap_or_else(|e| panic!("no CUDA toolchain: {e}"));
-    let v = validated(src);
-    let t = TargetTable::builtin().get(&v.module().target).expect("known target");
-    nvrtc::build_with(&v, t, &LowerOptions::with_source(file, src)).unwrap_or_else(|e| panic!("{file}: {e}"))
-}
 
 #[test]
 fn gather_loads_the_index_once_and_guards_the_row() {

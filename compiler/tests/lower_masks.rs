@@ -3,10 +3,9 @@
 //! snapshots), the coordinates each thread computes, checked against the accumulator layout by
 //! evaluating them for every lane, and NVRTC builds (`. .toolchain/cuda/env.sh` first).
 
-use cake::lower::{self, LowerOptions, Lowered};
-use cake::nvrtc;
-use cake::target::TargetTable;
-use cake::verify::Validated;
+#[path = "support/lowering.rs"]
+mod lowering;
+use lowering::{build, lowered};
 
 /// A warpgroup's 64×64 accumulator masked to its lower triangle (key column ≤ query row), as a
 /// causal attention masks its diagonal score tile, then stored.
@@ -50,18 +49,6 @@ on rows {
     }
 }
 "#;
-
-fn validated(src: &str) -> Validated {
-    let out = cake::check::check_source(src);
-    let module = out.module.unwrap_or_else(|| panic!("does not type-check: {:#?}", out.diagnostics));
-    let target = TargetTable::builtin().get(&module.target).expect("known target").clone();
-    let v = cake::verify::verify(module, &target);
-    v.validated.unwrap_or_else(|| panic!("the verifier rejects it: {:#?}", v.findings))
-}
-
-fn lowered(src: &str, file: &str) -> Lowered {
-    lower::lower_with(&validated(src), &LowerOptions::with_source(file, src)).unwrap_or_else(|e| panic!("{file}: {e}"))
-}
 
 #[test]
 fn a_masked_accumulator_lowers_to_its_layouts_coordinates() {
@@ -183,10 +170,7 @@ fn iota_along_a_missing_axis_is_e0305() {
 
 #[test]
 fn needs_toolchain_masks_compile() {
-    nvrtc::ensure_nvrtc().unwrap_or_else(|e| panic!("no CUDA toolchain: {e}"));
     for (src, file) in [(TRIANGLE, "triangle.cake"), (ROW_PREFIX, "row_prefix.cake")] {
-        let v = validated(src);
-        let t = TargetTable::builtin().get(&v.module().target).expect("known target");
-        nvrtc::build_with(&v, t, &LowerOptions::with_source(file, src)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        build(src, file);
     }
 }
