@@ -933,6 +933,9 @@ impl WorkloadSpec {
                 )))
             }
         }
+        if self.mask == Some(KeyMask::SlidingWindow(0)) {
+            return Err(err("mask = { sliding_window = 0 }: a query must see at least itself; give the window in keys, 1 or more".to_string()));
+        }
         if let (Some(mk), false) = (self.mask, self.oracle == OracleName::Attention) {
             return Err(err(format!("mask ({}): only oracle `attention` takes `mask`; this workload's oracle is `{o}`", mk.name())));
         }
@@ -2080,6 +2083,8 @@ mod product_oracle_tests {
         assert!(m.contains("role `q`: tensor `A2` has rank 2, expected 3"), "{m}");
         let m = a(", o = \"Q\"");
         assert!(m.contains("role `o`: tensor `Q` is declared `in`"), "{m}");
+        let m = e("attention", "mask = { sliding_window = 0 }\nargs = { k = \"Kt\" }");
+        assert!(m.contains("a query must see at least itself"), "{m}");
         let m = e("attention", "");
         assert!(m.contains("oracle `attention` role `k` names tensor `K`, which the program does not declare"), "{m}");
         let m = a(", scale = \"s\"");
