@@ -308,7 +308,9 @@ impl RegisterLayouts {
     fn let_fault_of(&self, m: &Module, l: Handle<Local>, value: Handle<Expr>) -> Option<LayoutFault> {
         let span = *m.exprs.span(value);
         match &m.exprs[value].ty {
-            Type::Scalar(_) | Type::Literal { .. } => None,
+            // A scalar has a place in every thread, unless it reduces a fragment the lowering
+            // cannot reduce.
+            Type::Scalar(_) | Type::Literal { .. } => self.value(value).err(),
             Type::Frag { .. } => match self.value(value) {
                 Err(f) => Some(f),
                 Ok(Some(_)) => None,
@@ -461,6 +463,18 @@ impl Derive<'_> {
         let m = self.m;
         let span = *m.exprs.span(e);
         let ex = &m.exprs[e];
+        if let (ExprKind::Call(c), false) = (&ex.kind, matches!(ex.ty, Type::Frag { .. })) {
+            // A reduction to one value: from window math the threads split and combine it; from
+            // a fragment with a register layout only if that layout reduces (an accumulator's
+            // rows), which never gives one value (a `select` of a 1-element row window with a
+            // whole-held `f32[1]` has that layout, and the lowering has no reduction of it).
+            if let Some(x) = c.args.first().copied().flatten().filter(|_| c.op.starts_with("reduce_")) {
+                if let Some(lx) = self.value(x)? {
+                    return Err(LayoutFault::new("L007", span, format!("`{}` to one value: its operand has a register layout the lowering does not reduce ({})", c.op, lx.describe()))
+                        .with_note("a reduction to one value is lowered from window math (split over the lanes) or from an accumulator's rows; compute the operand from windows, or reduce a `reg` of the accumulator layout"));
+                }
+            }
+        }
         let Type::Frag { shape, .. } = &ex.ty else { return Ok(None) };
         let unsupported = |what: String| LayoutFault::new("L001", span, format!("not supported by the lowering yet: {what}"));
         // Operands in one thread layout (scalars broadcast into any). A layout whose threads each

@@ -396,7 +396,7 @@ impl<'a> Lw<'a> {
         // An operand with a layout whose reduction has none (a reduction of a per-warp scalar,
         // `reduce_sum(exp(8 - m))`): not a shape the lowering has a layout for.
         let Some(out) = self.layout_of(e)? else {
-            return Err(LowerError::new("L007", format!("`{}` of the {} has no register layout", c.op, lx.describe()), span));
+            return Err(LowerError::new("L007", format!("`{}`: its operand has a register layout the lowering does not reduce ({})", c.op, lx.describe()), span));
         };
         let Layout::Acc { n_tiles, .. } = lx else {
             return Err(unsupported(format!("a reduction over the {}", lx.describe()), span));
