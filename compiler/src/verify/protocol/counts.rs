@@ -226,6 +226,12 @@ fn cond_count(m: &Module, cond: Handle<Expr>, lp: &LoopCtx) -> Option<Poly> {
     } else {
         return None;
     };
+    // The count assumes the bound lies inside the loop's range, which the traces confirm only
+    // for a bound they can evaluate: one over the tile's coordinates or a clamp stays unknown
+    // (compared on samples), never a count trusted unchecked.
+    if !bound.evaluable() {
+        return None;
+    }
     let one = Poly::constant(1);
     match op {
         BinOp::Ge => lp.hi.sub(&bound),

@@ -101,6 +101,11 @@ impl Poly {
     pub fn has_clamp(&self) -> bool {
         self.0.keys().flatten().any(|a| matches!(a, Atom::Clamp(_)))
     }
+    /// Whether every atom has a value under a binding (dims and `T`): only such counts can be
+    /// checked against the concrete traces.
+    pub fn evaluable(&self) -> bool {
+        self.0.keys().flatten().all(|a| matches!(a, Atom::Dim(_) | Atom::Tiles))
+    }
     pub fn as_const(&self) -> Option<i64> {
         match self.0.len() {
             0 => Some(0),
