@@ -58,3 +58,14 @@ cake_skip_without_gpu() {
     exit 3
   fi
 }
+
+# The start of a device script that runs a carried `cake` binary: SKIP (exit 3) without a GPU,
+# saying what was not done ($1); an error without $CAKE_BIN; $OUT created; NVRTC and the CUDA
+# libraries of the device's CUDA installation on the paths the runtime loads them from.
+cake_device_preamble() {
+  cake_skip_without_gpu "$1"
+  [ -x "$CAKE_BIN" ] || { echo "error: no cake binary at $CAKE_BIN (build it here and carry it: see the head of $0)"; exit 1; }
+  mkdir -p "$OUT"
+  export CAKE_NVRTC_LIB=${CAKE_NVRTC_LIB:-/usr/local/cuda/lib64/libnvrtc.so.13}
+  export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}

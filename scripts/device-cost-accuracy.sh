@@ -37,12 +37,8 @@ export DEADLINE_UNIX=$((T0 + TIME_CAP_S))
 
 # shellcheck source=scripts/common.sh
 . "$ROOT/scripts/common.sh"
-cake_skip_without_gpu "the cost-accuracy runs need the H200 (nothing measured, no JSON written)"
-[ -x "$CAKE_BIN" ] || { echo "error: no cake binary at $CAKE_BIN (build it here and carry it: see the head of $0)"; exit 1; }
+cake_device_preamble "the cost-accuracy runs need the H200 (nothing measured, no JSON written)"
 command -v python3 >/dev/null || { echo "error: python3 is needed on the device"; exit 1; }
-mkdir -p "$OUT"
-export CAKE_NVRTC_LIB=${CAKE_NVRTC_LIB:-/usr/local/cuda/lib64/libnvrtc.so.13}
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 nvidia-smi -L 2>/dev/null || true
 
 resume=()

@@ -26,11 +26,7 @@ OUT=${OUT:-/tmp/family-peers-out}
 [ -n "${FAMILIES:-}" ] || { echo "error: set FAMILIES to the corpus families to run (space-separated)"; exit 1; }
 # shellcheck source=scripts/common.sh
 . "$ROOT/scripts/common.sh"
-cake_skip_without_gpu "nothing measured"
-[ -x "$CAKE_BIN" ] || { echo "error: no cake binary at $CAKE_BIN (build it here and carry it: see the head of $0)"; exit 1; }
-mkdir -p "$OUT"
-export CAKE_NVRTC_LIB=${CAKE_NVRTC_LIB:-/usr/local/cuda/lib64/libnvrtc.so.13}
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+cake_device_preamble "nothing measured"
 status=0
 
 echo "==> corpus gpu tier: $FAMILIES"

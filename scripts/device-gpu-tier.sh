@@ -21,11 +21,7 @@ export CAKE_BIN=${CAKE_BIN:-$ROOT/target/release/cake-device}
 OUT=${OUT:-/tmp/gpu-tier-out}
 # shellcheck source=scripts/common.sh
 . "$ROOT/scripts/common.sh"
-cake_skip_without_gpu "nothing measured"
-[ -x "$CAKE_BIN" ] || { echo "error: no cake binary at $CAKE_BIN (build it here and carry it: see the head of $0)"; exit 1; }
-mkdir -p "$OUT"
-export CAKE_NVRTC_LIB=${CAKE_NVRTC_LIB:-/usr/local/cuda/lib64/libnvrtc.so.13}
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+cake_device_preamble "nothing measured"
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv
 T0=$SECONDS
 for f in ${PEER_FAMS:-}; do

@@ -219,15 +219,8 @@ impl<'m> IntRanges<'m> {
         let m = self.m;
         let arg = |i: usize| c.args.get(i).copied().flatten();
         match c.op.as_str() {
-            // An index of the reduced axis.
-            "reduce_argmin" | "reduce_argmax" => {
-                let (x, axis) = (arg(0)?, arg(1).and_then(|a| m.const_value(a)));
-                let shape = m.exprs[x].ty.const_shape();
-                let n = axis.and_then(|a| usize::try_from(a).ok()).and_then(|a| shape.as_ref()?.get(a).copied());
-                Some(n.map_or(ANY, |n| pt(0, n - 1)))
-            }
-            // A position along the axis.
-            "iota" => {
+            // An index along the axis: of the reduced one, or each element's own position.
+            "reduce_argmin" | "reduce_argmax" | "iota" => {
                 let (x, axis) = (arg(0)?, arg(1).and_then(|a| m.const_value(a)));
                 let shape = m.exprs[x].ty.const_shape();
                 let n = axis.and_then(|a| usize::try_from(a).ok()).and_then(|a| shape.as_ref()?.get(a).copied());
